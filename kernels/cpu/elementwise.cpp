@@ -1,0 +1,83 @@
+#include "kernels/elementwise.h"
+
+namespace ringdp::kernels {
+namespace {
+
+template <typename T>
+double to_double(T v) {
+  return static_cast<double>(static_cast<std::conditional_t<std::is_same_v<T, bfloat16>, float, T>>(v));
+}
+
+template <typename T>
+T from_double(double v) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    return bfloat16(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+}  // namespace
+
+void fill_cpu(void* dst, int64_t n, DType dtype, double value, Stream) {
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = from_double<T>(value);
+    auto* out = static_cast<T*>(dst);
+    for (int64_t i = 0; i < n; ++i) out[i] = v;
+  });
+}
+
+void cast_cpu(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n, Stream) {
+  dispatch_dtype(src_dtype, [&](auto src_tag) {
+    using S = typename decltype(src_tag)::type;
+    dispatch_dtype(dst_dtype, [&](auto dst_tag) {
+      using D = typename decltype(dst_tag)::type;
+      const auto* in = static_cast<const S*>(src);
+      auto* out = static_cast<D*>(dst);
+      if constexpr (std::is_same_v<S, D>) {
+        std::copy(in, in + n, out);
+      } else if constexpr (std::is_same_v<S, int64_t> || std::is_same_v<D, int64_t>) {
+        // Via double would lose int64 precision above 2^53; go direct where we can.
+        for (int64_t i = 0; i < n; ++i) {
+          if constexpr (std::is_same_v<S, bfloat16>) out[i] = static_cast<D>(static_cast<float>(in[i]));
+          else if constexpr (std::is_same_v<D, bfloat16>) out[i] = bfloat16(static_cast<float>(in[i]));
+          else out[i] = static_cast<D>(in[i]);
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) out[i] = from_double<D>(to_double(in[i]));
+      }
+    });
+  });
+}
+
+void scale_cpu(void* x, int64_t n, DType dtype, double alpha, Stream) {
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto* v = static_cast<T*>(x);
+    if constexpr (std::is_same_v<T, float>) {
+      const float a = static_cast<float>(alpha);
+      for (int64_t i = 0; i < n; ++i) v[i] *= a;
+    } else {
+      for (int64_t i = 0; i < n; ++i) v[i] = from_double<T>(to_double(v[i]) * alpha);
+    }
+  });
+}
+
+void add_cpu(const void* a, const void* b, void* out, int64_t n, DType dtype, double alpha,
+             Stream) {
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const auto* x = static_cast<const T*>(a);
+    const auto* y = static_cast<const T*>(b);
+    auto* z = static_cast<T*>(out);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T s = static_cast<T>(alpha);
+      for (int64_t i = 0; i < n; ++i) z[i] = x[i] + s * y[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) z[i] = from_double<T>(to_double(x[i]) + alpha * to_double(y[i]));
+    }
+  });
+}
+
+}  // namespace ringdp::kernels

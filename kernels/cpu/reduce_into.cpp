@@ -1,0 +1,94 @@
+// CPU reduce_into: the ring's per-step reduction. Loops are simple enough for g++ -O2 to
+// vectorise the float32/float64/int sum, min and max cases.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "kernels/reduce_into.h"
+
+namespace ringdp {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::prod: return "prod";
+    case ReduceOp::min: return "min";
+    case ReduceOp::max: return "max";
+    case ReduceOp::avg: return "avg";
+  }
+  return "unknown";
+}
+
+ReduceOp parse_reduce_op(std::string_view name) {
+  if (name == "sum") return ReduceOp::sum;
+  if (name == "prod") return ReduceOp::prod;
+  if (name == "min") return ReduceOp::min;
+  if (name == "max") return ReduceOp::max;
+  if (name == "avg") return ReduceOp::avg;
+  RINGDP_FAIL("unknown reduce op '", name, "'; expected sum, prod, min, max or avg");
+}
+
+namespace kernels {
+namespace {
+
+template <typename T, typename Combine>
+void apply(T* __restrict dst, const T* __restrict src, int64_t count, Combine combine) {
+  for (int64_t i = 0; i < count; ++i) dst[i] = combine(dst[i], src[i]);
+}
+
+template <typename T>
+void reduce_typed(T* dst, const T* src, int64_t count, ReduceOp op) {
+  if constexpr (std::is_integral_v<T>) {
+    // Wrap-around arithmetic through the unsigned type: defined behaviour on overflow.
+    using U = std::make_unsigned_t<T>;
+    switch (op) {
+      case ReduceOp::sum:
+      case ReduceOp::avg:
+        return apply(dst, src, count, [](T a, T b) { return static_cast<T>(static_cast<U>(a) + static_cast<U>(b)); });
+      case ReduceOp::prod:
+        return apply(dst, src, count, [](T a, T b) { return static_cast<T>(static_cast<U>(a) * static_cast<U>(b)); });
+      case ReduceOp::min: return apply(dst, src, count, [](T a, T b) { return b < a ? b : a; });
+      case ReduceOp::max: return apply(dst, src, count, [](T a, T b) { return a < b ? b : a; });
+    }
+  } else {
+    switch (op) {
+      case ReduceOp::sum:
+      case ReduceOp::avg: return apply(dst, src, count, [](T a, T b) { return a + b; });
+      case ReduceOp::prod: return apply(dst, src, count, [](T a, T b) { return a * b; });
+      // std::fmin/fmax semantics would hide a NaN; this propagates the first operand's NaN.
+      case ReduceOp::min: return apply(dst, src, count, [](T a, T b) { return b < a ? b : a; });
+      case ReduceOp::max: return apply(dst, src, count, [](T a, T b) { return a < b ? b : a; });
+    }
+  }
+}
+
+void reduce_bf16(bfloat16* dst, const bfloat16* src, int64_t count, ReduceOp op) {
+  auto run = [&](auto combine) {
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = bfloat16(combine(static_cast<float>(dst[i]), static_cast<float>(src[i])));
+  };
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: return run([](float a, float b) { return a + b; });
+    case ReduceOp::prod: return run([](float a, float b) { return a * b; });
+    case ReduceOp::min: return run([](float a, float b) { return b < a ? b : a; });
+    case ReduceOp::max: return run([](float a, float b) { return a < b ? b : a; });
+  }
+}
+
+}  // namespace
+
+void reduce_into_cpu(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op,
+                     Stream) {
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bfloat16>) {
+      reduce_bf16(static_cast<bfloat16*>(dst), static_cast<const bfloat16*>(src), count, op);
+    } else {
+      reduce_typed(static_cast<T*>(dst), static_cast<const T*>(src), count, op);
+    }
+  });
+}
+
+}  // namespace kernels
+}  // namespace ringdp

@@ -1,0 +1,54 @@
+// CUDA runtime wrappers used by tensor/ (which never includes cuda_runtime.h itself).
+#include "kernels/device_memory.h"
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace ringdp::kernels {
+
+bool built_with_cuda() { return true; }
+
+int cuda_device_count() {
+  int count = 0;
+  // No driver or no device is a normal situation here (CI), not an error.
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+void* cuda_malloc(size_t bytes, int device) {
+  const int count = cuda_device_count();
+  RINGDP_CHECK(device >= 0 && device < count, "CUDA device cuda:", device, " does not exist (",
+               count, " visible)");
+  CUDA_CHECK(cudaSetDevice(device));
+  void* ptr = nullptr;
+  CUDA_CHECK(cudaMalloc(&ptr, bytes == 0 ? 1 : bytes));
+  return ptr;
+}
+
+void cuda_free(void* ptr, int device) {
+  if (!ptr) return;
+  CUDA_CHECK(cudaSetDevice(device));
+  CUDA_CHECK(cudaFree(ptr));
+}
+
+void* cuda_malloc_host(size_t bytes) {
+  void* ptr = nullptr;
+  CUDA_CHECK(cudaMallocHost(&ptr, bytes == 0 ? 1 : bytes));
+  return ptr;
+}
+
+void cuda_free_host(void* ptr) {
+  if (ptr) CUDA_CHECK(cudaFreeHost(ptr));
+}
+
+void cuda_memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
+  if (bytes == 0) return;
+  const cudaMemcpyKind k = kind == CopyKind::host_to_device   ? cudaMemcpyHostToDevice
+                           : kind == CopyKind::device_to_host ? cudaMemcpyDeviceToHost
+                                                              : cudaMemcpyDeviceToDevice;
+  CUDA_CHECK(cudaMemcpy(dst, src, bytes, k));
+}
+
+}  // namespace ringdp::kernels

@@ -1,0 +1,92 @@
+// CUDA fill, cast, scale and add: grid-stride elementwise kernels computed in double (or
+// float for bfloat16), matching the CPU twins in kernels/cpu/elementwise.cpp.
+#include <cuda_bf16.h>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/elementwise.h"
+
+namespace ringdp::kernels {
+namespace {
+
+template <typename T> __device__ double load(const T* p, long long i) { return static_cast<double>(p[i]); }
+template <> __device__ double load(const __nv_bfloat16* p, long long i) { return __bfloat162float(p[i]); }
+template <typename T> __device__ void store(T* p, long long i, double v) { p[i] = static_cast<T>(v); }
+template <> __device__ void store(__nv_bfloat16* p, long long i, double v) { p[i] = __float2bfloat16_rn(static_cast<float>(v)); }
+
+#define RINGDP_GRID_STRIDE(i, n) \
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)
+
+template <typename T>
+__global__ void fill_kernel(T* dst, long long n, double value) {
+  RINGDP_GRID_STRIDE(i, n) store(dst, i, value);
+}
+template <typename S, typename D>
+__global__ void cast_kernel(const S* src, D* dst, long long n) {
+  RINGDP_GRID_STRIDE(i, n) store(dst, i, load(src, i));
+}
+template <typename T>
+__global__ void scale_kernel(T* x, long long n, double alpha) {
+  RINGDP_GRID_STRIDE(i, n) store(x, i, load(x, i) * alpha);
+}
+template <typename T>
+__global__ void add_kernel(const T* a, const T* b, T* out, long long n, double alpha) {
+  RINGDP_GRID_STRIDE(i, n) store(out, i, load(a, i) + alpha * load(b, i));
+}
+
+template <typename Fn>
+void with_storage_type(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::float32: return fn(static_cast<float*>(nullptr));
+    case DType::float64: return fn(static_cast<double*>(nullptr));
+    case DType::int32: return fn(static_cast<int32_t*>(nullptr));
+    case DType::int64: return fn(static_cast<int64_t*>(nullptr));
+    case DType::bfloat16: return fn(static_cast<__nv_bfloat16*>(nullptr));
+  }
+}
+
+constexpr unsigned kBlock = 256;
+
+}  // namespace
+
+void fill_cuda(void* dst, int64_t n, DType dtype, double value, Stream stream) {
+  if (n == 0) return;
+  with_storage_type(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    fill_kernel<<<grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<T*>(dst), n, value);
+    RINGDP_CUDA_CHECK_LAUNCH(fill_kernel);
+  });
+}
+
+void cast_cuda(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n, Stream stream) {
+  if (n == 0) return;
+  with_storage_type(src_dtype, [&](auto* src_tag) {
+    using S = std::remove_pointer_t<decltype(src_tag)>;
+    with_storage_type(dst_dtype, [&](auto* dst_tag) {
+      using D = std::remove_pointer_t<decltype(dst_tag)>;
+      cast_kernel<<<grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const S*>(src), static_cast<D*>(dst), n);
+      RINGDP_CUDA_CHECK_LAUNCH(cast_kernel);
+    });
+  });
+}
+
+void scale_cuda(void* x, int64_t n, DType dtype, double alpha, Stream stream) {
+  if (n == 0) return;
+  with_storage_type(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    scale_kernel<<<grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<T*>(x), n, alpha);
+    RINGDP_CUDA_CHECK_LAUNCH(scale_kernel);
+  });
+}
+
+void add_cuda(const void* a, const void* b, void* out, int64_t n, DType dtype, double alpha, Stream stream) {
+  if (n == 0) return;
+  with_storage_type(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    add_kernel<<<grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), n, alpha);
+    RINGDP_CUDA_CHECK_LAUNCH(add_kernel);
+  });
+}
+
+}  // namespace ringdp::kernels

@@ -1,0 +1,67 @@
+// CUDA reduce_into: grid-stride elementwise dst = dst op src on a stream.
+// bfloat16 is computed in float32 and rounded to nearest even (cuda_bf16.h's conversion).
+#include <cuda_bf16.h>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/reduce_into.h"
+
+namespace ringdp::kernels {
+namespace {
+
+template <typename T>
+struct Combine {
+  ReduceOp op;
+  __device__ T operator()(T a, T b) const {
+    switch (op) {
+      case ReduceOp::prod: return a * b;
+      case ReduceOp::min: return b < a ? b : a;
+      case ReduceOp::max: return a < b ? b : a;
+      default: return a + b;
+    }
+  }
+};
+
+template <typename T, typename Storage>
+__global__ void reduce_into_kernel(Storage* __restrict__ dst, const Storage* __restrict__ src,
+                                   long long count, ReduceOp op) {
+  const Combine<T> combine{op};
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x) {
+    if constexpr (std::is_same_v<Storage, __nv_bfloat16>) {
+      dst[i] = __float2bfloat16_rn(combine(__bfloat162float(dst[i]), __bfloat162float(src[i])));
+    } else if constexpr (std::is_integral_v<T>) {
+      // Wrap-around through the unsigned type, matching the CPU twin.
+      using U = std::make_unsigned_t<T>;
+      const U a = static_cast<U>(dst[i]), b = static_cast<U>(src[i]);
+      dst[i] = static_cast<T>(op == ReduceOp::prod ? a * b
+                              : (op == ReduceOp::sum || op == ReduceOp::avg) ? a + b
+                                                                              : static_cast<U>(combine(dst[i], src[i])));
+    } else {
+      dst[i] = combine(dst[i], src[i]);
+    }
+  }
+}
+
+template <typename T, typename Storage>
+void launch(void* dst, const void* src, int64_t count, ReduceOp op, Stream stream) {
+  const unsigned block = 256;
+  reduce_into_kernel<T, Storage><<<grid_for(count, block), block, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<Storage*>(dst), static_cast<const Storage*>(src), count, op);
+  RINGDP_CUDA_CHECK_LAUNCH(reduce_into_kernel);
+}
+
+}  // namespace
+
+void reduce_into_cuda(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op,
+                      Stream stream) {
+  if (count == 0) return;
+  switch (dtype) {
+    case DType::float32: return launch<float, float>(dst, src, count, op, stream);
+    case DType::float64: return launch<double, double>(dst, src, count, op, stream);
+    case DType::int32: return launch<int32_t, int32_t>(dst, src, count, op, stream);
+    case DType::int64: return launch<int64_t, int64_t>(dst, src, count, op, stream);
+    case DType::bfloat16: return launch<float, __nv_bfloat16>(dst, src, count, op, stream);
+  }
+}
+
+}  // namespace ringdp::kernels

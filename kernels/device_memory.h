@@ -1,0 +1,21 @@
+// Device memory and device queries. With CUDA built in these call the CUDA runtime; without
+// it every call but cuda_device_count() throws "ringdp was built without CUDA".
+#pragma once
+
+#include <cstddef>
+
+namespace ringdp::kernels {
+
+/// Visible CUDA devices; 0 when built without CUDA or when the driver finds none.
+int cuda_device_count();
+bool built_with_cuda();
+
+void* cuda_malloc(size_t bytes, int device);
+void cuda_free(void* ptr, int device);
+void* cuda_malloc_host(size_t bytes);  ///< pinned host memory for staging
+void cuda_free_host(void* ptr);
+
+enum class CopyKind { host_to_device, device_to_host, device_to_device };
+void cuda_memcpy(void* dst, const void* src, size_t bytes, CopyKind kind);
+
+}  // namespace ringdp::kernels

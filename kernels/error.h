@@ -1,0 +1,45 @@
+// ringdp::Error and RINGDP_CHECK: the one error type every layer throws.
+// A failed check names the condition, file:line and the values the caller passed in,
+// so a test can match a substring of the message (REQUIRE_THROWS_WITH).
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace ringdp {
+
+/// Every recoverable error in ringdp: bad input, unsupported dtype or device, I/O problems.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+template <typename... Args>
+std::string concat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+
+[[noreturn]] void throw_check_failure(const char* file, int line, const char* condition,
+                                      const std::string& message);
+
+}  // namespace detail
+}  // namespace ringdp
+
+/// Throws ringdp::Error("<message> [check `cond` failed at file:line]") when cond is false.
+#define RINGDP_CHECK(cond, ...)                                                        \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
+      ::ringdp::detail::throw_check_failure(__FILE__, __LINE__, #cond,                 \
+                                            ::ringdp::detail::concat(__VA_ARGS__));    \
+    }                                                                                  \
+  } while (0)
+
+/// Throws ringdp::Error unconditionally, with the same location suffix as RINGDP_CHECK.
+#define RINGDP_FAIL(...)                                                               \
+  ::ringdp::detail::throw_check_failure(__FILE__, __LINE__, nullptr,                   \
+                                        ::ringdp::detail::concat(__VA_ARGS__))

@@ -1,0 +1,28 @@
+// The collectives' local reduction: dst[i] = dst[i] op src[i] for i < count.
+// avg reduces as sum; the caller divides once at the end (finish_avg), so intermediate steps
+// of a ring keep full sums. bfloat16 is computed in float32 and rounded to nearest even.
+// Integer sum and prod wrap around (two's complement) instead of overflowing into UB.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "kernels/dtype.h"
+
+namespace ringdp {
+
+enum class ReduceOp : uint8_t { sum, prod, min, max, avg };
+
+const char* reduce_op_name(ReduceOp op);
+/// Parses sum, prod, min, max, avg.
+ReduceOp parse_reduce_op(std::string_view name);
+
+namespace kernels {
+
+void reduce_into_cpu(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op,
+                     Stream stream = nullptr);
+void reduce_into_cuda(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op,
+                      Stream stream = nullptr);
+
+}  // namespace kernels
+}  // namespace ringdp

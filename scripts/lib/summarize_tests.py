@@ -1,0 +1,44 @@
+"""Counts test cases from meson's testlog.json and prints 'N passed, N failed, N skipped'.
+
+A Catch2 binary contributes its test cases (from its summary line); any other test counts as
+one. A test that exits 77 is skipped; a failed or timed-out test whose output has no Catch2
+summary counts as one failure. Exit status 1 when anything failed.
+"""
+import json
+import re
+import sys
+
+ALL_PASSED = re.compile(r"All tests passed \(\d+ assertions? in (\d+) test cases?\)")
+MIXED = re.compile(r"test cases:\s*(\d+)\s*\|\s*(\d+) passed\s*\|\s*(\d+) failed")
+ONLY_FAILED = re.compile(r"test cases:\s*(\d+)\s*\|\s*(\d+) failed")
+
+
+def count(entry):
+    out = entry.get("stdout") or ""
+    result = entry["result"]
+    if result == "SKIP":
+        return 0, 0, 1
+    if result == "OK":
+        found = ALL_PASSED.findall(out)
+        return (sum(int(n) for n in found) if found else 1), 0, 0
+    mixed = MIXED.findall(out)
+    if mixed:
+        return sum(int(p) for _, p, _ in mixed), max(1, sum(int(f) for _, _, f in mixed)), 0
+    only = ONLY_FAILED.findall(out)
+    if only:
+        return 0, sum(int(f) for _, f in only), 0
+    return 0, 1, 0
+
+
+def main(path):
+    passed = failed = skipped = 0
+    with open(path, encoding="utf-8") as log:
+        for line in log:
+            p, f, s = count(json.loads(line))
+            passed, failed, skipped = passed + p, failed + f, skipped + s
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,28 @@
+// The bytes behind one or more tensors. CPU storage is 64-byte aligned (cache line, AVX-512);
+// CUDA storage comes from cudaMalloc through kernels/device_memory.h.
+#pragma once
+
+#include <cstddef>
+
+#include "tensor/device.h"
+
+namespace ringdp {
+
+class Storage {
+ public:
+  Storage(size_t bytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  Device device_;
+};
+
+}  // namespace ringdp

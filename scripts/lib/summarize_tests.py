@@ -14,7 +14,7 @@ ONLY_FAILED = re.compile(r"test cases:\s*(\d+)\s*\|\s*(\d+) failed")
 
 
 def count(entry):
-    out = entry.get("stdout") or ""
+    out = re.sub(r"\x1b\[[0-9;]*m", "", entry.get("stdout") or "")
     result = entry["result"]
     if result == "SKIP":
         return 0, 0, 1

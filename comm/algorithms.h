@@ -1,0 +1,93 @@
+// The collective algorithms, written once against Transport on raw buffers of `dtype`.
+// Each lives in its own file (<collective>_<algorithm>.cpp) with its step table; this header
+// declares them and the context they share. All counts are in elements.
+//
+// Words used throughout:
+//   rank, size (N)  this process and how many take part
+//   peer            the rank a step exchanges with (left/right neighbour in a ring)
+//   chunk           1/N of the buffer: the unit a ring step moves (sizes differ by at most 1)
+//   segment         a slice of a chunk; segments let the reduction of segment k overlap the
+//                   arrival of segment k+1
+//   step            one exchange with one peer
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/position.h"
+#include "comm/transport.h"
+#include "kernels/reduce_into.h"
+
+namespace ringdp::comm {
+
+struct CollectiveContext {
+  Transport& transport;
+  DType dtype;
+  ReduceOp op;            ///< avg arrives here as sum; the communicator divides at the end
+  Position& position;
+  size_t segment_bytes;   ///< pipelining unit of the ring (bytes, rounded to whole elements)
+  bool trace;             ///< RINGDP_TRACE=1: one line per step on stderr
+  int tag;                ///< MPI tag of this collective's messages
+  std::vector<Request>& requests;  ///< reused request list
+
+  int rank() const { return transport.rank(); }
+  int size() const { return transport.size(); }
+  size_t element_bytes() const { return dtype_size(dtype); }
+  char* at(void* base, int64_t element) const { return static_cast<char*>(base) + element * element_bytes(); }
+  const char* at(const void* base, int64_t element) const {
+    return static_cast<const char*>(base) + element * element_bytes();
+  }
+  int64_t segment_elements() const;
+  /// Records the step for the watchdog and prints it when tracing.
+  void enter_step(int step, int steps, const char* phase, int send_peer, int send_chunk,
+                  int recv_peer, int recv_chunk, const char* action);
+};
+
+/// The ring's chunk layout: count split into N chunks whose sizes differ by at most one
+/// (the first count % N chunks get the extra element).
+struct ChunkLayout {
+  int64_t count;
+  int chunks;
+  int64_t offset(int chunk) const;
+  int64_t length(int chunk) const;
+};
+
+/// Sends send_count elements to send_peer and receives recv_count into recv from recv_peer,
+/// both split into segments; calls on_segment(offset, length) as each received segment lands,
+/// so processing one segment overlaps the arrival of the next.
+template <typename OnSegment>
+void exchange_segmented(CollectiveContext& ctx, int send_peer, const void* send, int64_t send_count,
+                        int recv_peer, void* recv, int64_t recv_count, OnSegment on_segment) {
+  const int64_t seg = ctx.segment_elements();
+  const size_t eb = ctx.element_bytes();
+  auto& requests = ctx.requests;
+  requests.clear();
+  const int64_t recv_segments = (recv_count + seg - 1) / seg;
+  for (int64_t off = 0; off < recv_count; off += seg)
+    requests.push_back(ctx.transport.irecv(recv_peer, ctx.at(recv, off),
+                                           std::min(seg, recv_count - off) * eb, ctx.tag));
+  for (int64_t off = 0; off < send_count; off += seg)
+    requests.push_back(ctx.transport.isend(send_peer, ctx.at(send, off),
+                                           std::min(seg, send_count - off) * eb, ctx.tag));
+  for (int64_t k = 0; k < recv_segments; ++k) {
+    ctx.transport.wait(requests[k]);
+    const int64_t off = k * seg;
+    on_segment(off, std::min(seg, recv_count - off));
+  }
+  ctx.transport.wait_all(std::span<Request>(requests).subspan(recv_segments));
+}
+
+// all_reduce: in place on buf.
+void all_reduce_ring(CollectiveContext& ctx, void* buf, int64_t count);
+void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t count);
+// reduce: input untouched; out receives the result on root (out may equal input).
+void reduce_tree(CollectiveContext& ctx, const void* input, void* out, int64_t count, int root);
+// broadcast: in place on buf.
+void broadcast_tree(CollectiveContext& ctx, void* buf, int64_t count, int root);
+// all_gather: input of chunk_count elements; out of N·chunk_count, rank r's input at chunk r.
+void all_gather_ring(CollectiveContext& ctx, const void* input, void* out, int64_t chunk_count);
+// reduce_scatter: input of N·chunk_count elements; out receives reduced chunk `rank`.
+void reduce_scatter_ring(CollectiveContext& ctx, const void* input, void* out, int64_t chunk_count);
+void barrier_dissemination(CollectiveContext& ctx);
+
+}  // namespace ringdp::comm

@@ -1,0 +1,52 @@
+// Ring all-reduce: a reduce-scatter followed by an all-gather, each N−1 steps around the ring
+// r → r+1. Every step moves one chunk (≈ count/N elements) to the right neighbour, so each rank
+// sends 2(N−1)/N · count elements in all: the bandwidth-optimal amount.
+//
+// Step table (N = 4, chunks c0..c3; "r1: c0→" means rank 1 sends its partial chunk 0 right):
+//   reduce-scatter step s: rank r sends chunk (r−s) mod N, receives chunk (r−s−1) mod N from
+//   its left neighbour and reduces it into its own copy.
+//     s=1  r0: c0→r1  r1: c1→r2  r2: c2→r3  r3: c3→r0
+//     s=2  r0: c3→r1  r1: c0→r2  r2: c1→r3  r3: c2→r0
+//     s=3  r0: c2→r1  r1: c3→r2  r2: c0→r3  r3: c1→r0
+//   after which rank r holds the complete reduction of chunk (r+1) mod N.
+//   all-gather step s: rank r sends chunk (r+1−s) mod N (complete) and overwrites chunk
+//   (r−s) mod N with the one it receives.
+// Each chunk's reduction happens on exactly one path in a fixed order, then is copied to every
+// rank, so all ranks end bit-identical whatever the timing.
+// Segments: a received chunk arrives as segments; reducing segment k overlaps the arrival of
+// segment k+1. The receive buffer is the transport's scratch slot 0, sized once per call.
+#include "comm/algorithms.h"
+
+namespace ringdp::comm {
+
+void all_reduce_ring(CollectiveContext& ctx, void* buf, int64_t count) {
+  const int N = ctx.size(), r = ctx.rank();
+  if (N == 1 || count == 0) return;
+  const ChunkLayout layout{count, N};
+  const int right = (r + 1) % N, left = (r + N - 1) % N;
+  const int steps = 2 * (N - 1);
+  void* incoming = ctx.transport.scratch(0, layout.length(0) * ctx.element_bytes());
+
+  for (int s = 0; s < N - 1; ++s) {
+    const int send_chunk = ((r - s) % N + N) % N;
+    const int recv_chunk = ((r - s - 1) % N + N) % N;
+    ctx.enter_step(s + 1, steps, "reduce-scatter", right, send_chunk, left, recv_chunk, "reduce");
+    char* target = ctx.at(buf, layout.offset(recv_chunk));
+    exchange_segmented(ctx, right, ctx.at(buf, layout.offset(send_chunk)), layout.length(send_chunk),
+                       left, incoming, layout.length(recv_chunk),
+                       [&](int64_t off, int64_t len) {
+                         ctx.transport.reduce_into(ctx.at(target, off), ctx.at(incoming, off), len,
+                                                   ctx.dtype, ctx.op);
+                       });
+  }
+  for (int s = 0; s < N - 1; ++s) {
+    const int send_chunk = ((r + 1 - s) % N + N) % N;
+    const int recv_chunk = ((r - s) % N + N) % N;
+    ctx.enter_step(N + s, steps, "all-gather", right, send_chunk, left, recv_chunk, "store");
+    exchange_segmented(ctx, right, ctx.at(buf, layout.offset(send_chunk)), layout.length(send_chunk),
+                       left, ctx.at(buf, layout.offset(recv_chunk)), layout.length(recv_chunk),
+                       [](int64_t, int64_t) {});
+  }
+}
+
+}  // namespace ringdp::comm

@@ -1,0 +1,402 @@
+#include "comm/communicator.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "comm/algorithms.h"
+#include "comm/mpi_runtime.h"
+#include "comm/mpi_transport.h"
+#include "comm/native_mpi.h"
+#include "config.h"
+#include "tensor/ops.h"
+
+namespace ringdp::comm {
+
+namespace {
+
+// Tags keep collectives and user send/recv apart; FIFO order per (peer, tag) does the rest.
+constexpr int kCollectiveTag = 7;
+constexpr int kUserTagBase = 1000;
+
+long long env_number(const char* name, long long fallback) {
+  const char* value = std::getenv(name);
+  if (!value || !*value) return fallback;
+  char* end = nullptr;
+  const long long parsed = std::strtoll(value, &end, 10);
+  RINGDP_CHECK(end && *end == '\0' && parsed >= 0, "environment variable ", name, "='", value,
+               "' is not a non-negative integer");
+  return parsed;
+}
+
+void check_op(ReduceOp op, DType dtype) {
+  RINGDP_CHECK(op != ReduceOp::avg || is_floating(dtype), "reduce op avg is not defined for ",
+               dtype_name(dtype), " tensors; use sum and divide, or a floating-point dtype");
+}
+
+void check_root(int root, int size, const char* what) {
+  RINGDP_CHECK(root >= 0 && root < size, what, ": root ", root, " out of range for ", size,
+               " ranks (expected 0..", size - 1, ")");
+}
+
+void check_pair(const Tensor& input, const Tensor& output, const char* what) {
+  RINGDP_CHECK(input.defined() && output.defined(), what, ": undefined tensor");
+  RINGDP_CHECK(input.dtype() == output.dtype(), what, ": input dtype ", dtype_name(input.dtype()),
+               " differs from output dtype ", dtype_name(output.dtype()));
+  RINGDP_CHECK(input.device() == output.device(), what, ": input on ", input.device().str(),
+               ", output on ", output.device().str(), "; both must be on one device");
+}
+
+// The transports move host memory; a CUDA tensor is staged through a host copy (the NCCL
+// transport and overlapped pinned staging are issue 7).
+Tensor host_view(const Tensor& t) { return t.device().is_cpu() ? t : t.to(Device::cpu()); }
+void write_back(Tensor& target, const Tensor& host) {
+  if (!target.is_same(host)) target.copy_from(host);
+}
+
+}  // namespace
+
+struct Communicator::Call {
+  CollectiveContext ctx;
+  Algorithm algorithm;
+};
+
+std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
+  options.timeout = std::chrono::milliseconds(
+      env_number("RINGDP_TIMEOUT_MS", env_number("RINGDP_TIMEOUT", options.timeout.count() / 1000) * 1000));
+  options.segment_bytes = env_number("RINGDP_SEGMENT_BYTES", options.segment_bytes);
+  RINGDP_CHECK(options.segment_bytes > 0, "segment size must be positive");
+  options.recursive_doubling_max_bytes =
+      env_number("RINGDP_RD_MAX_BYTES", options.recursive_doubling_max_bytes);
+  const bool under_launcher = launched_by_mpi_launcher() && !options.force_local;
+#if RINGDP_HAVE_MPI
+  if (under_launcher) {
+    mpi_ensure_initialized();
+    auto transport = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
+    MPI_Comm node;
+    MPI_CHECK(MPI_Comm_split_type(transport->comm(), MPI_COMM_TYPE_SHARED, transport->rank(), MPI_INFO_NULL, &node));
+    int local_rank = 0, local_size = 1;
+    MPI_CHECK(MPI_Comm_rank(node, &local_rank));
+    MPI_CHECK(MPI_Comm_size(node, &local_size));
+    MPI_CHECK(MPI_Comm_free(&node));
+    std::shared_ptr<Communicator> comm(new Communicator(std::move(transport), options));
+    comm->backend_ = "mpi";
+    comm->local_rank_ = local_rank;
+    comm->local_size_ = local_size;
+    return comm;
+  }
+#else
+  RINGDP_CHECK(!under_launcher || launcher_world_size() == 1, "ringdp was built without MPI but was "
+               "started by mpirun with ", launcher_world_size(), " ranks; rebuild with -Dmpi=enabled");
+#endif
+  return std::shared_ptr<Communicator>(new Communicator(std::make_unique<LocalTransport>(), options));
+}
+
+Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions options)
+    : transport_(std::move(transport)), options_(options) {
+  rank_ = transport_->rank();
+  size_ = transport_->size();
+  const char* trace = std::getenv("RINGDP_TRACE");
+  trace_ = trace && std::strcmp(trace, "0") != 0 && *trace;
+}
+
+Communicator::~Communicator() {
+  {
+    std::lock_guard lock(queue_mutex_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const {
+  auto pick = [&](std::initializer_list<Algorithm> available, Algorithm fallback) {
+    if (requested == Algorithm::automatic) return fallback;
+    for (Algorithm a : available)
+      if (a == requested) return a;
+    std::string names;
+    for (Algorithm a : available) names += std::string(names.empty() ? "" : ", ") + algorithm_name(a);
+    RINGDP_FAIL(kind_name(kind), " has no ", algorithm_name(requested), " algorithm; available: ",
+                names, ", auto");
+  };
+  switch (kind) {
+    case CollectiveKind::all_reduce:
+      return pick({Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native},
+                  bytes <= options_.recursive_doubling_max_bytes ? Algorithm::recursive_doubling
+                                                                  : Algorithm::ring);
+    case CollectiveKind::reduce:
+    case CollectiveKind::broadcast:
+      return pick({Algorithm::tree, Algorithm::native}, Algorithm::tree);
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter:
+      return pick({Algorithm::ring, Algorithm::native}, Algorithm::ring);
+    case CollectiveKind::barrier:
+      // The dissemination barrier is our only one; `tree` and `ring` name nothing here.
+      return pick({Algorithm::recursive_doubling, Algorithm::native}, Algorithm::recursive_doubling);
+    case CollectiveKind::send:
+    case CollectiveKind::recv:
+      return Algorithm::native;
+  }
+  return requested;
+}
+
+Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t count,
+                          Algorithm algorithm, bool async, std::function<void(Call&)> body) {
+  const uint64_t sequence = sequence_++;
+  const DType dtype = reference.defined() ? reference.dtype() : DType::float32;
+  auto task = [this, kind, sequence, dtype, count, algorithm, body = std::move(body)] {
+    position_ = Position{};
+    position_.kind = kind;
+    position_.sequence = sequence;
+    position_.algorithm = algorithm;
+    position_.count = count;
+    position_.dtype = dtype;
+    Call call{CollectiveContext{*transport_, dtype, ReduceOp::sum, position_, options_.segment_bytes,
+                                trace_, kCollectiveTag, requests_},
+              algorithm};
+    transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+    body(call);
+  };
+  Work work;
+  std::unique_lock lock(queue_mutex_);
+  if (!async && queue_.empty() && !worker_busy_) {
+    lock.unlock();
+    std::lock_guard exec(exec_mutex_);
+    task();
+    return Work::completed();
+  }
+  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  queue_.push_back([task = std::move(task), work] {
+    try {
+      task();
+      work.mark_done();
+    } catch (...) {
+      work.mark_done(std::current_exception());
+    }
+  });
+  lock.unlock();
+  queue_cv_.notify_one();
+  if (!async) work.wait();
+  return work;
+}
+
+void Communicator::worker_loop() {
+  std::unique_lock lock(queue_mutex_);
+  for (;;) {
+    queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything issued has run
+    auto task = std::move(queue_.front());
+    queue_.pop_front();
+    worker_busy_ = true;
+    lock.unlock();
+    {
+      std::lock_guard exec(exec_mutex_);
+      task();
+    }
+    lock.lock();
+    worker_busy_ = false;
+  }
+}
+
+void Communicator::on_deadline() {
+  std::fprintf(stderr, "ringdp: rank %d: %s exceeded %.3g s; ending the job\n", rank_,
+               position_.describe().c_str(), options_.timeout.count() / 1000.0);
+  abort_job(1);
+}
+
+// --- collectives ----------------------------------------------------------------------------
+
+Work Communicator::all_reduce(Tensor& tensor, ReduceOp op, CollectiveOptions opts) {
+  return all_reduce(tensor, tensor, op, opts);
+}
+
+Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, CollectiveOptions opts) {
+  check_pair(input, output, "all_reduce");
+  RINGDP_CHECK(input.numel() == output.numel(), "all_reduce: input has ", input.numel(),
+               " elements, output ", output.numel());
+  check_op(op, input.dtype());
+  const Algorithm algorithm = resolve(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm);
+  return submit(CollectiveKind::all_reduce, input, input.numel(), algorithm, opts.async,
+                [this, input, output, op](Call& call) mutable {
+    Tensor in = host_view(input);
+    Tensor out = output.is_same(input) ? in : host_view(output);
+    call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
+    const int64_t n = in.numel();
+    if (call.algorithm == Algorithm::native && size_ > 1) {
+#if RINGDP_HAVE_MPI
+      native::all_reduce(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
+#endif
+    } else {
+      transport_->copy(out.data_ptr(), in.data_ptr(), in.nbytes());
+      if (call.algorithm == Algorithm::recursive_doubling) all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n);
+      else all_reduce_ring(call.ctx, out.data_ptr(), n);
+    }
+    if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
+    write_back(output, out);
+  });
+}
+
+Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptions opts) {
+  return reduce(tensor, tensor, root, op, opts);
+}
+
+Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceOp op, CollectiveOptions opts) {
+  check_pair(input, output, "reduce");
+  check_root(root, size_, "reduce");
+  RINGDP_CHECK(input.numel() == output.numel(), "reduce: input has ", input.numel(),
+               " elements, output ", output.numel());
+  check_op(op, input.dtype());
+  const Algorithm algorithm = resolve(CollectiveKind::reduce, input.nbytes(), opts.algorithm);
+  return submit(CollectiveKind::reduce, input, input.numel(), algorithm, opts.async,
+                [this, input, output, root, op](Call& call) mutable {
+    Tensor in = host_view(input);
+    // Only root's output is written, so only root needs a separate result buffer.
+    Tensor out = output.is_same(input) ? (rank_ == root ? in : empty(in.shape(), in.dtype())) : host_view(output);
+    call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
+    if (call.algorithm == Algorithm::native && size_ > 1) {
+#if RINGDP_HAVE_MPI
+      native::reduce(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op, root);
+#endif
+    } else {
+      reduce_tree(call.ctx, in.data_ptr(), out.data_ptr(), in.numel(), root);
+    }
+    if (rank_ == root) {
+      if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
+      write_back(output, out);
+    }
+  });
+}
+
+Work Communicator::broadcast(Tensor& tensor, int root, CollectiveOptions opts) {
+  return broadcast(tensor, tensor, root, opts);
+}
+
+Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, CollectiveOptions opts) {
+  check_pair(input, output, "broadcast");
+  check_root(root, size_, "broadcast");
+  RINGDP_CHECK(input.numel() == output.numel(), "broadcast: input has ", input.numel(),
+               " elements, output ", output.numel());
+  const Algorithm algorithm = resolve(CollectiveKind::broadcast, input.nbytes(), opts.algorithm);
+  return submit(CollectiveKind::broadcast, input, input.numel(), algorithm, opts.async,
+                [this, input, output, root](Call& call) mutable {
+    Tensor out = host_view(output);
+    if (rank_ == root && !output.is_same(input)) {
+      const Tensor in = host_view(input);
+      transport_->copy(out.data_ptr(), in.data_ptr(), in.nbytes());
+    }
+    if (call.algorithm == Algorithm::native && size_ > 1) {
+#if RINGDP_HAVE_MPI
+      native::broadcast(static_cast<MpiTransport&>(*transport_).comm(), out.data_ptr(), out.numel(), out.dtype(), root);
+#endif
+    } else {
+      broadcast_tree(call.ctx, out.data_ptr(), out.numel(), root);
+    }
+    write_back(output, out);
+  });
+}
+
+Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOptions opts) {
+  check_pair(input, output, "all_gather");
+  RINGDP_CHECK(output.numel() == input.numel() * size_, "all_gather: output has ", output.numel(),
+               " elements; expected ", size_, " ranks x ", input.numel(), " = ", input.numel() * size_);
+  const Algorithm algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm);
+  return submit(CollectiveKind::all_gather, input, input.numel(), algorithm, opts.async,
+                [this, input, output](Call& call) mutable {
+    const Tensor in = host_view(input);
+    Tensor out = host_view(output);
+    if (call.algorithm == Algorithm::native && size_ > 1) {
+#if RINGDP_HAVE_MPI
+      native::all_gather(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), in.numel(), in.dtype());
+#endif
+    } else {
+      all_gather_ring(call.ctx, in.data_ptr(), out.data_ptr(), in.numel());
+    }
+    write_back(output, out);
+  });
+}
+
+Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op, CollectiveOptions opts) {
+  check_pair(input, output, "reduce_scatter");
+  RINGDP_CHECK(input.numel() == output.numel() * size_, "reduce_scatter: input has ", input.numel(),
+               " elements; expected ", size_, " ranks x ", output.numel(), " = ", output.numel() * size_);
+  check_op(op, input.dtype());
+  const Algorithm algorithm = resolve(CollectiveKind::reduce_scatter, input.nbytes(), opts.algorithm);
+  return submit(CollectiveKind::reduce_scatter, input, output.numel(), algorithm, opts.async,
+                [this, input, output, op](Call& call) mutable {
+    const Tensor in = host_view(input);
+    Tensor out = host_view(output);
+    call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
+    if (call.algorithm == Algorithm::native && size_ > 1) {
+#if RINGDP_HAVE_MPI
+      native::reduce_scatter(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), out.numel(), in.dtype(), op);
+#endif
+    } else {
+      reduce_scatter_ring(call.ctx, in.data_ptr(), out.data_ptr(), out.numel());
+    }
+    if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
+    write_back(output, out);
+  });
+}
+
+Work Communicator::barrier(CollectiveOptions opts) {
+  const Algorithm algorithm = resolve(CollectiveKind::barrier, 0, opts.algorithm);
+  return submit(CollectiveKind::barrier, Tensor(), 0, algorithm, opts.async, [this](Call& call) {
+    if (call.algorithm == Algorithm::native && size_ > 1) {
+#if RINGDP_HAVE_MPI
+      native::barrier(static_cast<MpiTransport&>(*transport_).comm());
+#endif
+    } else {
+      barrier_dissemination(call.ctx);
+    }
+  });
+}
+
+Work Communicator::send(const Tensor& tensor, int peer, int tag, CollectiveOptions opts) {
+  return point_to_point(CollectiveKind::send, tensor, peer, tag, opts.async);
+}
+
+Work Communicator::recv(Tensor& tensor, int peer, int tag, CollectiveOptions opts) {
+  return point_to_point(CollectiveKind::recv, tensor, peer, tag, opts.async);
+}
+
+Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async) {
+  const char* what = kind_name(kind);
+  RINGDP_CHECK(tensor.defined(), what, ": undefined tensor");
+  RINGDP_CHECK(peer >= 0 && peer < size_ && peer != rank_, what, ": peer ", peer,
+               " is not another rank (rank ", rank_, " of ", size_, "; expected 0..", size_ - 1,
+               " other than ", rank_, ")");
+  RINGDP_CHECK(tag >= 0, what, ": tag ", tag, " is negative");
+  // A posted message must not wait in the ordered queue for its partner, or an asynchronous
+  // send followed by a receive (the usual ring exchange) would deadlock: the queued part only
+  // posts it, and the Work's wait() completes it.
+  struct Pending {
+    Tensor host;
+    Request request;
+  };
+  auto pending = std::make_shared<Pending>();
+  Work posted = submit(kind, tensor, tensor.numel(), Algorithm::native, async,
+                       [this, kind, tensor, peer, tag, pending, async](Call& call) mutable {
+    call.ctx.position.waiting_for_rank = peer;
+    pending->host = host_view(tensor);
+    pending->request = kind == CollectiveKind::send
+        ? transport_->isend(peer, pending->host.data_ptr(), pending->host.nbytes(), kUserTagBase + tag)
+        : transport_->irecv(peer, pending->host.data_ptr(), pending->host.nbytes(), kUserTagBase + tag);
+    if (async) return;
+    transport_->wait(pending->request);
+    if (kind == CollectiveKind::recv) write_back(tensor, pending->host);
+  });
+  if (!async) return posted;
+  auto finish = [this, kind, tensor, pending]() mutable {
+    std::lock_guard exec(exec_mutex_);
+    transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+    transport_->wait(pending->request);
+    if (kind == CollectiveKind::recv) write_back(tensor, pending->host);
+  };
+  auto poll = [this, pending] {
+    std::unique_lock exec(exec_mutex_, std::try_to_lock);
+    return exec.owns_lock() && transport_->test(pending->request);
+  };
+  return Work::then(posted, std::move(finish), std::move(poll));
+}
+
+}  // namespace ringdp::comm

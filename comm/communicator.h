@@ -1,0 +1,108 @@
+// Communicator: the collectives on Tensors. Validates arguments before any message moves (so
+// bad input is an Error on every rank, not a hang), picks an algorithm, runs it over the
+// transport with a deadline, and orders everything issued on it: one worker thread runs
+// queued collectives in issue order; a blocking collective with nothing queued runs on the
+// caller's thread (a hand-off would cost more than a small all-reduce).
+// Tested in tests/mpi/test_collectives.cpp under mpirun with 1-4 ranks.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "comm/position.h"
+#include "comm/transport.h"
+#include "comm/types.h"
+#include "comm/work.h"
+#include "tensor/tensor.h"
+
+namespace ringdp::comm {
+
+struct CommOptions {
+  /// Deadline of each collective; RINGDP_TIMEOUT (seconds) overrides the default.
+  std::chrono::milliseconds timeout = std::chrono::seconds(300);
+  /// Ring pipelining unit; RINGDP_SEGMENT_BYTES overrides.
+  size_t segment_bytes = 64 * 1024;
+  /// all_reduce with `auto` uses recursive doubling up to this many bytes, ring above
+  /// (measured: docs/collectives.md); RINGDP_RD_MAX_BYTES overrides.
+  size_t recursive_doubling_max_bytes = 8 * 1024;
+  /// A world of one even under mpirun (tests of the local path).
+  bool force_local = false;
+};
+
+struct CollectiveOptions {
+  Algorithm algorithm = Algorithm::automatic;
+  bool async = false;  ///< return at once; the Work completes when the collective has run
+};
+
+class Communicator {
+ public:
+  /// Under mpirun: the MPI world. Otherwise (or built without MPI): a world of one.
+  static std::shared_ptr<Communicator> init(CommOptions options = {});
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  const char* backend_name() const { return backend_; }
+  const CommOptions& options() const { return options_; }
+
+  Work all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::sum, CollectiveOptions opts = {});
+  Work all_reduce(const Tensor& input, Tensor& output, ReduceOp op = ReduceOp::sum, CollectiveOptions opts = {});
+  /// The result lands on root; other ranks' tensors are left unchanged.
+  Work reduce(Tensor& tensor, int root, ReduceOp op = ReduceOp::sum, CollectiveOptions opts = {});
+  Work reduce(const Tensor& input, Tensor& output, int root, ReduceOp op = ReduceOp::sum, CollectiveOptions opts = {});
+  Work broadcast(Tensor& tensor, int root, CollectiveOptions opts = {});
+  /// Root's input lands in every rank's output.
+  Work broadcast(const Tensor& input, Tensor& output, int root, CollectiveOptions opts = {});
+  /// output holds size() · input.numel() elements; rank r's input lands at [r·n, (r+1)·n).
+  Work all_gather(const Tensor& input, Tensor& output, CollectiveOptions opts = {});
+  /// input holds size() · output.numel() elements; rank r gets the reduction of chunk r.
+  Work reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op = ReduceOp::sum, CollectiveOptions opts = {});
+  Work barrier(CollectiveOptions opts = {});
+  Work send(const Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
+  Work recv(Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
+
+  /// The algorithm `requested` resolves to for this collective and size (auto → a concrete
+  /// one); an error when the collective has no such algorithm.
+  Algorithm resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const;
+  /// Collectives issued so far (the next one's sequence number).
+  uint64_t issued() const { return sequence_; }
+
+ private:
+  Communicator(std::unique_ptr<Transport> transport, CommOptions options);
+  struct Call;
+  Work submit(CollectiveKind kind, const Tensor& reference, int64_t count, Algorithm algorithm,
+              bool async, std::function<void(Call&)> body);
+  /// Posts one send or receive; the async form completes it outside the ordered queue.
+  Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async);
+  void worker_loop();
+  [[noreturn]] void on_deadline();
+
+  std::unique_ptr<Transport> transport_;
+  CommOptions options_;
+  const char* backend_ = "local";
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  bool trace_ = false;
+  uint64_t sequence_ = 0;
+
+  std::mutex exec_mutex_;   // held while a collective runs: MPI calls are serialized
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::deque<std::function<void()>> queue_;
+  bool worker_busy_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+  Position position_;
+  std::vector<Request> requests_;
+};
+
+}  // namespace ringdp::comm

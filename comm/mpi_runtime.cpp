@@ -1,0 +1,106 @@
+#include "comm/mpi_runtime.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <unistd.h>
+
+#include "config.h"
+#include "kernels/error.h"
+#if RINGDP_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace ringdp::comm {
+
+namespace {
+std::string g_terminate_prefix = "ringdp";
+
+int env_int(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? std::atoi(value) : fallback;
+}
+}  // namespace
+
+bool launched_by_mpi_launcher() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
+
+int launcher_world_size() {
+  return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 1));
+}
+
+#if RINGDP_HAVE_MPI
+void mpi_ensure_initialized() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int already = 0;
+    MPI_Initialized(&already);
+    if (already) return;
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    RINGDP_CHECK(provided >= MPI_THREAD_SERIALIZED, "the MPI library provides thread level ",
+                 provided, "; ringdp needs MPI_THREAD_SERIALIZED (", MPI_THREAD_SERIALIZED, ")");
+    // Return codes instead of MPI's default abort, so failures become ringdp::Errors.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Finalize();
+    });
+  });
+}
+
+bool mpi_is_initialized() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+[[noreturn]] void abort_job(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (mpi_is_initialized()) MPI_Abort(MPI_COMM_WORLD, code);
+  _exit(code);
+}
+#else
+void mpi_ensure_initialized() {}
+bool mpi_is_initialized() { return false; }
+[[noreturn]] void abort_job(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(code);
+}
+#endif
+
+[[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code) {
+  const int world = launcher_world_size();
+  if (world > 1) {
+    const int rank = env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", 0));
+    std::fprintf(stderr, "%s: rank %d: error: %s\n", prefix.c_str(), rank, message.c_str());
+  } else {
+    std::fprintf(stderr, "%s: error: %s\n", prefix.c_str(), message.c_str());
+  }
+  abort_job(code);
+}
+
+void install_terminate_handler(const std::string& prefix) {
+  g_terminate_prefix = prefix;
+  std::set_terminate([] {
+    std::string message = "terminated without an exception";
+    if (auto current = std::current_exception()) {
+      try {
+        std::rethrow_exception(current);
+      } catch (const std::exception& e) {
+        message = e.what();
+      } catch (...) {
+        message = "unknown exception";
+      }
+    }
+    fail_job(g_terminate_prefix, message, 1);
+  });
+}
+
+}  // namespace ringdp::comm

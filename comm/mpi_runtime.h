@@ -1,0 +1,31 @@
+// The process-wide MPI state: initialised once (MPI_THREAD_SERIALIZED, because a
+// communicator's worker thread and the caller take turns but never call MPI at once),
+// finalised once at exit, and the one place that can end the whole job.
+#pragma once
+
+#include <string>
+
+namespace ringdp::comm {
+
+/// True when a launcher (mpirun/mpiexec, srun with PMI) started this process.
+bool launched_by_mpi_launcher();
+/// Ranks the launcher says the job has, or 1.
+int launcher_world_size();
+
+/// Initialises MPI if it is not yet; no-op without MPI built in.
+void mpi_ensure_initialized();
+bool mpi_is_initialized();
+
+/// Prints nothing; ends every rank of the job with `code` (MPI_Abort), or this process alone
+/// when there is no MPI job.
+[[noreturn]] void abort_job(int code);
+
+/// Prints "<prefix>: error: <message>" (rank-prefixed when the job has several ranks) on stderr
+/// and ends the whole job with `code`: what each app's main does with an escaped exception.
+[[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code);
+
+/// Installs a std::terminate handler that reports the exception and calls abort_job, so an
+/// exception escaping on any thread (a communicator worker included) cannot leave peers waiting.
+void install_terminate_handler(const std::string& prefix);
+
+}  // namespace ringdp::comm

@@ -1,0 +1,44 @@
+// Transport over MPI point-to-point: MPI_Isend, MPI_Irecv and MPI_Testall only. The wait polls
+// MPI_Testall so it can check the deadline; with OMPI_MCA_mpi_yield_when_idle (scripts set it
+// when ranks share cores) MPI yields the core between polls.
+#pragma once
+
+#include "comm/transport.h"
+#include "config.h"
+
+#if RINGDP_HAVE_MPI
+#include <mpi.h>
+
+namespace ringdp::comm {
+
+class MpiTransport final : public Transport {
+ public:
+  explicit MpiTransport(MPI_Comm comm);
+  ~MpiTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  MPI_Comm comm() const { return comm_; }
+
+  Request isend(int peer, const void* data, size_t bytes, int tag) override;
+  Request irecv(int peer, void* data, size_t bytes, int tag) override;
+  void wait_all(std::span<Request> requests) override;
+  bool test(Request& request) override;
+  void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::vector<MPI_Request> waiting_;  // reused by wait_all: no allocation per wait
+};
+
+/// Throws ringdp::Error naming the call, the rank and MPI's error string when rc != MPI_SUCCESS.
+void mpi_check(int rc, const char* call, const char* file, int line);
+
+}  // namespace ringdp::comm
+
+#define MPI_CHECK(call) ::ringdp::comm::mpi_check((call), #call, __FILE__, __LINE__)
+
+#endif

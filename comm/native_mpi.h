@@ -1,0 +1,23 @@
+// The MPI library's own collectives (MPI_Allreduce, MPI_Reduce, ...): the baseline our
+// algorithms are measured against (`--algo native`), never used by them. bfloat16, which MPI
+// has no type for, travels as 16-bit words reduced by user-defined MPI_Ops.
+#pragma once
+
+#include "config.h"
+#include "kernels/reduce_into.h"
+
+#if RINGDP_HAVE_MPI
+#include <mpi.h>
+
+namespace ringdp::comm::native {
+
+// Buffers may alias (in place); avg is reduced as sum and divided by the caller.
+void all_reduce(MPI_Comm comm, const void* input, void* out, int64_t count, DType dtype, ReduceOp op);
+void reduce(MPI_Comm comm, const void* input, void* out, int64_t count, DType dtype, ReduceOp op, int root);
+void broadcast(MPI_Comm comm, void* buf, int64_t count, DType dtype, int root);
+void all_gather(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype);
+void reduce_scatter(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype, ReduceOp op);
+void barrier(MPI_Comm comm);
+
+}  // namespace ringdp::comm::native
+#endif

@@ -1,0 +1,30 @@
+// Where the running collective is: written by the algorithms at each step (a few stores),
+// read when a wait passes its deadline so the report says exactly where this rank stopped,
+// and printed per step when RINGDP_TRACE=1.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "comm/types.h"
+#include "kernels/dtype.h"
+
+namespace ringdp::comm {
+
+struct Position {
+  CollectiveKind kind = CollectiveKind::barrier;
+  uint64_t sequence = 0;  ///< collectives issued on this communicator before this one
+  Algorithm algorithm = Algorithm::native;
+  int64_t count = 0;
+  DType dtype = DType::float32;
+  int step = 0;  ///< 1-based; 0 before the first step
+  int steps = 0;
+  const char* phase = "";
+  int waiting_for_rank = -1;
+  int chunk = -1;
+
+  /// "all_reduce #57 (ring, 4194304 x float32, step 3/6 reduce-scatter, waiting for chunk 1 from rank 1)"
+  std::string describe() const;
+};
+
+}  // namespace ringdp::comm

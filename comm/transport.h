@@ -1,0 +1,76 @@
+// The point-to-point interface every algorithm in comm/ is written against: post nonblocking
+// sends and receives to peers, wait for a group of them, reduce and copy locally. Transports:
+// MpiTransport (MPI_Isend/Irecv/Testall), LocalTransport (a world of one); NCCL joins later.
+// Every wait has a deadline; passing it calls the communicator's expiry handler, which reports
+// the Position and ends the job, so no wait is unbounded.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "kernels/reduce_into.h"
+
+namespace ringdp::comm {
+
+/// An opaque handle to one posted send or receive (MPI_Request underneath for MPI).
+struct Request {
+  uintptr_t handle = 0;
+};
+
+class Transport {
+ public:
+  using Clock = std::chrono::steady_clock;
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  virtual Request isend(int peer, const void* data, size_t bytes, int tag) = 0;
+  virtual Request irecv(int peer, void* data, size_t bytes, int tag) = 0;
+  /// Completes every request; calls the expiry handler if the deadline passes first.
+  virtual void wait_all(std::span<Request> requests) = 0;
+  void wait(Request& request) { wait_all(std::span<Request>(&request, 1)); }
+  /// True when the request has completed (it is then released); never blocks.
+  virtual bool test(Request& request) = 0;
+
+  /// dst = dst op src over count elements, where the transport's buffers live.
+  virtual void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+
+  /// A buffer of at least `bytes` in the transport's memory, one per slot, grown on demand and
+  /// kept across collectives so the algorithms allocate nothing per step.
+  void* scratch(int slot, size_t bytes);
+
+  void set_deadline(Clock::time_point deadline, std::function<void()> on_expiry) {
+    deadline_ = deadline;
+    on_expiry_ = std::move(on_expiry);
+  }
+
+ protected:
+  bool deadline_passed() const { return Clock::now() > deadline_; }
+  [[noreturn]] void expire();
+
+ private:
+  Clock::time_point deadline_ = Clock::time_point::max();
+  std::function<void()> on_expiry_;
+  std::vector<std::vector<std::byte>> scratch_;
+};
+
+/// A world of one: every collective is local, so nothing is ever sent.
+class LocalTransport final : public Transport {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  Request isend(int peer, const void*, size_t, int) override;
+  Request irecv(int peer, void*, size_t, int) override;
+  void wait_all(std::span<Request>) override {}
+  bool test(Request&) override { return true; }
+  void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+};
+
+}  // namespace ringdp::comm

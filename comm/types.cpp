@@ -1,0 +1,41 @@
+#include "comm/types.h"
+
+#include "kernels/error.h"
+
+namespace ringdp::comm {
+
+const char* kind_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::all_reduce: return "all_reduce";
+    case CollectiveKind::reduce: return "reduce";
+    case CollectiveKind::broadcast: return "broadcast";
+    case CollectiveKind::all_gather: return "all_gather";
+    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::barrier: return "barrier";
+    case CollectiveKind::send: return "send";
+    case CollectiveKind::recv: return "recv";
+  }
+  return "unknown";
+}
+
+const char* algorithm_name(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::automatic: return "auto";
+    case Algorithm::ring: return "ring";
+    case Algorithm::recursive_doubling: return "recursive_doubling";
+    case Algorithm::tree: return "tree";
+    case Algorithm::native: return "native";
+  }
+  return "unknown";
+}
+
+Algorithm parse_algorithm(std::string_view name) {
+  if (name == "auto") return Algorithm::automatic;
+  if (name == "ring") return Algorithm::ring;
+  if (name == "recursive_doubling" || name == "rd") return Algorithm::recursive_doubling;
+  if (name == "tree") return Algorithm::tree;
+  if (name == "native") return Algorithm::native;
+  RINGDP_FAIL("unknown algorithm '", name, "'; expected auto, ring, recursive_doubling, tree or native");
+}
+
+}  // namespace ringdp::comm

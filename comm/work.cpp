@@ -1,0 +1,61 @@
+#include "comm/work.h"
+
+namespace ringdp::comm {
+
+Work::Work() : state_(std::make_shared<State>()) {}
+
+Work Work::completed() {
+  Work work;
+  work.state_->done = true;
+  return work;
+}
+
+Work Work::then(Work posted, std::function<void()> finish, std::function<bool()> poll) {
+  Work work;
+  work.state_->posted = posted.state_;
+  work.state_->finish = std::move(finish);
+  work.state_->poll = std::move(poll);
+  return work;
+}
+
+void Work::finish_once() const {
+  Work posted;
+  posted.state_ = state_->posted;
+  try {
+    posted.wait();
+    state_->finish();
+    mark_done();
+  } catch (...) {
+    mark_done(std::current_exception());
+  }
+}
+
+void Work::wait() const {
+  if (state_->posted && !is_completed()) finish_once();
+  std::unique_lock lock(state_->mutex);
+  state_->done_cv.wait(lock, [&] { return state_->done; });
+  if (state_->error) std::rethrow_exception(state_->error);
+}
+
+bool Work::is_completed() const {
+  {
+    std::lock_guard lock(state_->mutex);
+    if (state_->done || !state_->posted) return state_->done;
+  }
+  Work posted;
+  posted.state_ = state_->posted;
+  if (posted.is_completed() && state_->poll()) finish_once();
+  std::lock_guard lock(state_->mutex);
+  return state_->done;
+}
+
+void Work::mark_done(std::exception_ptr error) const {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->done = true;
+    state_->error = std::move(error);
+  }
+  state_->done_cv.notify_all();
+}
+
+}  // namespace ringdp::comm

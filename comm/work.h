@@ -1,0 +1,42 @@
+// Work: the handle an asynchronous collective returns (PyTorch's name). wait() blocks until
+// the collective has run on this rank and rethrows its error, if any.
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+namespace ringdp::comm {
+
+class Work {
+ public:
+  Work();  ///< an unfinished work item
+  static Work completed();
+
+  void wait() const;
+  bool is_completed() const;
+
+  void mark_done(std::exception_ptr error = nullptr) const;
+
+  /// Work done in two parts: `posted` (the queued part) and then `finish`, run once by the
+  /// first wait() (or by is_completed() when `poll` says the rest is already done). Used by
+  /// asynchronous send/recv, whose messages complete outside the ordered queue.
+  static Work then(Work posted, std::function<void()> finish, std::function<bool()> poll);
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::exception_ptr error;
+    std::shared_ptr<State> posted;       // set for two-part work
+    std::function<void()> finish;
+    std::function<bool()> poll;
+  };
+  void finish_once() const;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ringdp::comm

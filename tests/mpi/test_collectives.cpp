@@ -1,0 +1,238 @@
+// Every collective and every algorithm that implements it, against results each rank computes
+// on its own: counts 0, 1, N−1, N+1, 1031 and 1,000,003; every dtype with every op that applies;
+// in place and out of place; roots 0 and N−1. Wrong elements are summed over ranks.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <sstream>
+
+#include "tests/support/mpi_test.h"
+
+using namespace ringdp;
+using namespace ringdp::testing;
+using comm::Algorithm;
+
+namespace {
+
+const DType kDtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
+const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
+
+std::vector<int64_t> counts() {
+  const int64_t N = world().size();
+  std::vector<int64_t> c = {0, 1, N + 1, 1031, 1000003};
+  if (N > 1) c.push_back(N - 1);
+  return c;
+}
+
+bool applies(ReduceOp op, DType dtype) { return op != ReduceOp::avg || is_floating(dtype); }
+
+// Large counts run for one op per dtype: the step structure does not depend on the op, and
+// the full op × dtype matrix at 1M elements would dominate the suite's time.
+bool worth_running(int64_t count, ReduceOp op, DType dtype) {
+  if (count < 100000) return true;
+  return op == (dtype == DType::int32 ? ReduceOp::max : ReduceOp::sum) ||
+         (dtype == DType::float32 && op == ReduceOp::avg);
+}
+
+std::string label(const char* what, Algorithm a, DType d, ReduceOp op, int64_t count, bool in_place, int root = -1) {
+  std::ostringstream out;
+  out << what << " algo=" << comm::algorithm_name(a) << " dtype=" << dtype_name(d) << " op="
+      << reduce_op_name(op) << " count=" << count << (in_place ? " in-place" : " out-of-place");
+  if (root >= 0) out << " root=" << root;
+  return out.str();
+}
+
+// Runs check(...) for every case and requires the total of wrong elements (all ranks) to be 0;
+// reports which cases went wrong.
+void require_all_right(const std::vector<std::pair<std::string, int64_t>>& wrong_by_case) {
+  int64_t total = 0;
+  for (const auto& [name, wrong] : wrong_by_case) {
+    const int64_t all = global_sum(wrong);
+    if (all) UNSCOPED_INFO(name << ": " << all << " wrong elements over all ranks");
+    total += all;
+  }
+  REQUIRE(total == 0);
+}
+
+}  // namespace
+
+TEST_CASE("all_reduce: every algorithm, dtype, op and count", "[collectives][all_reduce]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native, Algorithm::automatic})
+    for (DType dtype : kDtypes)
+      for (ReduceOp op : kOps)
+        for (int64_t count : counts()) {
+          if (!applies(op, dtype) || !worth_running(count, op, dtype)) continue;
+          for (bool in_place : {true, false}) {
+            Tensor input = empty({count}, dtype);
+            fill_input(input, rank, op);
+            int64_t wrong = 0;
+            if (in_place) {
+              comm.all_reduce(input, op, {.algorithm = algo});
+              wrong = count_wrong(input, N, op);
+            } else {
+              Tensor output = full({count}, -77.0, dtype);
+              comm.all_reduce(input, output, op, {.algorithm = algo});
+              wrong = count_wrong(output, N, op);
+              Tensor pristine = empty({count}, dtype);
+              fill_input(pristine, rank, op);
+              wrong += input.to_vector() != pristine.to_vector();  // input untouched
+            }
+            results.emplace_back(label("all_reduce", algo, dtype, op, count, in_place), wrong);
+          }
+        }
+  require_all_right(results);
+}
+
+TEST_CASE("reduce: tree and native, roots 0 and N-1", "[collectives][reduce]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::tree, Algorithm::native})
+    for (int root : {0, N - 1})
+      for (DType dtype : kDtypes)
+        for (ReduceOp op : kOps)
+          for (int64_t count : counts()) {
+            if (!applies(op, dtype) || !worth_running(count, op, dtype)) continue;
+            for (bool in_place : {true, false}) {
+              Tensor input = empty({count}, dtype);
+              fill_input(input, rank, op);
+              const std::vector<double> before = input.to_vector();
+              int64_t wrong = 0;
+              if (in_place) {
+                comm.reduce(input, root, op, {.algorithm = algo});
+                wrong = rank == root ? count_wrong(input, N, op) : input.to_vector() != before;
+              } else {
+                Tensor output = full({count}, -77.0, dtype);
+                comm.reduce(input, output, root, op, {.algorithm = algo});
+                if (rank == root) wrong = count_wrong(output, N, op);
+                wrong += input.to_vector() != before;
+              }
+              results.emplace_back(label("reduce", algo, dtype, op, count, in_place, root), wrong);
+            }
+          }
+  require_all_right(results);
+}
+
+TEST_CASE("broadcast: tree and native, roots 0 and N-1", "[collectives][broadcast]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::tree, Algorithm::native})
+    for (int root : {0, N - 1})
+      for (DType dtype : kDtypes)
+        for (int64_t count : counts()) {
+          if (!worth_running(count, ReduceOp::sum, dtype)) continue;
+          for (bool in_place : {true, false}) {
+            // Everyone fills with its own rank's values; afterwards all must hold root's.
+            Tensor input = empty({count}, dtype);
+            fill_input(input, rank, ReduceOp::min);
+            Tensor expected = empty({count}, dtype);
+            fill_input(expected, root, ReduceOp::min);
+            Tensor output = in_place ? input : full({count}, -77.0, dtype);
+            if (in_place) comm.broadcast(input, root, {.algorithm = algo});
+            else comm.broadcast(input, output, root, {.algorithm = algo});
+            const auto got = output.to_vector(), want = expected.to_vector();
+            int64_t wrong = 0;
+            for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != want[i];
+            results.emplace_back(label("broadcast", algo, dtype, ReduceOp::sum, count, in_place, root), wrong);
+          }
+        }
+  require_all_right(results);
+}
+
+TEST_CASE("all_gather: ring and native", "[collectives][all_gather]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::ring, Algorithm::native})
+    for (DType dtype : kDtypes)
+      for (int64_t count : counts()) {
+        if (count > 100000 && dtype != DType::float32 && dtype != DType::bfloat16) continue;
+        for (bool in_place : {true, false}) {
+          // Rank r contributes input_value(r, r·count + i): the gathered whole is then the
+          // sequence input_value(owner(j), j), checked element by element below.
+          Tensor output = full({count * N}, -77.0, dtype);
+          Tensor input = in_place ? output.flat_view(rank * count, count) : empty({count}, dtype);
+          fill_input(input, rank, ReduceOp::min, rank * count);
+          comm.all_gather(input, output, {.algorithm = algo});
+          const auto got = output.to_vector();
+          int64_t wrong = 0;
+          for (int64_t j = 0; j < count * N; ++j) wrong += got[j] != input_value(static_cast<int>(j / count), j, ReduceOp::min);
+          results.emplace_back(label("all_gather", algo, dtype, ReduceOp::sum, count, in_place), wrong);
+        }
+      }
+  require_all_right(results);
+}
+
+TEST_CASE("reduce_scatter: ring and native", "[collectives][reduce_scatter]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::ring, Algorithm::native})
+    for (DType dtype : kDtypes)
+      for (ReduceOp op : kOps)
+        for (int64_t count : counts()) {
+          if (!applies(op, dtype) || !worth_running(count, op, dtype)) continue;
+          for (bool in_place : {true, false}) {
+            Tensor input = empty({count * N}, dtype);
+            fill_input(input, rank, op);
+            Tensor output = in_place ? input.flat_view(rank * count, count) : full({count}, -77.0, dtype);
+            comm.reduce_scatter(input, output, op, {.algorithm = algo});
+            const int64_t wrong = count_wrong(output, N, op, rank * count);
+            results.emplace_back(label("reduce_scatter", algo, dtype, op, count, in_place), wrong);
+          }
+        }
+  require_all_right(results);
+}
+
+TEST_CASE("barrier: dissemination and native complete", "[collectives][barrier]") {
+  auto& comm = world();
+  for (int i = 0; i < 20; ++i) {
+    comm.barrier({.algorithm = Algorithm::recursive_doubling});
+    comm.barrier({.algorithm = Algorithm::native});
+    comm.barrier();
+  }
+  SUCCEED("40 barriers completed on every rank");
+}
+
+TEST_CASE("send/recv around a ring of ranks", "[collectives][p2p]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  if (N == 1) {
+    REQUIRE_THROWS_WITH(comm.send(zeros({1}), 0), Catch::Contains("peer 0 is not another rank"));
+    return;
+  }
+  Tensor outgoing = empty({1031}, DType::int64);
+  fill_input(outgoing, rank, ReduceOp::sum);
+  Tensor incoming = full({1031}, -77.0, DType::int64);
+  // Asynchronous send first: with a blocking send on every rank the ring would deadlock.
+  comm::Work sent = comm.send(outgoing, (rank + 1) % N, 5, {.async = true});
+  comm.recv(incoming, (rank + N - 1) % N, 5);
+  sent.wait();
+  Tensor expected = empty({1031}, DType::int64);
+  fill_input(expected, (rank + N - 1) % N, ReduceOp::sum);
+  REQUIRE(global_sum(incoming.to_vector() != expected.to_vector()) == 0);
+}
+
+TEST_CASE("float32 sums of random data are bit-identical on every rank", "[collectives][determinism]") {
+  auto& comm = world();
+  for (Algorithm algo : {Algorithm::ring, Algorithm::recursive_doubling}) {
+    for (int64_t count : {int64_t{7}, int64_t{4099}, int64_t{300007}}) {
+      Tensor data = randn({count}, 1000 + comm.rank(), 0.0, 1e3);
+      comm.all_reduce(data, ReduceOp::sum, {.algorithm = algo});
+      // FNV-1a over the bytes; every rank must have the same hash as rank 0.
+      uint64_t hash = 1469598103934665603ull;
+      const auto* bytes = static_cast<const unsigned char*>(data.data_ptr());
+      for (size_t i = 0; i < data.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+      Tensor mine = full({1}, 0.0, DType::int64);
+      mine.data<int64_t>()[0] = static_cast<int64_t>(hash);
+      Tensor root_hash = mine.clone();
+      comm.broadcast(root_hash, 0, {.algorithm = Algorithm::native});
+      INFO("algo " << comm::algorithm_name(algo) << " count " << count);
+      REQUIRE(global_sum(root_hash.data<int64_t>()[0] != mine.data<int64_t>()[0]) == 0);
+    }
+  }
+}

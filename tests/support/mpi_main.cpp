@@ -1,0 +1,41 @@
+// Catch2 main for the mpi suite: every rank runs the same test cases in the same order (they
+// call collectives, so they must), only rank 0 writes the report, and the exit status is
+// non-zero if any rank failed anything. Assertions on collective results are made on counts
+// already summed over ranks (global_sum), so every rank takes the same branch and none hangs.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <mpi.h>
+
+#include "comm/mpi_runtime.h"
+#include "tests/support/mpi_test.h"
+
+namespace ringdp::testing {
+
+comm::Communicator& world() {
+  static std::shared_ptr<comm::Communicator> communicator = comm::Communicator::init();
+  return *communicator;
+}
+
+int64_t global_sum(int64_t value) {
+  int64_t total = 0;
+  MPI_Allreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return total;
+}
+
+}  // namespace ringdp::testing
+
+int main(int argc, char** argv) {
+  ringdp::comm::install_terminate_handler("ringdp-test");
+  auto& world = ringdp::testing::world();
+  Catch::Session session;
+  if (const int rc = session.applyCommandLine(argc, argv)) return rc;
+  if (world.rank() != 0) session.configData().outputFilename = "/dev/null";
+  const int failed = session.run();
+  const int64_t ranks_failed = ringdp::testing::global_sum(failed ? 1 : 0);
+  if (world.rank() == 0) {
+    std::printf("world size %d: %lld rank(s) reported failures\n", world.size(),
+                static_cast<long long>(ranks_failed));
+  }
+  return ranks_failed ? 1 : 0;
+}

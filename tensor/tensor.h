@@ -44,6 +44,8 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
   /// True when both handles share one TensorImpl (the same tensor, not equal values).
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  /// Identity of the underlying TensorImpl: a key for maps of tensors (the autograd engine's).
+  const void* id() const { return impl_.get(); }
 
   void* data_ptr() const;
   /// Typed host pointer; checks that T matches dtype() and that the tensor is on the CPU.

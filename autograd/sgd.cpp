@@ -1,0 +1,62 @@
+#include "autograd/sgd.h"
+
+#include "tensor/ops.h"
+
+namespace ringdp::optim {
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : params_(std::move(params)), momentum_buffers_(params_.size()), options_(options) {
+  RINGDP_CHECK(options.lr_ >= 0, "SGD: learning rate ", options.lr_, " is negative");
+  RINGDP_CHECK(options.momentum_ >= 0, "SGD: momentum ", options.momentum_, " is negative");
+  RINGDP_CHECK(options.weight_decay_ >= 0, "SGD: weight decay ", options.weight_decay_, " is negative");
+  RINGDP_CHECK(!options.nesterov_ || (options.momentum_ > 0 && options.dampening_ == 0),
+               "SGD: nesterov needs momentum > 0 and zero dampening");
+}
+
+void SGD::step() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    const Tensor grad = p.grad();
+    if (!grad.defined()) continue;
+    kernels::SgdStep rule{options_.lr_, options_.momentum_, options_.dampening_, options_.weight_decay_,
+                          options_.nesterov_, false};
+    Tensor* buffer = nullptr;
+    if (options_.momentum_ != 0) {
+      if (!momentum_buffers_[i].defined()) {
+        momentum_buffers_[i] = empty(p.shape(), p.dtype(), p.device());
+        rule.first_step = true;
+      }
+      buffer = &momentum_buffers_[i];
+    }
+    ops::sgd_step_(p, grad, buffer, rule);
+  }
+}
+
+void SGD::zero_grad() {
+  for (Tensor& p : params_) {
+    Tensor grad = p.grad();
+    if (grad.defined()) ops::fill_(grad, 0.0);
+  }
+}
+
+autograd::StateDict SGD::state_dict() const {
+  autograd::StateDict out;
+  for (size_t i = 0; i < momentum_buffers_.size(); ++i)
+    if (momentum_buffers_[i].defined()) out.emplace_back("momentum_buffer." + std::to_string(i), momentum_buffers_[i]);
+  return out;
+}
+
+void SGD::load_state_dict(const autograd::StateDict& state) {
+  for (auto& buffer : momentum_buffers_) buffer = Tensor();
+  for (const auto& [name, tensor] : state) {
+    RINGDP_CHECK(name.rfind("momentum_buffer.", 0) == 0, "SGD state: unexpected entry '", name, "'");
+    const size_t index = std::stoul(name.substr(16));
+    RINGDP_CHECK(index < params_.size(), "SGD state: '", name, "' but only ", params_.size(), " parameters");
+    RINGDP_CHECK(tensor.shape() == params_[index].shape(), "SGD state: '", name, "' has shape ",
+                 shape_str(tensor.shape()), ", parameter has ", shape_str(params_[index].shape()));
+    momentum_buffers_[index] = empty(params_[index].shape(), params_[index].dtype(), params_[index].device());
+    momentum_buffers_[index].copy_from(tensor);
+  }
+}
+
+}  // namespace ringdp::optim

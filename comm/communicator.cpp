@@ -62,8 +62,10 @@ struct Communicator::Call {
 };
 
 std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
-  options.timeout = std::chrono::milliseconds(
-      env_number("RINGDP_TIMEOUT_MS", env_number("RINGDP_TIMEOUT", options.timeout.count() / 1000) * 1000));
+  // The environment overrides the caller: it is how a user changes a deadline without a rebuild.
+  if (std::getenv("RINGDP_TIMEOUT")) options.timeout = std::chrono::seconds(env_number("RINGDP_TIMEOUT", 0));
+  if (std::getenv("RINGDP_TIMEOUT_MS")) options.timeout = std::chrono::milliseconds(env_number("RINGDP_TIMEOUT_MS", 0));
+  RINGDP_CHECK(options.timeout.count() > 0, "the collective timeout must be positive");
   options.segment_bytes = env_number("RINGDP_SEGMENT_BYTES", options.segment_bytes);
   RINGDP_CHECK(options.segment_bytes > 0, "segment size must be positive");
   options.recursive_doubling_max_bytes =

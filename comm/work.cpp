@@ -7,6 +7,7 @@ Work::Work() : state_(std::make_shared<State>()) {}
 Work Work::completed() {
   Work work;
   work.state_->done = true;
+  work.state_->done_at = std::chrono::steady_clock::now();
   return work;
 }
 
@@ -53,9 +54,17 @@ void Work::mark_done(std::exception_ptr error) const {
   {
     std::lock_guard lock(state_->mutex);
     state_->done = true;
+    state_->done_at = std::chrono::steady_clock::now();
     state_->error = std::move(error);
   }
   state_->done_cv.notify_all();
 }
 
+}  // namespace ringdp::comm
+
+namespace ringdp::comm {
+std::chrono::steady_clock::time_point Work::completed_at() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->done_at;
+}
 }  // namespace ringdp::comm

@@ -2,6 +2,7 @@
 // the collective has run on this rank and rethrows its error, if any.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -17,6 +18,8 @@ class Work {
 
   void wait() const;
   bool is_completed() const;
+  /// When the work finished on this rank (valid once is_completed()).
+  std::chrono::steady_clock::time_point completed_at() const;
 
   void mark_done(std::exception_ptr error = nullptr) const;
 
@@ -30,6 +33,7 @@ class Work {
     std::mutex mutex;
     std::condition_variable done_cv;
     bool done = false;
+    std::chrono::steady_clock::time_point done_at;
     std::exception_ptr error;
     std::shared_ptr<State> posted;       // set for two-part work
     std::function<void()> finish;

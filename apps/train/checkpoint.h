@@ -1,0 +1,28 @@
+// Checkpoints: model and optimizer state, the next epoch and the seed, in one binary file with
+// a format version and a crc32 over everything before it. Written atomically (temporary file,
+// fsync, rename, fsync of the directory), so a failed save never destroys the previous one.
+// Format (little-endian): "RINGDPCK" | u32 version | u64 epoch | u64 seed | u32 entries |
+//   per entry: u32 name length, name, u8 dtype, u32 ndim, i64 dims[ndim], raw data |
+//   u32 crc32 of all preceding bytes.
+#pragma once
+
+#include <string>
+
+#include "autograd/module.h"
+
+namespace ringdp::train {
+
+struct Checkpoint {
+  int64_t next_epoch = 0;
+  uint64_t seed = 0;
+  autograd::StateDict model;
+  autograd::StateDict optimizer;
+};
+
+void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+/// Throws naming the file and what is wrong: missing, truncated, bad magic/version/checksum.
+Checkpoint load_checkpoint(const std::string& path);
+/// Parses checkpoint bytes (the fuzz target's entry point); `source` names them in errors.
+Checkpoint parse_checkpoint(const std::string& bytes, const std::string& source);
+
+}  // namespace ringdp::train

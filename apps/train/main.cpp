@@ -1,0 +1,88 @@
+// ringdp-train: data-parallel training under mpirun. With no flags, the seed's job:
+// Linear(10 -> 1), MSE, SGD lr 0.01, 100 samples of 10 features per rank, 10 epochs.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "apps/train/trainer.h"
+#include "comm/mpi_runtime.h"
+
+using namespace ringdp;
+
+namespace {
+// CLI11's own range checks print the range's bounds in full (1.79e308 spelled out); these say
+// what was expected in words.
+CLI::Validator number_check(bool allow_zero) {
+  return CLI::Validator(
+      [allow_zero](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
+        if (value < 0 || (!allow_zero && value == 0))
+          return "'" + text + "' must be " + (allow_zero ? "zero or positive" : "positive");
+        return {};
+      },
+      allow_zero ? "NUMBER >= 0" : "NUMBER > 0");
+}
+const CLI::Validator kPositive = number_check(false);
+const CLI::Validator kNonNegative = number_check(true);
+
+bool is_rank_zero() {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  return !rank || std::atoi(rank) == 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  comm::install_terminate_handler("ringdp-train");
+  train::TrainConfig config;
+  std::string algo = "auto";
+  double timeout = 300;
+  CLI::App app{"ringdp-train: data-parallel training of a small regression model; launch with mpirun -np N"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--model", config.model, "linear or mlp")->check(CLI::IsMember({"linear", "mlp"}));
+  app.add_option("--hidden", config.hidden, "MLP hidden sizes, e.g. --hidden 16,16")->delimiter(',')->check(kPositive);
+  app.add_option("--samples", config.samples, "synthetic samples per rank")->check(kPositive);
+  app.add_option("--features", config.features, "synthetic features per sample")->check(kPositive);
+  app.add_option("--batch-size", config.batch_size, "samples per rank per step (0: the whole shard)")->check(kNonNegative);
+  app.add_option("--epochs", config.epochs, "passes over the data")->check(kPositive);
+  app.add_option("--lr", config.lr, "learning rate")->check(kPositive);
+  app.add_option("--momentum", config.momentum, "SGD momentum")->check(kNonNegative);
+  app.add_option("--weight-decay", config.weight_decay, "SGD weight decay")->check(kNonNegative);
+  app.add_option("--seed", config.seed, "seed of the data, the initial weights and the shuffling");
+  bool no_shuffle = false;
+  app.add_flag("--no-shuffle", no_shuffle, "keep the data order fixed across epochs");
+  app.add_option("--data", config.data_path, "numeric CSV, last column the target (default: synthetic data)");
+  app.add_option("--device", config.device, "cpu, cuda or auto (cuda when available)")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--backend", config.backend, "auto, mpi or nccl")->check(CLI::IsMember({"auto", "mpi", "nccl"}));
+  app.add_option("--algo", algo, "all-reduce algorithm")->check(CLI::IsMember({"auto", "ring", "recursive_doubling", "native"}));
+  app.add_option("--bucket-mb", config.bucket_mb, "DDP gradient bucket capacity in MiB")->check(kPositive);
+  app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0");
+  app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kPositive);
+  app.add_flag("--resume", config.resume, "continue from --checkpoint");
+  app.add_option("--init", config.init_path, "initial parameters (JSON)");
+  app.add_option("--export", config.export_path, "write final parameters (JSON) from rank 0");
+  app.add_option("--timeout", timeout, "seconds before a stuck collective ends the job")->check(kPositive);
+  app.add_flag("--verbose", config.verbose, "every rank reports");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    if (is_rank_zero()) std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // Every rank parses the same arguments and fails the same way; one message is enough.
+    if (is_rank_zero()) std::fprintf(stderr, "ringdp-train: error: %s\n", e.what());
+    return 2;
+  }
+  config.shuffle = !no_shuffle;
+  config.algorithm = comm::parse_algorithm(algo);
+  try {
+    comm::CommOptions options;
+    options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+    auto communicator = comm::Communicator::init(options);
+    return train::run_training(config, *communicator, communicator);
+  } catch (const std::exception& e) {
+    comm::fail_job("ringdp-train", e.what(), 1);
+  }
+}

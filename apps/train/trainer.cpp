@@ -1,0 +1,144 @@
+#include "apps/train/trainer.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "apps/train/checkpoint.h"
+#include "apps/train/dataset.h"
+#include "apps/train/json_state.h"
+#include "autograd/layers.h"
+#include "autograd/sgd.h"
+#include "comm/ddp/distributed_data_parallel.h"
+#include "comm/ddp/distributed_sampler.h"
+#include "kernels/device_memory.h"
+
+namespace ringdp::train {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+std::shared_ptr<autograd::Module> build_model(const TrainConfig& config, int64_t features, Device device) {
+  if (config.model == "linear")
+    return std::make_shared<autograd::Linear>(autograd::LinearOptions(features, 1).device(device), config.seed);
+  auto seq = std::make_shared<autograd::Sequential>();
+  int64_t in = features;
+  uint64_t layer_seed = config.seed;
+  for (int64_t h : config.hidden) {
+    seq->push_back(std::make_shared<autograd::Linear>(autograd::LinearOptions(in, h).device(device), layer_seed++));
+    seq->push_back(std::make_shared<autograd::ReLU>());
+    in = h;
+  }
+  seq->push_back(std::make_shared<autograd::Linear>(autograd::LinearOptions(in, 1).device(device), layer_seed));
+  return seq;
+}
+
+Device pick_device(const std::string& requested) {
+  if (requested == "cpu") return Device::cpu();
+  if (requested == "auto") return kernels::cuda_device_count() > 0 ? Device::cuda(0) : Device::cpu();
+  RINGDP_CHECK(kernels::built_with_cuda(), "--device cuda: ringdp was built without CUDA");
+  RINGDP_CHECK(kernels::cuda_device_count() > 0, "--device cuda: no CUDA device is visible on this machine");
+  return Device::cuda(0);
+}
+}  // namespace
+
+int run_training(const TrainConfig& config, comm::Communicator& comm, std::shared_ptr<comm::Communicator> shared) {
+  const int N = comm.size(), rank = comm.rank();
+  const Device device = pick_device(config.device);
+  RINGDP_CHECK(config.backend != "nccl", "--backend nccl: the NCCL transport is not available in this build "
+               "(it needs CUDA tensors and the NCCL transport of a later release); use --backend mpi");
+  const Dataset data = config.data_path.empty() ? synthetic_dataset(config.samples * N, config.features, config.seed)
+                                                : load_csv(config.data_path);
+  const int64_t features = data.features.size(1);
+  auto model = build_model(config, features, device);
+  if (!config.init_path.empty()) {
+    // Every rank reads it; DDP's broadcast below makes rank 0's copy the one that counts.
+    model->load_state_dict(read_state_json(config.init_path));
+  }
+  optim::SGD sgd(model->parameters(), optim::SGDOptions(config.lr).momentum(config.momentum).weight_decay(config.weight_decay));
+
+  int64_t start_epoch = 0;
+  if (config.resume) {
+    RINGDP_CHECK(!config.checkpoint_path.empty(), "--resume needs --checkpoint PATH");
+    Tensor epoch = zeros({1}, DType::int64);
+    if (rank == 0) {
+      Checkpoint ck = load_checkpoint(config.checkpoint_path);
+      try {
+        model->load_state_dict(ck.model);
+      } catch (const Error& e) {
+        RINGDP_FAIL("checkpoint '", config.checkpoint_path, "' does not fit this model: ", e.what());
+      }
+      sgd.load_state_dict(ck.optimizer);
+      RINGDP_CHECK(ck.seed == config.seed, "checkpoint '", config.checkpoint_path, "' was written with --seed ", ck.seed,
+                   ", this run uses --seed ", config.seed);
+      epoch.data<int64_t>()[0] = ck.next_epoch;
+    }
+    comm.broadcast(epoch, 0);
+    start_epoch = epoch.data<int64_t>()[0];
+    // Momentum buffers: rank 0 has them; others create theirs with one warm step of zeros,
+    // then receive rank 0's values.
+    auto state = sgd.state_dict();
+    Tensor count = full({1}, static_cast<double>(state.size()), DType::int64);
+    comm.broadcast(count, 0);
+    if (count.item() > 0) {
+      autograd::StateDict buffers;
+      const auto params = model->parameters();
+      for (size_t i = 0; i < params.size(); ++i) {
+        Tensor buffer = rank == 0 ? state[i].second : zeros(params[i].shape(), params[i].dtype(), params[i].device());
+        comm.broadcast(buffer, 0);
+        buffers.emplace_back("momentum_buffer." + std::to_string(i), buffer);
+      }
+      sgd.load_state_dict(buffers);
+    }
+  }
+
+  ddp::DistributedDataParallel ddp(model, shared, {.bucket_cap_mb = config.bucket_mb, .algorithm = config.algorithm});
+  ddp::DistributedSampler sampler(data.features.size(0), rank, N, config.shuffle, config.seed);
+  const int64_t shard = sampler.shard_size();
+  const int64_t batch = config.batch_size > 0 ? std::min(config.batch_size, shard) : shard;
+  RINGDP_CHECK(start_epoch <= config.epochs, "checkpoint is at epoch ", start_epoch, " but --epochs is ", config.epochs);
+
+  Tensor x, y;
+  for (int64_t epoch = start_epoch; epoch < config.epochs; ++epoch) {
+    const auto epoch_start = Clock::now();
+    sampler.set_epoch(epoch);
+    const std::vector<int64_t> mine = sampler.indices();
+    double loss_sum = 0, comm_seconds = 0;
+    int64_t steps = 0;
+    for (int64_t begin = 0; begin < shard; begin += batch) {
+      const std::vector<int64_t> rows(mine.begin() + begin, mine.begin() + std::min(begin + batch, shard));
+      gather_batch(data, rows, DType::float32, device, x, y);
+      sgd.zero_grad();
+      Tensor loss = autograd::mse_loss(ddp(x), y);
+      ddp.backward(loss);
+      sgd.step();
+      loss_sum += loss.item();
+      comm_seconds += ddp.last_stats().comm_wait_seconds;
+      ++steps;
+    }
+    // The epoch's loss is the mean over ranks of each rank's mean batch loss: a reduce to rank 0.
+    Tensor epoch_loss = full({1}, loss_sum / static_cast<double>(steps), DType::float64);
+    const auto reduce_start = Clock::now();
+    comm.reduce(epoch_loss, 0, ReduceOp::avg);
+    comm_seconds += std::chrono::duration<double>(Clock::now() - reduce_start).count();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start).count();
+    if (rank == 0) {
+      std::printf("epoch %lld/%lld  loss %.6f  samples/s %.0f  comm %.0f%%\n", static_cast<long long>(epoch + 1),
+                  static_cast<long long>(config.epochs), epoch_loss.item(), static_cast<double>(shard * N) / elapsed,
+                  100.0 * comm_seconds / elapsed);
+      std::fflush(stdout);
+    } else if (config.verbose) {
+      std::printf("rank %d: epoch %lld  local loss %.6f\n", rank, static_cast<long long>(epoch + 1), loss_sum / steps);
+    }
+    const bool save_now = !config.checkpoint_path.empty() &&
+                          ((epoch + 1) % std::max<int64_t>(config.save_every, 1) == 0 || epoch + 1 == config.epochs);
+    if (save_now && rank == 0) {
+      save_checkpoint(config.checkpoint_path, Checkpoint{epoch + 1, config.seed, model->state_dict(), sgd.state_dict()});
+    }
+  }
+  if (rank == 0 && !config.export_path.empty()) write_state_json(config.export_path, model->state_dict());
+  comm.barrier();
+  if (rank == 0) std::printf("Finished training\n");
+  return 0;
+}
+
+}  // namespace ringdp::train

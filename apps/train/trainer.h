@@ -1,0 +1,37 @@
+// The data-parallel training loop behind ringdp-train (main.cpp only parses flags).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace ringdp::train {
+
+struct TrainConfig {
+  std::string model = "linear";       ///< linear | mlp
+  std::vector<int64_t> hidden = {16};  ///< mlp hidden sizes
+  int64_t samples = 100;              ///< per rank (synthetic data)
+  int64_t features = 10;
+  int64_t batch_size = 0;             ///< per rank; 0 = the whole shard
+  int64_t epochs = 10;
+  double lr = 0.01, momentum = 0, weight_decay = 0;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  std::string data_path;
+  std::string device = "auto";
+  std::string backend = "auto";
+  comm::Algorithm algorithm = comm::Algorithm::automatic;
+  double bucket_mb = 25;
+  std::string checkpoint_path;
+  int64_t save_every = 1;
+  bool resume = false;
+  std::string init_path, export_path;
+  bool verbose = false;
+};
+
+/// Trains and returns 0; throws ringdp::Error on failure.
+int run_training(const TrainConfig& config, comm::Communicator& comm, std::shared_ptr<comm::Communicator> shared);
+
+}  // namespace ringdp::train

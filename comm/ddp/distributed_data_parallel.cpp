@@ -1,0 +1,223 @@
+#include "comm/ddp/distributed_data_parallel.h"
+
+#include <sstream>
+
+#include "autograd/node.h"
+#include "tensor/ops.h"
+
+namespace ringdp::ddp {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string describe(const std::vector<std::pair<std::string, Tensor>>& params) {
+  std::ostringstream out;
+  for (const auto& [name, p] : params) out << name << " " << shape_str(p.shape()) << " " << dtype_name(p.dtype()) << "\n";
+  return out.str();
+}
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+  return hash;
+}
+}  // namespace
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Module> module,
+                                                 std::shared_ptr<comm::Communicator> comm, DdpOptions options)
+    : module_(std::move(module)), comm_(std::move(comm)), options_(options) {
+  RINGDP_CHECK(options.bucket_cap_mb > 0, "DDP: bucket_cap_mb ", options.bucket_cap_mb, " must be positive");
+  const auto params = module_->named_parameters();
+  RINGDP_CHECK(!params.empty(), "DDP: the module has no parameters");
+  broadcast_and_verify();
+
+  // Buckets in reverse registration order, split by capacity, dtype and device.
+  const double first_cap = std::min(options.first_bucket_mb, options.bucket_cap_mb) * 1024 * 1024;
+  const double cap = options.bucket_cap_mb * 1024 * 1024;
+  std::vector<int64_t> bucket_elements;
+  for (int i = static_cast<int>(params.size()) - 1; i >= 0; --i) {
+    const Tensor& p = params[i].second;
+    bool open_new = buckets_.empty();
+    if (!open_new) {
+      const Slot& previous = slots_[buckets_.back().slots.back()];
+      const double limit = buckets_.size() == 1 ? first_cap : cap;
+      const double used = static_cast<double>(bucket_elements.back() * dtype_size(previous.param.dtype()));
+      open_new = previous.param.dtype() != p.dtype() || !(previous.param.device() == p.device()) ||
+                 used + static_cast<double>(p.nbytes()) > limit;
+    }
+    if (open_new) {
+      buckets_.emplace_back();
+      bucket_elements.push_back(0);
+    }
+    slots_.push_back(Slot{params[i].first, p, static_cast<int>(buckets_.size()) - 1, bucket_elements.back()});
+    buckets_.back().slots.push_back(static_cast<int>(slots_.size()) - 1);
+    bucket_elements.back() += p.numel();
+  }
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const Tensor& first = slots_[buckets_[b].slots.front()].param;
+    buckets_[b].buffer = zeros({bucket_elements[b]}, first.dtype(), first.device());
+  }
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    Tensor param = slots_[s].param;
+    param.register_hook([this, s](Tensor&) { on_gradient_ready(static_cast<int>(s)); });
+  }
+  reset_iteration();
+}
+
+DistributedDataParallel::~DistributedDataParallel() {
+  // Collectives still in flight reference our buffers: let them finish.
+  for (Bucket& b : buckets_) {
+    if (b.launched) {
+      try {
+        b.work.wait();
+      } catch (...) {
+      }
+    }
+  }
+}
+
+void DistributedDataParallel::broadcast_and_verify() {
+  const auto params = module_->named_parameters();
+  const std::string mine = describe(params);
+  Tensor hashes = zeros({comm_->size()}, DType::int64);
+  Tensor my_hash = zeros({1}, DType::int64);
+  my_hash.data<int64_t>()[0] = static_cast<int64_t>(fnv1a(mine));
+  comm_->all_gather(my_hash, hashes);
+  std::vector<int> differing;
+  for (int r = 0; r < comm_->size(); ++r)
+    if (hashes.data<int64_t>()[r] != hashes.data<int64_t>()[0]) differing.push_back(r);
+  if (!differing.empty()) {
+    // Every rank learns rank 0's description, so each can name its first difference.
+    Tensor length = full({1}, static_cast<double>(mine.size()), DType::int64);
+    comm_->broadcast(length, 0);
+    Tensor text = zeros({static_cast<int64_t>(length.item())}, DType::int32);
+    if (comm_->rank() == 0)
+      for (size_t i = 0; i < mine.size(); ++i) text.data<int32_t>()[i] = mine[i];
+    comm_->broadcast(text, 0);
+    std::string root;
+    for (int64_t i = 0; i < text.numel(); ++i) root.push_back(static_cast<char>(text.data<int32_t>()[i]));
+    std::istringstream a(root), b(mine);
+    std::string line_root, line_mine;
+    while (true) {
+      const bool more_root = static_cast<bool>(std::getline(a, line_root));
+      const bool more_mine = static_cast<bool>(std::getline(b, line_mine));
+      if (!more_root && !more_mine) break;
+      if (!more_root) line_root = "(nothing)";
+      if (!more_mine) line_mine = "(nothing)";
+      if (line_root != line_mine)
+        RINGDP_FAIL("DDP: rank ", comm_->rank(), "'s parameters differ from rank 0's: rank 0 has '", line_root,
+                    "', rank ", comm_->rank(), " has '", line_mine, "'");
+    }
+    std::ostringstream ranks;
+    for (int r : differing) ranks << (ranks.tellp() ? ", " : "") << r;
+    RINGDP_FAIL("DDP: the parameters of rank(s) ", ranks.str(), " differ from rank 0's (their messages say how)");
+  }
+  for (auto& [name, p] : params) {
+    Tensor value = p;
+    autograd::NoGradGuard no_grad;
+    comm_->broadcast(value, 0);
+  }
+}
+
+void DistributedDataParallel::reset_iteration() {
+  for (Slot& s : slots_) s.ready = false;
+  for (Bucket& b : buckets_) {
+    b.pending = static_cast<int>(b.slots.size());
+    b.launched = false;
+  }
+  next_bucket_ = 0;
+  slots_ready_ = 0;
+  iteration_synced_ = false;
+}
+
+Tensor DistributedDataParallel::forward(const Tensor& input) {
+  if (slots_ready_ != 0 && slots_ready_ != static_cast<int>(slots_.size())) {
+    std::string missing;
+    for (const Slot& s : slots_)
+      if (!s.ready) missing += (missing.empty() ? "" : ", ") + s.name;
+    RINGDP_FAIL("DDP: parameter(s) ", missing, " received no gradient in the last iteration; every parameter "
+                "must take part in the loss (unused parameters are not supported)");
+  }
+  reset_iteration();
+  return module_->forward(input);
+}
+
+void DistributedDataParallel::backward(const Tensor& loss) {
+  const auto start = Clock::now();
+  in_backward_ = true;
+  stats_ = DdpStepStats{};
+  try {
+    loss.backward();
+  } catch (...) {
+    in_backward_ = false;
+    throw;
+  }
+  in_backward_ = false;
+  stats_.backward_seconds = seconds(Clock::now() - start) - stats_.comm_wait_seconds;
+  if (sync_enabled_ && !iteration_synced_) {
+    std::string missing;
+    for (const Slot& s : slots_)
+      if (!s.ready) missing += (missing.empty() ? "" : ", ") + s.name;
+    RINGDP_FAIL("DDP: parameter(s) ", missing, " received no gradient in this backward; every parameter must "
+                "take part in the loss");
+  }
+  if (!sync_enabled_) reset_iteration();  // accumulating: the next backward starts afresh
+}
+
+void DistributedDataParallel::on_gradient_ready(int index) {
+  if (!sync_enabled_) {
+    slots_[index].ready = true;
+    return;
+  }
+  Slot& slot = slots_[index];
+  RINGDP_CHECK(!slot.ready, "DDP: gradient of '", slot.name, "' arrived twice in one iteration: backward was "
+               "called twice without a forward through the DDP wrapper (and an optimizer step) in between");
+  slot.ready = true;
+  ++slots_ready_;
+  Bucket& bucket = buckets_[slot.bucket];
+  Tensor view = bucket.buffer.flat_view(slot.offset, slot.param.numel());
+  view.copy_from(slot.param.grad().reshape({slot.param.numel()}));
+  if (--bucket.pending == 0) launch_ready_buckets();
+  if (slots_ready_ == static_cast<int>(slots_.size())) finish_iteration();
+}
+
+void DistributedDataParallel::launch_ready_buckets() {
+  while (next_bucket_ < static_cast<int>(buckets_.size()) && buckets_[next_bucket_].pending == 0) {
+    Bucket& b = buckets_[next_bucket_++];
+    b.launched_at = Clock::now();
+    b.launched = true;
+    b.work = comm_->all_reduce(b.buffer, ReduceOp::avg, {.algorithm = options_.algorithm, .async = true});
+    stats_.bytes_reduced += static_cast<int64_t>(b.buffer.nbytes());
+  }
+}
+
+void DistributedDataParallel::finish_iteration() {
+  // Called from the hook of the last parameter: autograd's backward is about to end.
+  const auto wait_start = Clock::now();
+  Clock::time_point last_done = wait_start;
+  for (Bucket& b : buckets_) {
+    b.work.wait();
+    last_done = std::max(last_done, b.work.completed_at());
+  }
+  const auto wait_end = Clock::now();
+  for (const Slot& s : slots_) {
+    Tensor grad = s.param.grad();
+    grad.reshape({s.param.numel()}).copy_from(buckets_[s.bucket].buffer.flat_view(s.offset, s.param.numel()));
+  }
+  stats_.buckets = static_cast<int>(buckets_.size());
+  stats_.comm_wait_seconds = seconds(wait_end - wait_start);
+  const auto first_launch = buckets_.front().launched_at;
+  stats_.comm_seconds = seconds(last_done - first_launch);
+  const double exposed = std::max(0.0, seconds(last_done - wait_start));
+  stats_.overlap = stats_.comm_seconds > 0 ? std::clamp(1.0 - exposed / stats_.comm_seconds, 0.0, 1.0) : 0.0;
+  iteration_synced_ = true;
+}
+
+std::vector<std::vector<std::string>> DistributedDataParallel::bucket_layout() const {
+  std::vector<std::vector<std::string>> out(buckets_.size());
+  for (const Slot& s : slots_) out[s.bucket].push_back(s.name);
+  return out;
+}
+
+}  // namespace ringdp::ddp

@@ -1,0 +1,108 @@
+// DistributedDataParallel: one model replica per rank, kept identical by starting from rank 0's
+// parameters and averaging gradients every step.
+//
+// Buckets: parameters are grouped in reverse registration order (the order backward finishes
+// them) into buckets of at most bucket_cap_mb (the first one small, first_bucket_mb, so
+// communication starts early), one dtype and device per bucket. A hook on each parameter copies
+// its final gradient into the bucket's flat buffer and marks it ready; when every parameter of
+// a bucket is ready, the bucket's asynchronous all-reduce (avg) starts at once while backward
+// continues on earlier layers. Buckets are launched strictly in index order on every rank,
+// so all ranks issue the same collectives in the same order. When the last bucket is ready the
+// hook waits for all of them and copies the averaged values back into each .grad.
+//
+// Why copy instead of making .grad a view into the bucket: autograd's gradients stay ordinary
+// tensors that SGD, checkpoints and no_sync accumulation use unchanged; the copy costs one pass
+// over the gradients, small next to the all-reduce it feeds.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/module.h"
+#include "comm/communicator.h"
+
+namespace ringdp::ddp {
+
+struct DdpOptions {
+  double bucket_cap_mb = 25.0;
+  double first_bucket_mb = 1.0;
+  comm::Algorithm algorithm = comm::Algorithm::automatic;
+};
+
+struct DdpStepStats {
+  double backward_seconds = 0;    ///< from backward() start to the end of autograd's backward
+  double comm_wait_seconds = 0;   ///< waiting for all-reduces after autograd's backward ended
+  double comm_seconds = 0;        ///< first bucket launch to last bucket completion
+  double overlap = 0;             ///< share of comm_seconds hidden behind backward (0..1)
+  int64_t bytes_reduced = 0;
+  int buckets = 0;
+};
+
+class DistributedDataParallel {
+ public:
+  DistributedDataParallel(std::shared_ptr<autograd::Module> module, std::shared_ptr<comm::Communicator> comm,
+                          DdpOptions options = {});
+  ~DistributedDataParallel();
+
+  /// Starts an iteration: checks the previous one completed, then runs the module.
+  Tensor forward(const Tensor& input);
+  Tensor operator()(const Tensor& input) { return forward(input); }
+  /// loss.backward() with timing, then checks every parameter got a gradient.
+  void backward(const Tensor& loss);
+
+  /// While alive, backward accumulates gradients locally without communicating
+  /// (gradient accumulation); the first backward after it reduces the accumulated sum.
+  class NoSync {
+   public:
+    explicit NoSync(DistributedDataParallel& ddp) : ddp_(ddp) { ddp_.sync_enabled_ = false; }
+    ~NoSync() { ddp_.sync_enabled_ = true; }
+   private:
+    DistributedDataParallel& ddp_;
+  };
+  NoSync no_sync() { return NoSync(*this); }
+
+  autograd::Module& module() { return *module_; }
+  const DdpStepStats& last_stats() const { return stats_; }
+  /// Parameter names per bucket, in launch order (for tests and docs).
+  std::vector<std::vector<std::string>> bucket_layout() const;
+
+ private:
+  struct Slot {
+    std::string name;
+    Tensor param;
+    int bucket;
+    int64_t offset;  // elements into the bucket's buffer
+    bool ready = false;
+  };
+  struct Bucket {
+    std::vector<int> slots;
+    Tensor buffer;
+    int pending = 0;
+    bool launched = false;
+    comm::Work work;
+    std::chrono::steady_clock::time_point launched_at;
+  };
+
+  void broadcast_and_verify();
+  void on_gradient_ready(int slot);
+  void launch_ready_buckets();
+  void finish_iteration();
+  void reset_iteration();
+
+  std::shared_ptr<autograd::Module> module_;
+  std::shared_ptr<comm::Communicator> comm_;
+  DdpOptions options_;
+  std::vector<Slot> slots_;
+  std::vector<Bucket> buckets_;
+  int next_bucket_ = 0;
+  int slots_ready_ = 0;
+  bool sync_enabled_ = true;
+  bool iteration_synced_ = false;   // this iteration's gradients have been averaged
+  bool in_backward_ = false;
+  std::chrono::steady_clock::time_point backward_end_;
+  DdpStepStats stats_;
+};
+
+}  // namespace ringdp::ddp

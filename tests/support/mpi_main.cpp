@@ -12,10 +12,12 @@
 
 namespace ringdp::testing {
 
-comm::Communicator& world() {
+std::shared_ptr<comm::Communicator> world_ptr() {
   static std::shared_ptr<comm::Communicator> communicator = comm::Communicator::init();
-  return *communicator;
+  return communicator;
 }
+
+comm::Communicator& world() { return *world_ptr(); }
 
 int64_t global_sum(int64_t value) {
   int64_t total = 0;

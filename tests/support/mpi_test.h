@@ -14,6 +14,7 @@
 namespace ringdp::testing {
 
 comm::Communicator& world();
+std::shared_ptr<comm::Communicator> world_ptr();
 /// Sum over all ranks through MPI_Allreduce directly: independent of the code under test.
 int64_t global_sum(int64_t value);
 

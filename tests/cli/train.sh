@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The ringdp-train command as a user runs it: tests/cli/train.sh CASE BUILD_DIR
+# Each case exits 0 on success, 1 with a message on failure. Every mpirun has a hard timeout so
+# a hang fails the test instead of stalling the suite, and no rank may outlive the job.
+set -uo pipefail
+case_name=$1
+build=$(cd "$2" && pwd)
+train="$build/apps/train/ringdp-train"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+fail() { echo "FAIL: $*"; exit 1; }
+# run NP ARGS...: runs under mpirun with a 60 s limit; sets $out, $rc and $seconds.
+run() {
+  local np=$1
+  shift
+  local start=$SECONDS
+  out=$(timeout 60 mpirun -np "$np" --oversubscribe "$train" "$@" 2>&1)
+  rc=$?
+  seconds=$((SECONDS - start))
+  [ $rc -ne 124 ] || fail "ringdp-train $* hung (killed after 60 s)"
+  if pgrep -f "$train" >/dev/null; then fail "a rank of 'ringdp-train $*' is still running"; fi
+}
+expect_error() {  # expect_error CODE SUBSTRING NP ARGS...
+  local code=$1 text=$2
+  shift 2
+  run "$@"
+  [ $rc -eq "$code" ] || fail "ringdp-train ${*:2}: exit $rc, expected $code; output: $out"
+  grep -qF -- "$text" <<<"$out" || fail "ringdp-train ${*:2}: no '$text' in: $out"
+  [ $seconds -le 15 ] || fail "ringdp-train ${*:2}: took $seconds s to fail"
+  echo "ok: ringdp-train ${*:2} -> exit $rc, '$text' (${seconds}s)"
+}
+
+case "$case_name" in
+  default)
+    run 4
+    [ $rc -eq 0 ] || fail "default run exited $rc: $out"
+    [ "$(grep -c '^epoch [0-9]*/10  loss ' <<<"$out")" -eq 10 ] || fail "expected 10 epoch lines: $out"
+    [ "$(tail -n 1 <<<"$out")" = "Finished training" ] || fail "last line is not 'Finished training': $out"
+    first=$(grep '^epoch 1/' <<<"$out" | awk '{print $4}')
+    last=$(grep '^epoch 10/' <<<"$out" | awk '{print $4}')
+    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "loss did not fall: $first -> $last"
+    echo "ok: 4 ranks, 10 epochs, loss $first -> $last, Finished training"
+    ;;
+  help)
+    out=$("$train" --help) || fail "--help exited non-zero"
+    for flag in --model --hidden --samples --batch-size --epochs --lr --momentum --data --device --backend --algo \
+                --bucket-mb --checkpoint --resume --init --export --timeout; do
+      grep -qF -- "$flag" <<<"$out" || fail "--help does not list $flag"
+    done
+    echo "ok: --help lists every flag"
+    ;;
+  errors)
+    expect_error 2 "--bogus" 2 --bogus
+    expect_error 2 "--lr: '-0.5' must be positive" 2 --lr -0.5
+    expect_error 2 "--epochs: '0' must be positive" 2 --epochs 0
+    expect_error 2 "--model: mlpx not in" 2 --model mlpx
+    expect_error 1 "cannot open data file '$work/missing.csv'" 2 --data "$work/missing.csv"
+    printf 'a,b,y\n1,2,3\n4,x,6\n' >"$work/bad.csv"
+    expect_error 1 "line 3: column 2 ('x') is not a number" 2 --data "$work/bad.csv"
+    printf '1,2,3\n4,5\n' >"$work/ragged.csv"
+    expect_error 1 "line 2: 2 columns, expected 3" 2 --data "$work/ragged.csv"
+    printf '1,2,3\n4,nan,6\n' >"$work/nan.csv"
+    expect_error 1 "is not a finite number" 2 --data "$work/nan.csv"
+    printf '1,2,3\n4,5,6\n' >"$work/two.csv"
+    echo '{"weight": {"shape": [1, 10], "data": [0,0,0,0,0,0,0,0,0,0]}, "bias": {"shape": [1], "data": [0]}}' >"$work/init10.json"
+    expect_error 1 "'weight' has shape [1, 10] in the state dict but [1, 2] in the model" 2 --data "$work/two.csv" --init "$work/init10.json"
+    if [ ! -e /dev/nvidia0 ]; then
+      expect_error 1 "--device cuda:" 2 --device cuda
+    fi
+    expect_error 1 "--backend nccl" 2 --backend nccl --device cpu
+    ;;
+  checkpoint)
+    run 2 --epochs 10 --momentum 0.9 --export "$work/straight.json"
+    [ $rc -eq 0 ] || fail "uninterrupted run failed: $out"
+    run 2 --epochs 5 --momentum 0.9 --checkpoint "$work/ck.bin"
+    [ $rc -eq 0 ] || fail "first half failed: $out"
+    run 2 --epochs 10 --momentum 0.9 --checkpoint "$work/ck.bin" --resume --export "$work/resumed.json"
+    [ $rc -eq 0 ] || fail "resumed run failed: $out"
+    grep -q '^epoch 6/10' <<<"$out" || fail "resume did not start at epoch 6: $out"
+    grep -q '^epoch 5/10' <<<"$out" && fail "resume repeated epoch 5: $out"
+    cmp -s "$work/straight.json" "$work/resumed.json" || fail "resumed parameters differ from the uninterrupted run"
+    echo "ok: resume from epoch 5 ends bit-identical to an uninterrupted 10-epoch run"
+    cp "$work/ck.bin" "$work/truncated.bin"
+    truncate -s 40 "$work/truncated.bin"
+    expect_error 1 "checksum mismatch" 2 --checkpoint "$work/truncated.bin" --resume
+    cp "$work/ck.bin" "$work/flipped.bin"
+    printf '\x55' | dd of="$work/flipped.bin" bs=1 seek=60 conv=notrunc status=none
+    expect_error 1 "corrupt" 2 --checkpoint "$work/flipped.bin" --resume
+    expect_error 1 "does not fit this model" 2 --checkpoint "$work/ck.bin" --resume --model mlp
+    expect_error 1 "cannot open checkpoint" 2 --checkpoint "$work/none.bin" --resume
+    ;;
+  *) fail "unknown case $case_name" ;;
+esac

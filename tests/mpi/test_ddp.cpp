@@ -1,0 +1,181 @@
+// The DDP invariant: N ranks, each on its shard of the global batch, end with the same
+// parameters as one process training on the whole global batch (computed here on every rank
+// without any communication). Also: bucket layouts agree, no_sync accumulates correctly, and
+// misuse is reported.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "apps/train/dataset.h"
+#include "autograd/layers.h"
+#include "autograd/sgd.h"
+#include "comm/ddp/distributed_data_parallel.h"
+#include "comm/ddp/distributed_sampler.h"
+#include "tests/support/mpi_test.h"
+
+using namespace ringdp;
+using namespace ringdp::testing;
+using namespace ringdp::autograd;
+
+namespace {
+
+std::shared_ptr<Module> make_model(bool mlp, DType dtype) {
+  if (!mlp) return std::make_shared<Linear>(LinearOptions(5, 1).dtype(dtype), 3);
+  return std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
+      std::make_shared<Linear>(LinearOptions(5, 8).dtype(dtype), 3), std::make_shared<ReLU>(),
+      std::make_shared<Linear>(LinearOptions(8, 4).dtype(dtype), 4), std::make_shared<ReLU>(),
+      std::make_shared<Linear>(LinearOptions(4, 1).dtype(dtype), 5)});
+}
+
+struct Run {
+  bool mlp;
+  DType dtype;
+  double bucket_mb = 25;
+  comm::Algorithm algorithm = comm::Algorithm::automatic;
+};
+
+constexpr int64_t kSamples = 24, kPerRankBatch = 2, kEpochs = 3;
+
+// Trains with DDP on this rank's shard; returns the final parameters.
+std::vector<double> train_ddp(const Run& run) {
+  auto& comm = world();
+  const train::Dataset data = train::synthetic_dataset(kSamples, 5, 11);
+  auto model = make_model(run.mlp, run.dtype);
+  optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  ddp::DistributedDataParallel ddp(model, world_ptr(), {.bucket_cap_mb = run.bucket_mb, .first_bucket_mb = run.bucket_mb,
+                                                        .algorithm = run.algorithm});
+  ddp::DistributedSampler sampler(kSamples, comm.rank(), comm.size(), true, 5);
+  Tensor x, y;
+  for (int64_t epoch = 0; epoch < kEpochs; ++epoch) {
+    sampler.set_epoch(epoch);
+    const auto mine = sampler.indices();
+    for (size_t begin = 0; begin < mine.size(); begin += kPerRankBatch) {
+      train::gather_batch(data, {mine.begin() + begin, mine.begin() + begin + kPerRankBatch}, run.dtype, Device::cpu(), x, y);
+      sgd.zero_grad();
+      ddp.backward(mse_loss(ddp(x), y));
+      sgd.step();
+    }
+  }
+  std::vector<double> out;
+  for (const Tensor& p : model->parameters())
+    for (double v : p.to_vector()) out.push_back(v);
+  return out;
+}
+
+// One process, the whole global batch (N·b samples, in the same order), no communication.
+std::vector<double> train_reference(const Run& run) {
+  const int N = world().size();
+  const train::Dataset data = train::synthetic_dataset(kSamples, 5, 11);
+  auto model = make_model(run.mlp, run.dtype);
+  optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  ddp::DistributedSampler sampler(kSamples, 0, N, true, 5);
+  Tensor x, y;
+  for (int64_t epoch = 0; epoch < kEpochs; ++epoch) {
+    sampler.set_epoch(epoch);
+    const auto order = sampler.global_order();
+    const int64_t global_batch = kPerRankBatch * N;
+    for (size_t begin = 0; begin < order.size(); begin += global_batch) {
+      train::gather_batch(data, {order.begin() + begin, order.begin() + begin + global_batch}, run.dtype, Device::cpu(), x, y);
+      sgd.zero_grad();
+      mse_loss((*model)(x), y).backward();
+      sgd.step();
+    }
+  }
+  std::vector<double> out;
+  for (const Tensor& p : model->parameters())
+    for (double v : p.to_vector()) out.push_back(v);
+  return out;
+}
+
+int64_t count_far(const std::vector<double>& got, const std::vector<double>& want, double rtol) {
+  int64_t far = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::fabs(got[i] - want[i]) > rtol * std::max(1.0, std::fabs(want[i]))) {
+      if (far < 3) UNSCOPED_INFO("parameter element " << i << ": " << got[i] << " vs " << want[i]);
+      ++far;
+    }
+  return far;
+}
+
+}  // namespace
+
+TEST_CASE("N ranks with DDP match one process on the global batch", "[ddp][invariant]") {
+  for (bool mlp : {false, true}) {
+    for (DType dtype : {DType::float32, DType::float64}) {
+      const Run run{mlp, dtype};
+      const double rtol = dtype == DType::float32 ? 1e-5 : 1e-12;
+      INFO((mlp ? "mlp " : "linear ") << dtype_name(dtype));
+      REQUIRE(global_sum(count_far(train_ddp(run), train_reference(run), rtol)) == 0);
+    }
+  }
+}
+
+TEST_CASE("one bucket and many buckets give the same parameters", "[ddp][buckets]") {
+  // Recursive doubling reduces each element in an order fixed by the ranks alone, so the
+  // layout cannot change a single bit; with the ring, an element's order depends on the chunk
+  // it falls in, so the two layouts agree to rounding.
+  const Run one{true, DType::float32, 25, comm::Algorithm::recursive_doubling};
+  const Run many{true, DType::float32, 1e-6, comm::Algorithm::recursive_doubling};
+  REQUIRE(global_sum(train_ddp(one) != train_ddp(many)) == 0);
+  const Run ring_one{true, DType::float32, 25, comm::Algorithm::ring};
+  const Run ring_many{true, DType::float32, 1e-6, comm::Algorithm::ring};
+  REQUIRE(global_sum(count_far(train_ddp(ring_one), train_ddp(ring_many), 1e-6)) == 0);
+}
+
+TEST_CASE("buckets follow reverse registration order", "[ddp][buckets]") {
+  auto model = make_model(true, DType::float32);
+  ddp::DistributedDataParallel many(model, world_ptr(), {.bucket_cap_mb = 1e-6, .first_bucket_mb = 1e-6});
+  const auto layout = many.bucket_layout();
+  REQUIRE(layout.size() == 6);
+  CHECK(layout.front() == std::vector<std::string>{"4.bias"});
+  CHECK(layout.back() == std::vector<std::string>{"0.weight"});
+  ddp::DistributedDataParallel one(model, world_ptr(), {});
+  REQUIRE(one.bucket_layout().size() == 1);
+}
+
+TEST_CASE("no_sync over two micro-batches equals one step on both", "[ddp][no_sync]") {
+  const train::Dataset data = train::synthetic_dataset(16, 5, 21);
+  auto& comm = world();
+  Tensor xa, ya, xb, yb;
+  train::gather_batch(data, {2 * comm.rank(), 2 * comm.rank() + 1}, DType::float64, Device::cpu(), xa, ya);
+  train::gather_batch(data, {8 + comm.rank(), 12 + comm.rank() % 4}, DType::float64, Device::cpu(), xb, yb);
+  auto params_after = [&](bool accumulate) {
+    auto model = make_model(true, DType::float64);
+    optim::SGD sgd(model->parameters(), optim::SGDOptions(0.1));
+    ddp::DistributedDataParallel ddp(model, world_ptr());
+    if (accumulate) {
+      {
+        auto guard = ddp.no_sync();
+        ddp.backward(mse_loss(ddp(xa), ya));
+      }
+      ddp.backward(mse_loss(ddp(xb), yb));
+    } else {
+      Tensor a = mse_loss(ddp(xa), ya);
+      Tensor b = mse_loss((*model)(xb), yb);
+      ddp.backward(add(a, b));
+    }
+    sgd.step();
+    std::vector<double> out;
+    for (const Tensor& p : model->parameters())
+      for (double v : p.to_vector()) out.push_back(v);
+    return out;
+  };
+  REQUIRE(global_sum(count_far(params_after(true), params_after(false), 1e-12)) == 0);
+}
+
+TEST_CASE("DDP reports misuse clearly", "[ddp][errors]") {
+  auto model = make_model(false, DType::float32);
+  ddp::DistributedDataParallel ddp(model, world_ptr());
+  const Tensor x = randn({3, 5}, 1), y = zeros({3, 1});
+  Tensor loss = mse_loss(ddp(x), y);
+  ddp.backward(loss);
+  // A second backward through a new graph without going through ddp.forward():
+  Tensor again = mse_loss((*model)(x), y);
+  REQUIRE_THROWS_WITH(ddp.backward(again), Catch::Contains("arrived twice in one iteration"));
+  // A parameter without a gradient: the bias is left out of the loss.
+  auto partial = std::make_shared<Linear>(LinearOptions(5, 1), 3);
+  ddp::DistributedDataParallel ddp2(partial, world_ptr());
+  ddp2.forward(x);
+  Tensor only_weight = mse_loss(linear(x, partial->weight), y);
+  REQUIRE_THROWS_WITH(ddp2.backward(only_weight), Catch::Contains("parameter(s) bias received no gradient"));
+}

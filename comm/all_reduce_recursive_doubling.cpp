@@ -8,10 +8,8 @@
 // continue as rank − E. At the end each odd rank sends the result back to its even partner.
 //   N = 6 (P = 4, E = 2):  fold: 0→1, 2→3   rounds on {1,3,4,5} as {0,1,2,3}:
 //   mask 1: (0,1) (2,3)   mask 2: (0,2) (1,3)   unfold: 1→0, 3→2
-// Bit-identical results: every combination is computed as lower-rank value op higher-rank
-// value, so both partners of a round compute the same bits (matters for min/max of ±0 and
-// would for non-commutative rounding). The round's result alternates between buf and the
-// transport's scratch slot 0 instead of being copied back each round.
+// Bit-identical results: both partners of a round combine the same two values, and every
+// reduce_into op is commutative bit for bit (kernels/reduce_into.h), so they get the same bits.
 #include "comm/algorithms.h"
 
 namespace ringdp::comm {
@@ -44,32 +42,22 @@ void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t co
     ctx.enter_step(++step, steps, "fold-in", -1, -1, r - 1, -1, "reduce");
     Request got = ctx.transport.irecv(r - 1, incoming, bytes, ctx.tag);
     ctx.transport.wait(got);
-    // Lower rank's value on the left: incoming (rank r−1) op buf (rank r), kept in incoming.
-    ctx.transport.reduce_into(incoming, buf, count, ctx.dtype, ctx.op);
-    ctx.transport.copy(buf, incoming, bytes);
+    ctx.transport.reduce_into(buf, incoming, count, ctx.dtype, ctx.op);
     vrank = r / 2;
   } else {
     vrank = r - extra;
   }
   auto real_rank = [extra](int v) { return v < extra ? 2 * v + 1 : v + extra; };
 
-  void* current = buf;
-  void* other = incoming;
   for (int mask = 1; mask < P; mask <<= 1) {
     const int partner = real_rank(vrank ^ mask);
     ctx.enter_step(++step, steps, "exchange", partner, -1, partner, -1, "reduce");
     ctx.requests.clear();
-    ctx.requests.push_back(ctx.transport.irecv(partner, other, bytes, ctx.tag));
-    ctx.requests.push_back(ctx.transport.isend(partner, current, bytes, ctx.tag));
+    ctx.requests.push_back(ctx.transport.irecv(partner, incoming, bytes, ctx.tag));
+    ctx.requests.push_back(ctx.transport.isend(partner, buf, bytes, ctx.tag));
     ctx.transport.wait_all(ctx.requests);
-    if (partner > r) {
-      ctx.transport.reduce_into(current, other, count, ctx.dtype, ctx.op);
-    } else {
-      ctx.transport.reduce_into(other, current, count, ctx.dtype, ctx.op);
-      std::swap(current, other);
-    }
+    ctx.transport.reduce_into(buf, incoming, count, ctx.dtype, ctx.op);
   }
-  if (current != buf) ctx.transport.copy(buf, current, bytes);
 
   if (r < 2 * extra) {  // odd rank of an extra pair: give the result back
     ctx.enter_step(steps, steps, "unfold", r - 1, -1, -1, -1, "");

@@ -2,6 +2,8 @@
 // avg reduces as sum; the caller divides once at the end (finish_avg), so intermediate steps
 // of a ring keep full sums. bfloat16 is computed in float32 and rounded to nearest even.
 // Integer sum and prod wrap around (two's complement) instead of overflowing into UB.
+// Every op is commutative bit for bit (min/max order ±0 by sign and give one canonical NaN),
+// so an algorithm may combine a op b or b op a and all ranks still agree exactly.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 // vectorise the float32/float64/int sum, min and max cases.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "kernels/reduce_into.h"
@@ -31,6 +32,27 @@ ReduceOp parse_reduce_op(std::string_view name) {
 namespace kernels {
 namespace {
 
+// Every op is commutative bit for bit (NaN payloads aside): IEEE sum and product already are;
+// min and max are made
+// so by breaking ties between +0 and −0 by sign (min gives −0, max +0) and returning one
+// canonical NaN when either operand is NaN. Collective algorithms may then combine operands in
+// either order and still leave every rank with identical bits.
+template <typename T>
+T symmetric_min(T a, T b) {
+  if (a < b) return a;
+  if (b < a) return b;
+  if (a == b) return std::signbit(a) ? a : b;
+  return std::numeric_limits<T>::quiet_NaN();
+}
+
+template <typename T>
+T symmetric_max(T a, T b) {
+  if (a < b) return b;
+  if (b < a) return a;
+  if (a == b) return std::signbit(a) ? b : a;
+  return std::numeric_limits<T>::quiet_NaN();
+}
+
 template <typename T, typename Combine>
 void apply(T* __restrict dst, const T* __restrict src, int64_t count, Combine combine) {
   for (int64_t i = 0; i < count; ++i) dst[i] = combine(dst[i], src[i]);
@@ -55,9 +77,8 @@ void reduce_typed(T* dst, const T* src, int64_t count, ReduceOp op) {
       case ReduceOp::sum:
       case ReduceOp::avg: return apply(dst, src, count, [](T a, T b) { return a + b; });
       case ReduceOp::prod: return apply(dst, src, count, [](T a, T b) { return a * b; });
-      // std::fmin/fmax semantics would hide a NaN; this propagates the first operand's NaN.
-      case ReduceOp::min: return apply(dst, src, count, [](T a, T b) { return b < a ? b : a; });
-      case ReduceOp::max: return apply(dst, src, count, [](T a, T b) { return a < b ? b : a; });
+      case ReduceOp::min: return apply(dst, src, count, symmetric_min<T>);
+      case ReduceOp::max: return apply(dst, src, count, symmetric_max<T>);
     }
   }
 }
@@ -71,8 +92,8 @@ void reduce_bf16(bfloat16* dst, const bfloat16* src, int64_t count, ReduceOp op)
     case ReduceOp::sum:
     case ReduceOp::avg: return run([](float a, float b) { return a + b; });
     case ReduceOp::prod: return run([](float a, float b) { return a * b; });
-    case ReduceOp::min: return run([](float a, float b) { return b < a ? b : a; });
-    case ReduceOp::max: return run([](float a, float b) { return a < b ? b : a; });
+    case ReduceOp::min: return run(symmetric_min<float>);
+    case ReduceOp::max: return run(symmetric_max<float>);
   }
 }
 

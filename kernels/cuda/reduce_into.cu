@@ -9,13 +9,34 @@ namespace ringdp::kernels {
 namespace {
 
 template <typename T>
+__device__ T nan_of(T value) {
+  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(NAN);
+  else return value;
+}
+
+template <typename T>
+__device__ bool signbit(T value) {
+  if constexpr (std::is_floating_point_v<T>) return ::signbit(value);
+  else return value < 0;
+}
+
+template <typename T>
 struct Combine {
   ReduceOp op;
   __device__ T operator()(T a, T b) const {
     switch (op) {
       case ReduceOp::prod: return a * b;
-      case ReduceOp::min: return b < a ? b : a;
-      case ReduceOp::max: return a < b ? b : a;
+      // Symmetric as the CPU twin: ties between ±0 broken by sign, one canonical NaN.
+      case ReduceOp::min:
+        if (a < b) return a;
+        if (b < a) return b;
+        if (a == b) return signbit(a) ? a : b;
+        return nan_of(a);
+      case ReduceOp::max:
+        if (a < b) return b;
+        if (b < a) return a;
+        if (a == b) return signbit(a) ? b : a;
+        return nan_of(a);
       default: return a + b;
     }
   }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/elementwise.h"
@@ -184,4 +185,26 @@ TEST_CASE("elementwise: fill, cast, scale, add", "[kernels][elementwise]") {
       CHECK(out.to_vector() == want);
     }
   }
+}
+
+TEST_CASE("reduce_into ops are commutative bit for bit, signed zeros and NaN included", "[kernels][reduce]") {
+  const float values[] = {0.0f, -0.0f, 1.5f, -2.25f, std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    for (float a : values) {
+      for (float b : values) {
+        float ab = a, ba = b;
+        reduce_into_cpu(&ab, &b, 1, DType::float32, op);
+        reduce_into_cpu(&ba, &a, 1, DType::float32, op);
+        uint32_t bits_ab, bits_ba;
+        std::memcpy(&bits_ab, &ab, 4);
+        std::memcpy(&bits_ba, &ba, 4);
+        INFO(reduce_op_name(op) << "(" << a << ", " << b << ")");
+        CHECK((bits_ab == bits_ba || (std::isnan(ab) && std::isnan(ba) && op != ReduceOp::min && op != ReduceOp::max)));
+      }
+    }
+  }
+  float lo = 0.0f, negative_zero = -0.0f;
+  reduce_into_cpu(&lo, &negative_zero, 1, DType::float32, ReduceOp::min);
+  CHECK(std::signbit(lo));
 }

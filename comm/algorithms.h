@@ -29,6 +29,7 @@ struct CollectiveContext {
   bool trace;             ///< RINGDP_TRACE=1: one line per step on stderr
   int tag;                ///< MPI tag of this collective's messages
   std::vector<Request>& requests;  ///< reused request list
+  bool corrupt_next_receive = false;  ///< RINGDP_FAULT corrupt: flip a bit of the next segment
 
   int rank() const { return transport.rank(); }
   int size() const { return transport.size(); }
@@ -72,6 +73,10 @@ void exchange_segmented(CollectiveContext& ctx, int send_peer, const void* send,
   for (int64_t k = 0; k < recv_segments; ++k) {
     ctx.transport.wait(requests[k]);
     const int64_t off = k * seg;
+    if (ctx.corrupt_next_receive) {
+      ctx.corrupt_next_receive = false;
+      *reinterpret_cast<unsigned char*>(ctx.at(recv, off)) ^= 0x40;  // an exponent bit of a float
+    }
     on_segment(off, std::min(seg, recv_count - off));
   }
   ctx.transport.wait_all(std::span<Request>(requests).subspan(recv_segments));

@@ -1,10 +1,14 @@
 #include "comm/communicator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <csignal>
 #include <cstring>
+#include <thread>
 
 #include "comm/algorithms.h"
+#include "comm/fault.h"
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
 #include "comm/native_mpi.h"
@@ -59,6 +63,10 @@ void write_back(Tensor& target, const Tensor& host) {
 struct Communicator::Call {
   CollectiveContext ctx;
   Algorithm algorithm;
+  int64_t count_delta = 0;  ///< RINGDP_FAULT count: run with this many elements more (or fewer)
+
+  /// The element count to run with: n, changed by an injected fault, kept within the tensor.
+  int64_t effective(int64_t n) const { return std::clamp<int64_t>(n + count_delta, 0, n); }
 };
 
 std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
@@ -146,7 +154,23 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
                           Algorithm algorithm, bool async, std::function<void(Call&)> body) {
   const uint64_t sequence = sequence_++;
   const DType dtype = reference.defined() ? reference.dtype() : DType::float32;
-  auto task = [this, kind, sequence, dtype, count, algorithm, body = std::move(body)] {
+  const FaultPlan& faults = FaultPlan::from_environment();
+  int64_t delay_ms = 0;
+  int64_t count_delta = 0;
+  bool corrupt = false;
+  if (!faults.empty()) {
+    if (faults.find(Fault::Kind::kill, rank_, sequence)) {
+      std::fprintf(stderr, "ringdp: rank %d: RINGDP_FAULT kill at %s #%llu\n", rank_, kind_name(kind),
+                   static_cast<unsigned long long>(sequence));
+      std::raise(SIGKILL);
+    }
+    if (faults.find(Fault::Kind::skip, rank_, sequence)) return Work::completed();
+    if (const Fault* f = faults.find(Fault::Kind::delay, rank_, sequence)) delay_ms = f->ms;
+    if (const Fault* f = faults.find(Fault::Kind::count, rank_, sequence)) count_delta = f->delta;
+    corrupt = faults.find(Fault::Kind::corrupt, rank_, sequence) != nullptr;
+  }
+  auto task = [this, kind, sequence, dtype, count, algorithm, delay_ms, count_delta, corrupt, body = std::move(body)] {
+    if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     position_ = Position{};
     position_.kind = kind;
     position_.sequence = sequence;
@@ -154,8 +178,8 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
     position_.count = count;
     position_.dtype = dtype;
     Call call{CollectiveContext{*transport_, dtype, ReduceOp::sum, position_, options_.segment_bytes,
-                                trace_, kCollectiveTag, requests_},
-              algorithm};
+                                trace_, kCollectiveTag, requests_, corrupt},
+              algorithm, count_delta};
     transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
     body(call);
   };
@@ -223,7 +247,7 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     Tensor in = host_view(input);
     Tensor out = output.is_same(input) ? in : host_view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
-    const int64_t n = in.numel();
+    const int64_t n = call.effective(in.numel());
     if (call.algorithm == Algorithm::native && size_ > 1) {
 #if RINGDP_HAVE_MPI
       native::all_reduce(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
@@ -260,7 +284,7 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
       native::reduce(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op, root);
 #endif
     } else {
-      reduce_tree(call.ctx, in.data_ptr(), out.data_ptr(), in.numel(), root);
+      reduce_tree(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()), root);
     }
     if (rank_ == root) {
       if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
@@ -291,7 +315,7 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
       native::broadcast(static_cast<MpiTransport&>(*transport_).comm(), out.data_ptr(), out.numel(), out.dtype(), root);
 #endif
     } else {
-      broadcast_tree(call.ctx, out.data_ptr(), out.numel(), root);
+      broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
     }
     write_back(output, out);
   });
@@ -311,7 +335,7 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
       native::all_gather(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), in.numel(), in.dtype());
 #endif
     } else {
-      all_gather_ring(call.ctx, in.data_ptr(), out.data_ptr(), in.numel());
+      all_gather_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()));
     }
     write_back(output, out);
   });
@@ -333,7 +357,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
       native::reduce_scatter(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), out.numel(), in.dtype(), op);
 #endif
     } else {
-      reduce_scatter_ring(call.ctx, in.data_ptr(), out.data_ptr(), out.numel());
+      reduce_scatter_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(out.numel()));
     }
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);

@@ -153,7 +153,10 @@ int main(int argc, char** argv) {
     comm::Communicator& comm = *communicator;
     const int N = comm.size();
     const Device device = o.device == "cpu" ? Device::cpu() : Device::cuda(comm.local_rank() % kernels::cuda_device_count());
-    RINGDP_CHECK(o.root >= 0 && o.root < N, "-r ", o.root, " out of range for ", N, " ranks (expected 0..", N - 1, ")");
+    if (o.root < 0 || o.root >= N) {
+      comm::fail_job("ringdp-bench", "-r " + std::to_string(o.root) + " out of range for " + std::to_string(N) +
+                     " ranks (expected 0.." + std::to_string(N - 1) + ")", 2);
+    }
     std::vector<Row> rows;
     int64_t total_wrong = 0;
     char host[256] = {};

@@ -92,5 +92,16 @@ case "$case_name" in
     expect_error 1 "does not fit this model" 2 --checkpoint "$work/ck.bin" --resume --model mlp
     expect_error 1 "cannot open checkpoint" 2 --checkpoint "$work/none.bin" --resume
     ;;
+  rank-failure)
+    # Rank 1 dies (SIGKILL) in the middle of training: the job must end, non-zero, promptly.
+    RINGDP_FAULT=kill:rank=1:op=12 run 4 --epochs 10
+    [ $rc -ne 0 ] || fail "training with a killed rank ended with exit 0"
+    [ $seconds -le 20 ] || fail "took $seconds s to end after a rank died"
+    echo "ok: a rank killed during training ends the 4-rank job with exit $rc in ${seconds}s"
+    RINGDP_TIMEOUT=2 RINGDP_FAULT=delay:rank=2:op=12:ms=6000 run 4 --epochs 10
+    [ $rc -ne 0 ] || fail "a rank stalled past the timeout did not end the job"
+    grep -q "exceeded 2 s" <<<"$out" || fail "no timeout report: $out"
+    echo "ok: a rank stalled 6 s with a 2 s timeout ends the job with a report in ${seconds}s"
+    ;;
   *) fail "unknown case $case_name" ;;
 esac

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# ringdp-bench as a user runs it, and the diagnostics RINGDP_FAULT rehearses:
+#   tests/cli/bench.sh CASE BUILD_DIR
+set -uo pipefail
+case_name=$1
+build=$(cd "$2" && pwd)
+bench="$build/apps/bench/ringdp-bench"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+fail() { echo "FAIL: $*"; exit 1; }
+run() {  # run NP ARGS...: sets $out, $rc, $seconds; a hang or a leftover rank fails the test
+  local np=$1
+  shift
+  local start=$SECONDS
+  out=$(timeout 120 mpirun -np "$np" --oversubscribe "$bench" "$@" 2>&1)
+  rc=$?
+  seconds=$((SECONDS - start))
+  [ $rc -ne 124 ] || fail "ringdp-bench $* hung"
+  sleep 0.2
+  if pgrep -f "$bench" >/dev/null; then fail "a rank of 'ringdp-bench $*' is still running"; fi
+}
+expect() {  # expect CODE SUBSTRING
+  [ "$rc" -eq "$1" ] || fail "exit $rc, expected $1; output: $out"
+  grep -qF -- "$2" <<<"$out" || fail "no '$2' in: $out"
+}
+
+case "$case_name" in
+  table)
+    run 3 all -b 8 -e 4K -f 8 -d all -o all --algo all -n 2 -w 1 --csv "$work/out.csv" --json "$work/out.json"
+    expect 0 "# Out of bounds values : 0 OK"
+    grep -qE '^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong' <<<"$out" || fail "no nccl-tests header: $out"
+    grep -qF "# Avg bus bandwidth" <<<"$out" || fail "no average bus bandwidth line"
+    grep -qF "ratio of native" <<<"$out" || fail "no comparison with native"
+    grep -qF "alpha(us)" <<<"$out" || fail "no alpha-beta summary"
+    for c in all_reduce reduce broadcast all_gather reduce_scatter barrier; do
+      grep -q "^$c," "$work/out.csv" || fail "CSV has no $c rows"
+    done
+    python3 -c "import json,sys; rows=json.load(open('$work/out.json')); sys.exit(0 if rows and all(r['out_of_place']['wrong']==0 for r in rows) else 1)" ||
+      fail "JSON rows missing or wrong"
+    echo "ok: every collective, dtype, op and algorithm on 3 ranks checks clean; CSV and JSON written"
+    ;;
+  corrupt)
+    RINGDP_FAULT=corrupt:rank=1:op=9 run 3 all_reduce -b 1K -e 1K -w 2 -n 5 --algo ring
+    expect 1 "# Out of bounds values : "
+    grep -qF "FAILED" <<<"$out" || fail "a flipped bit was not reported: $out"
+    echo "ok: a corrupted segment makes #wrong non-zero and the exit status 1"
+    ;;
+  errors)
+    run 2 all_reduce -d half
+    expect 2 "--datatype: half not in"
+    run 2 all_reduce -b 10X
+    expect 2 "-b: '10X' has an unknown suffix 'X'"
+    run 2 all_reduce -b 1M -e 1K
+    expect 2 "-b 1M is larger than -e 1K"
+    run 2 reduce -r 5
+    expect 2 "-r 5 out of range for 2 ranks"
+    run 2 allreduce
+    expect 2 "unknown collective 'allreduce'"
+    run 2 reduce --algo ring
+    expect 1 "reduce has no ring algorithm"
+    out=$("$bench" --help) || fail "--help failed"
+    for flag in -b -e -f -i -n -w -c -o -d -r -a -z --algo --backend --device --csv --json; do
+      grep -qF -- "$flag" <<<"$out" || fail "--help does not list $flag"
+    done
+    echo "ok: bad flags exit 2 naming the flag and value; --help lists every flag"
+    ;;
+  kill)
+    RINGDP_FAULT=kill:rank=2:op=20 run 3 all_reduce -b 1K -e 64K -f 4
+    [ $rc -ne 0 ] || fail "a killed rank left mpirun with exit 0"
+    [ $seconds -le 20 ] || fail "the job took $seconds s to end after a rank died"
+    echo "ok: a rank killed mid-run ends the job with exit $rc in ${seconds}s, no rank left behind"
+    ;;
+  hang)
+    RINGDP_TIMEOUT=3 RINGDP_FAULT=skip:rank=1:op=10 run 3 all_reduce -b 1K -e 1K --algo ring
+    [ $rc -ne 0 ] || fail "a skipped collective ended with exit 0"
+    grep -qE "ringdp: rank [0-9]: all_reduce #[0-9]+ \(ring, 256 x float32, step [0-9]/4 reduce-scatter, waiting for chunk [0-9] from rank [0-9]\) exceeded 3 s" <<<"$out" ||
+      fail "no step-level timeout report: $out"
+    [ $seconds -le 13 ] || fail "took $seconds s (timeout 3 s + 10 s allowed)"
+    echo "ok: a rank that skips a collective is reported by its peers' watchdogs in ${seconds}s:"
+    grep "exceeded" <<<"$out" | head -2
+    ;;
+  *) fail "unknown case $case_name" ;;
+esac

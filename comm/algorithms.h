@@ -82,8 +82,9 @@ void exchange_segmented(CollectiveContext& ctx, int send_peer, const void* send,
   ctx.transport.wait_all(std::span<Request>(requests).subspan(recv_segments));
 }
 
-// all_reduce: in place on buf.
-void all_reduce_ring(CollectiveContext& ctx, void* buf, int64_t count);
+// all_reduce: the ring reads input and writes out (which may be input); recursive doubling
+// works in place on buf.
+void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64_t count);
 void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t count);
 // reduce: input untouched; out receives the result on root (out may equal input).
 void reduce_tree(CollectiveContext& ctx, const void* input, void* out, int64_t count, int root);

@@ -14,37 +14,53 @@
 // Each chunk's reduction happens on exactly one path in a fixed order, then is copied to every
 // rank, so all ranks end bit-identical whatever the timing.
 // Segments: a received chunk arrives as segments; reducing segment k overlaps the arrival of
-// segment k+1. The receive buffer is the transport's scratch slot 0, sized once per call.
+// segment k+1.
+// Out of place, nothing is copied up front: each chunk is touched exactly once per rank during
+// the reduce-scatter, so the incoming partial can land straight in the output chunk and the
+// rank's own input chunk is reduced into it there (out = incoming op input). At step 1 the chunk
+// sent is the rank's input itself. In place, the incoming partial must not overwrite the rank's
+// own contribution, so it lands in the transport's scratch slot 0 (sized once per call).
 #include "comm/algorithms.h"
 
 namespace ringdp::comm {
 
-void all_reduce_ring(CollectiveContext& ctx, void* buf, int64_t count) {
+void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64_t count) {
   const int N = ctx.size(), r = ctx.rank();
-  if (N == 1 || count == 0) return;
+  const bool in_place = input == out;
+  if (N == 1 || count == 0) {
+    if (!in_place) ctx.transport.copy(out, input, count * ctx.element_bytes());
+    return;
+  }
   const ChunkLayout layout{count, N};
   const int right = (r + 1) % N, left = (r + N - 1) % N;
   const int steps = 2 * (N - 1);
-  void* incoming = ctx.transport.scratch(0, layout.length(0) * ctx.element_bytes());
+  void* scratch = in_place ? ctx.transport.scratch(0, layout.length(0) * ctx.element_bytes()) : nullptr;
 
   for (int s = 0; s < N - 1; ++s) {
     const int send_chunk = ((r - s) % N + N) % N;
     const int recv_chunk = ((r - s - 1) % N + N) % N;
     ctx.enter_step(s + 1, steps, "reduce-scatter", right, send_chunk, left, recv_chunk, "reduce");
-    char* target = ctx.at(buf, layout.offset(recv_chunk));
-    exchange_segmented(ctx, right, ctx.at(buf, layout.offset(send_chunk)), layout.length(send_chunk),
-                       left, incoming, layout.length(recv_chunk),
-                       [&](int64_t off, int64_t len) {
-                         ctx.transport.reduce_into(ctx.at(target, off), ctx.at(incoming, off), len,
-                                                   ctx.dtype, ctx.op);
-                       });
+    const void* sending = ctx.at(s == 0 ? input : out, layout.offset(send_chunk));
+    char* target = ctx.at(out, layout.offset(recv_chunk));
+    const char* mine = ctx.at(input, layout.offset(recv_chunk));
+    if (in_place) {
+      exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, scratch, layout.length(recv_chunk),
+                         [&](int64_t off, int64_t len) {
+                           ctx.transport.reduce_into(ctx.at(target, off), ctx.at(scratch, off), len, ctx.dtype, ctx.op);
+                         });
+    } else {
+      exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, target, layout.length(recv_chunk),
+                         [&](int64_t off, int64_t len) {
+                           ctx.transport.reduce_into(ctx.at(target, off), ctx.at(mine, off), len, ctx.dtype, ctx.op);
+                         });
+    }
   }
   for (int s = 0; s < N - 1; ++s) {
     const int send_chunk = ((r + 1 - s) % N + N) % N;
     const int recv_chunk = ((r - s) % N + N) % N;
     ctx.enter_step(N + s, steps, "all-gather", right, send_chunk, left, recv_chunk, "store");
-    exchange_segmented(ctx, right, ctx.at(buf, layout.offset(send_chunk)), layout.length(send_chunk),
-                       left, ctx.at(buf, layout.offset(recv_chunk)), layout.length(recv_chunk),
+    exchange_segmented(ctx, right, ctx.at(out, layout.offset(send_chunk)), layout.length(send_chunk),
+                       left, ctx.at(out, layout.offset(recv_chunk)), layout.length(recv_chunk),
                        [](int64_t, int64_t) {});
   }
 }

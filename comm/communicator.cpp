@@ -75,7 +75,6 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   if (std::getenv("RINGDP_TIMEOUT_MS")) options.timeout = std::chrono::milliseconds(env_number("RINGDP_TIMEOUT_MS", 0));
   RINGDP_CHECK(options.timeout.count() > 0, "the collective timeout must be positive");
   options.segment_bytes = env_number("RINGDP_SEGMENT_BYTES", options.segment_bytes);
-  RINGDP_CHECK(options.segment_bytes > 0, "segment size must be positive");
   options.recursive_doubling_max_bytes =
       env_number("RINGDP_RD_MAX_BYTES", options.recursive_doubling_max_bytes);
   const bool under_launcher = launched_by_mpi_launcher() && !options.force_local;
@@ -89,6 +88,12 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     MPI_CHECK(MPI_Comm_rank(node, &local_rank));
     MPI_CHECK(MPI_Comm_size(node, &local_size));
     MPI_CHECK(MPI_Comm_free(&node));
+    if (options.segment_bytes == 0) {
+      // Ranks that share cores progress only while scheduled: small segments keep each time
+      // slice useful. Ranks with a core each do better with fewer, larger messages.
+      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      options.segment_bytes = static_cast<unsigned>(local_size) > cores ? 64 * 1024 : 1024 * 1024;
+    }
     std::shared_ptr<Communicator> comm(new Communicator(std::move(transport), options));
     comm->backend_ = "mpi";
     comm->local_rank_ = local_rank;
@@ -99,6 +104,7 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   RINGDP_CHECK(!under_launcher || launcher_world_size() == 1, "ringdp was built without MPI but was "
                "started by mpirun with ", launcher_world_size(), " ranks; rebuild with -Dmpi=enabled");
 #endif
+  if (options.segment_bytes == 0) options.segment_bytes = 1024 * 1024;
   return std::shared_ptr<Communicator>(new Communicator(std::make_unique<LocalTransport>(), options));
 }
 
@@ -252,10 +258,12 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
 #if RINGDP_HAVE_MPI
       native::all_reduce(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
 #endif
-    } else {
+    } else if (call.algorithm == Algorithm::recursive_doubling) {
       transport_->copy(out.data_ptr(), in.data_ptr(), in.nbytes());
-      if (call.algorithm == Algorithm::recursive_doubling) all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n);
-      else all_reduce_ring(call.ctx, out.data_ptr(), n);
+      all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n);
+    } else {
+      if (n < in.numel()) transport_->copy(out.data_ptr(), in.data_ptr(), in.nbytes());  // an injected count fault
+      all_reduce_ring(call.ctx, in.data_ptr(), out.data_ptr(), n);
     }
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);

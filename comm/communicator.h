@@ -26,8 +26,9 @@ namespace ringdp::comm {
 struct CommOptions {
   /// Deadline of each collective; RINGDP_TIMEOUT (seconds) overrides the default.
   std::chrono::milliseconds timeout = std::chrono::seconds(300);
-  /// Ring pipelining unit; RINGDP_SEGMENT_BYTES overrides.
-  size_t segment_bytes = 64 * 1024;
+  /// Ring pipelining unit; 0 = automatic: 1 MiB when this node's ranks each have a core,
+  /// 64 KiB when they share cores (measured: docs/benchmarks.md). RINGDP_SEGMENT_BYTES overrides.
+  size_t segment_bytes = 0;
   /// all_reduce with `auto` uses recursive doubling up to this many bytes, ring above
   /// (measured: docs/collectives.md); RINGDP_RD_MAX_BYTES overrides.
   size_t recursive_doubling_max_bytes = 8 * 1024;

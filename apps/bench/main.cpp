@@ -273,8 +273,8 @@ int main(int argc, char** argv) {
       std::map<std::string, std::vector<Sample>> by_algo;
       for (const Row& r : rows)
         if (r.bytes > 0) by_algo[r.collective + " " + r.algorithm + " " + r.dtype + " " + r.op].push_back({r.bytes, r.time_us[0] * 1e-6, r.busbw[0]});
-      std::printf("# Summary (out-of-place): time(bytes) = alpha + bytes / bandwidth, least squares over the sizes above\n");
-      std::printf("# %-44s %10s %12s %6s %11s %14s\n", "collective algorithm type op", "alpha(us)", "bw(GB/s)", "R^2",
+      std::printf("# Summary (out-of-place): time(bytes) = alpha + bytes / bandwidth, fitted to the sizes above by least squares on relative error\n");
+      std::printf("# %-44s %10s %12s %6s %11s %14s\n", "collective algorithm type op", "alpha(us)", "bw(GB/s)", "fit",
                   "peak busbw", "80% of peak at");
       for (const auto& [key, samples] : by_algo) {
         const AlphaBeta fit = fit_alpha_beta(samples);

@@ -31,7 +31,7 @@ struct CommOptions {
   size_t segment_bytes = 0;
   /// all_reduce with `auto` uses recursive doubling up to this many bytes, ring above
   /// (measured: docs/collectives.md); RINGDP_RD_MAX_BYTES overrides.
-  size_t recursive_doubling_max_bytes = 8 * 1024;
+  size_t recursive_doubling_max_bytes = 32 * 1024;
   /// A world of one even under mpirun (tests of the local path).
   bool force_local = false;
 };

@@ -1,0 +1,42 @@
+// CUDA ReLU forward and backward: grid-stride elementwise, as the CPU twin (subgradient 0 at 0).
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/relu.h"
+
+namespace ringdp::kernels {
+namespace {
+
+template <typename T>
+__global__ void relu_forward_kernel(const T* __restrict__ x, T* __restrict__ y, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    y[i] = x[i] > T(0) ? x[i] : T(0);
+}
+
+template <typename T>
+__global__ void relu_backward_kernel(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    dx[i] = x[i] > T(0) ? dy[i] : T(0);
+}
+
+}  // namespace
+
+void relu_forward_cuda(const void* x, void* y, int64_t n, DType dtype, Stream stream) {
+  if (n == 0) return;
+  dispatch_float(dtype, "relu_forward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    relu_forward_kernel<T><<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), n);
+    RINGDP_CUDA_CHECK_LAUNCH(relu_forward_kernel);
+  });
+}
+
+void relu_backward_cuda(const void* x, const void* dy, void* dx, int64_t n, DType dtype, Stream stream) {
+  if (n == 0) return;
+  dispatch_float(dtype, "relu_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    relu_backward_kernel<T><<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), n);
+    RINGDP_CUDA_CHECK_LAUNCH(relu_backward_kernel);
+  });
+}
+
+}  // namespace ringdp::kernels

@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/elementwise.h"
 
 namespace ringdp::kernels {
@@ -52,7 +53,7 @@ void fill_cuda(void* dst, int64_t n, DType dtype, double value, Stream stream) {
   if (n == 0) return;
   with_storage_type(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    fill_kernel<<<grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<T*>(dst), n, value);
+    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), fill_kernel<T>)(static_cast<T*>(dst), n, value);
     RINGDP_CUDA_CHECK_LAUNCH(fill_kernel);
   });
 }
@@ -63,7 +64,7 @@ void cast_cuda(const void* src, DType src_dtype, void* dst, DType dst_dtype, int
     using S = std::remove_pointer_t<decltype(src_tag)>;
     with_storage_type(dst_dtype, [&](auto* dst_tag) {
       using D = std::remove_pointer_t<decltype(dst_tag)>;
-      cast_kernel<<<grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+      RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), cast_kernel<S, D>)(
           static_cast<const S*>(src), static_cast<D*>(dst), n);
       RINGDP_CUDA_CHECK_LAUNCH(cast_kernel);
     });
@@ -74,7 +75,7 @@ void scale_cuda(void* x, int64_t n, DType dtype, double alpha, Stream stream) {
   if (n == 0) return;
   with_storage_type(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    scale_kernel<<<grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<T*>(x), n, alpha);
+    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), scale_kernel<T>)(static_cast<T*>(x), n, alpha);
     RINGDP_CUDA_CHECK_LAUNCH(scale_kernel);
   });
 }
@@ -83,7 +84,7 @@ void add_cuda(const void* a, const void* b, void* out, int64_t n, DType dtype, d
   if (n == 0) return;
   with_storage_type(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    add_kernel<<<grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), add_kernel<T>)(
         static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), n, alpha);
     RINGDP_CUDA_CHECK_LAUNCH(add_kernel);
   });

@@ -2,6 +2,7 @@
 // Shapes: B = batch, C = in_features, OC = out_features. Tested against the CPU twin in
 // tests/cuda/test_kernels_cuda.cpp.
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/gemm.cuh"
 #include "kernels/linear.h"
 
@@ -16,11 +17,11 @@ void launch_gemm(const T* A, const T* B, const T* bias, T* C, int64_t M, int64_t
   const auto s = static_cast<cudaStream_t>(stream);
   if constexpr (std::is_same_v<T, float>) {
     const dim3 grid((N + gemm::kBN - 1) / gemm::kBN, (M + gemm::kBM - 1) / gemm::kBM);
-    gemm::sgemm_kernel<TRANS_A, TRANS_B><<<grid, gemm::kThreads, 0, s>>>(A, B, bias, C, M, N, K);
+    RINGDP_LAUNCH(grid, gemm::kThreads, 0, s, gemm::sgemm_kernel<TRANS_A, TRANS_B>)(A, B, bias, C, M, N, K);
     RINGDP_CUDA_CHECK_LAUNCH(sgemm_kernel);
   } else {
     const dim3 block(16, 16), grid((N + 15) / 16, (M + 15) / 16);
-    gemm::gemm_simple_kernel<T, TRANS_A, TRANS_B><<<grid, block, 0, s>>>(A, B, bias, C, M, N, K);
+    RINGDP_LAUNCH(grid, block, 0, s, gemm::gemm_simple_kernel<T, TRANS_A, TRANS_B>)(A, B, bias, C, M, N, K);
     RINGDP_CUDA_CHECK_LAUNCH(gemm_simple_kernel);
   }
 }
@@ -55,7 +56,7 @@ void linear_backward_cuda(const void* dy, const void* x, const void* W, void* dx
     if (dx) launch_gemm<T, false, false>(dout, static_cast<const T*>(W), nullptr, static_cast<T*>(dx), B, C, OC, stream);
     if (dW) launch_gemm<T, true, false>(dout, static_cast<const T*>(x), nullptr, static_cast<T*>(dW), OC, C, B, stream);
     if (db && OC > 0) {
-      column_sum_kernel<T><<<(OC + 255) / 256, 256, 0, static_cast<cudaStream_t>(stream)>>>(dout, static_cast<T*>(db),
+      RINGDP_LAUNCH((OC + 255) / 256, 256, 0, static_cast<cudaStream_t>(stream), column_sum_kernel<T>)(dout, static_cast<T*>(db),
                                                                                                B, OC);
       RINGDP_CUDA_CHECK_LAUNCH(column_sum_kernel);
     }

@@ -4,6 +4,7 @@
 // one block reduces the partials the same way and applies the mean. Same inputs, same bits.
 // Backward: elementwise d = dloss · 2 (p − t) [/ n].
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/mse.h"
 
 namespace ringdp::kernels {
@@ -16,7 +17,7 @@ __device__ double block_sum(double value, double* shared) {
   shared[threadIdx.x] = value;
   __syncthreads();
   for (int stride = kBlock / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) shared[threadIdx.x] += shared[threadIdx.x + stride];
+    if (static_cast<int>(threadIdx.x) < stride) shared[threadIdx.x] += shared[threadIdx.x + stride];
     __syncthreads();
   }
   return shared[0];
@@ -64,9 +65,9 @@ void mse_forward_cuda(const void* pred, const void* target, void* loss, int64_t 
     const int blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>((n + kBlock - 1) / kBlock, 1), kMaxBlocks));
     double* partials = nullptr;
     CUDA_CHECK(cudaMallocAsync(&partials, blocks * sizeof(double), s));
-    mse_partial_kernel<T><<<blocks, kBlock, 0, s>>>(static_cast<const T*>(pred), static_cast<const T*>(target), partials, n);
+    RINGDP_LAUNCH(blocks, kBlock, 0, s, mse_partial_kernel<T>)(static_cast<const T*>(pred), static_cast<const T*>(target), partials, n);
     RINGDP_CUDA_CHECK_LAUNCH(mse_partial_kernel);
-    mse_final_kernel<T><<<1, kBlock, 0, s>>>(partials, blocks, static_cast<T*>(loss), n, reduction == Reduction::mean);
+    RINGDP_LAUNCH(1, kBlock, 0, s, mse_final_kernel<T>)(partials, blocks, static_cast<T*>(loss), n, reduction == Reduction::mean);
     RINGDP_CUDA_CHECK_LAUNCH(mse_final_kernel);
     CUDA_CHECK(cudaFreeAsync(partials, s));
   });
@@ -77,7 +78,7 @@ void mse_backward_cuda(const void* pred, const void* target, const void* dloss, 
   if (n == 0) return;
   dispatch_float(dtype, "mse_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    mse_backward_kernel<T><<<grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), mse_backward_kernel<T>)(
         static_cast<const T*>(pred), static_cast<const T*>(target), static_cast<const T*>(dloss), static_cast<T*>(dpred),
         n, reduction == Reduction::mean);
     RINGDP_CUDA_CHECK_LAUNCH(mse_backward_kernel);

@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/reduce_into.h"
 
 namespace ringdp::kernels {
@@ -66,7 +67,7 @@ __global__ void reduce_into_kernel(Storage* __restrict__ dst, const Storage* __r
 template <typename T, typename Storage>
 void launch(void* dst, const void* src, int64_t count, ReduceOp op, Stream stream) {
   const unsigned block = 256;
-  reduce_into_kernel<T, Storage><<<grid_for(count, block), block, 0, static_cast<cudaStream_t>(stream)>>>(
+  RINGDP_LAUNCH(grid_for(count, block), block, 0, static_cast<cudaStream_t>(stream), reduce_into_kernel<T, Storage>)(
       static_cast<Storage*>(dst), static_cast<const Storage*>(src), count, op);
   RINGDP_CUDA_CHECK_LAUNCH(reduce_into_kernel);
 }

@@ -1,5 +1,6 @@
 // CUDA ReLU forward and backward: grid-stride elementwise, as the CPU twin (subgradient 0 at 0).
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/relu.h"
 
 namespace ringdp::kernels {
@@ -23,7 +24,7 @@ void relu_forward_cuda(const void* x, void* y, int64_t n, DType dtype, Stream st
   if (n == 0) return;
   dispatch_float(dtype, "relu_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    relu_forward_kernel<T><<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+    RINGDP_LAUNCH(grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream), relu_forward_kernel<T>)(
         static_cast<const T*>(x), static_cast<T*>(y), n);
     RINGDP_CUDA_CHECK_LAUNCH(relu_forward_kernel);
   });
@@ -33,7 +34,7 @@ void relu_backward_cuda(const void* x, const void* dy, void* dx, int64_t n, DTyp
   if (n == 0) return;
   dispatch_float(dtype, "relu_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    relu_backward_kernel<T><<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+    RINGDP_LAUNCH(grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream), relu_backward_kernel<T>)(
         static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), n);
     RINGDP_CUDA_CHECK_LAUNCH(relu_backward_kernel);
   });

@@ -1,5 +1,6 @@
 // CUDA SGD step, elementwise, with the CPU twin's formula (kernels/sgd.h).
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/sgd.h"
 
 namespace ringdp::kernels {
@@ -28,7 +29,7 @@ void sgd_step_cuda(void* param, const void* grad, void* momentum_buf, int64_t n,
   if (n == 0) return;
   dispatch_float(dtype, "sgd_step", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    sgd_step_kernel<T><<<grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+    RINGDP_LAUNCH(grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream), sgd_step_kernel<T>)(
         static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(momentum_buf), n,
         static_cast<T>(step.lr), static_cast<T>(step.momentum), static_cast<T>(step.weight_decay),
         static_cast<T>(1.0 - step.dampening), step.momentum != 0.0, step.weight_decay != 0.0, step.nesterov,

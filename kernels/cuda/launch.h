@@ -1,0 +1,13 @@
+// One way to launch a kernel in kernels/cuda/, so the same source builds two ways:
+//   RINGDP_LAUNCH(grid, block, shared_bytes, stream, kernel)(args...);
+// nvcc sees kernel<<<grid, block, shared_bytes, stream>>>(args...); the CPU emulator
+// (kernels/emu/, tests only) runs the kernel's threads as fibers.
+#pragma once
+
+#if defined(RINGDP_CUDA_EMULATOR)
+#include "kernels/emu/cuda_emu.h"
+#define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) \
+  (void)(stream), ::ringdp::emu::Launcher(#__VA_ARGS__, __VA_ARGS__, (grid), (block), (shared_bytes))
+#else
+#define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<(grid), (block), (shared_bytes), (stream)>>>
+#endif

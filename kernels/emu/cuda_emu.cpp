@@ -1,0 +1,177 @@
+// The emulator's scheduler and runtime shims (see cuda_emu.h).
+#include "kernels/emu/cuda_emu.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "kernels/emu/include/cuda_runtime.h"
+
+namespace ringdp::emu {
+
+dim3 g_block_idx, g_block_dim, g_grid_dim;
+
+BlockRun& block_run() {
+  static BlockRun run;
+  return run;
+}
+
+namespace {
+
+size_t stack_bytes() {
+  const char* env = std::getenv("RINGDP_EMU_STACK_KB");
+  return (env ? static_cast<size_t>(std::atoi(env)) : 256) * 1024;
+}
+
+void fiber_entry() {
+  BlockRun& run = block_run();
+  run.body();
+  run.current->done = true;
+  // Returning resumes uc_link: the scheduler.
+}
+
+std::string where(const BlockRun& run, const Fiber& f) {
+  std::ostringstream out;
+  out << "kernel " << run.kernel << ", block (" << g_block_idx.x << "," << g_block_idx.y << "," << g_block_idx.z
+      << "), thread (" << f.thread_idx.x << "," << f.thread_idx.y << "," << f.thread_idx.z << ")";
+  return out.str();
+}
+
+void run_block(BlockRun& run) {
+  const int threads = static_cast<int>(run.fibers.size());
+  for (int t = 0; t < threads; ++t) {
+    Fiber& f = run.fibers[t];
+    f.done = false;
+    f.wait = Fiber::Wait::none;
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = run.stacks[t].data();
+    f.context.uc_stack.ss_size = run.stacks[t].size();
+    f.context.uc_link = &run.scheduler;
+    makecontext(&f.context, fiber_entry, 0);
+  }
+  for (;;) {
+    for (Fiber& f : run.fibers) {
+      if (f.done || f.wait != Fiber::Wait::none) continue;
+      run.current = &f;
+      swapcontext(&run.scheduler, &f.context);
+      if (!run.error.empty()) return;
+    }
+    int waiting_block = 0, done = 0;
+    for (const Fiber& f : run.fibers) {
+      waiting_block += f.wait == Fiber::Wait::block;
+      done += f.done;
+    }
+    if (done == threads) return;
+    bool released = false;
+    // Warps whose live threads all wait at a warp operation go on together.
+    for (int w = 0; w * 32 < threads; ++w) {
+      const int end = std::min(threads, (w + 1) * 32);
+      int live = 0, at_warp = 0;
+      for (int t = w * 32; t < end; ++t) {
+        live += !run.fibers[t].done;
+        at_warp += run.fibers[t].wait == Fiber::Wait::warp;
+      }
+      if (at_warp > 0 && at_warp == live) {
+        for (int t = w * 32; t < end; ++t) run.fibers[t].wait = Fiber::Wait::none;
+        released = true;
+      }
+    }
+    if (released) continue;
+    if (waiting_block + done == threads && waiting_block > 0) {
+      if (done > 0) {
+        const Fiber* gone = nullptr;
+        const Fiber* waiting = nullptr;
+        for (const Fiber& f : run.fibers) {
+          if (f.done && !gone) gone = &f;
+          if (f.wait == Fiber::Wait::block && !waiting) waiting = &f;
+        }
+        run.error = "divergent __syncthreads(): " + where(run, *gone) + " returned while " + where(run, *waiting) +
+                    " waits at the barrier";
+        return;
+      }
+      for (Fiber& f : run.fibers) f.wait = Fiber::Wait::none;
+      continue;
+    }
+    // Some wait at a warp operation that part of their warp never reaches.
+    for (const Fiber& f : run.fibers) {
+      if (f.wait == Fiber::Wait::warp) {
+        run.error = "warp operation not reached by the whole warp: " + where(run, f) + " waits for its warp";
+        return;
+      }
+    }
+    run.error = "emulator deadlock in kernel " + std::string(run.kernel);
+    return;
+  }
+}
+
+}  // namespace
+
+void wait_at(Fiber::Wait scope) {
+  BlockRun& run = block_run();
+  Fiber& f = *run.current;
+  f.wait = scope;
+  swapcontext(&f.context, &run.scheduler);
+}
+
+void run_launch(const char* kernel, dim3 grid, dim3 block, const std::function<void()>& body) {
+  const unsigned long long threads = 1ull * block.x * block.y * block.z;
+  RINGDP_CHECK(threads >= 1 && threads <= 1024, "emulated launch of ", kernel, " with ", threads,
+               " threads per block (CUDA allows 1 to 1024)");
+  RINGDP_CHECK(grid.x >= 1 && grid.y >= 1 && grid.z >= 1 && grid.y <= 65535 && grid.z <= 65535,
+               "emulated launch of ", kernel, " with grid (", grid.x, ",", grid.y, ",", grid.z, ")");
+  BlockRun& run = block_run();
+  run.kernel = kernel;
+  run.body = body;
+  run.error.clear();
+  run.fibers.assign(threads, Fiber{});
+  const size_t stack = stack_bytes();
+  if (run.stacks.size() < threads) run.stacks.resize(threads);
+  for (auto& s : run.stacks)
+    if (s.size() != stack) s.assign(stack, 0);
+  run.warp_slots.assign((threads + 31) / 32, {});
+  for (unsigned z = 0, t = 0; z < block.z; ++z)
+    for (unsigned y = 0; y < block.y; ++y)
+      for (unsigned x = 0; x < block.x; ++x, ++t) {
+        run.fibers[t].thread_idx = dim3(x, y, z);
+        run.fibers[t].linear = static_cast<int>(t);
+      }
+  g_block_dim = block;
+  g_grid_dim = grid;
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) {
+        g_block_idx = dim3(bx, by, bz);
+        run_block(run);
+        if (!run.error.empty()) {
+          run.body = nullptr;
+          RINGDP_FAIL("CUDA emulator: ", run.error);
+        }
+      }
+  run.body = nullptr;
+}
+
+}  // namespace ringdp::emu
+
+// --- runtime shims ------------------------------------------------------------------------------
+const char* cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmulated"; }
+const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+cudaError_t cudaGetLastError() { return cudaSuccess; }
+cudaError_t cudaGetDeviceCount(int* count) { *count = 1; return cudaSuccess; }
+cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
+cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+cudaError_t cudaMemset(void* p, int value, size_t bytes) { std::memset(p, value, bytes); return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) { return cudaMemset(p, value, bytes); }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }

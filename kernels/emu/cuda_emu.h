@@ -1,0 +1,151 @@
+// A CPU emulator of the CUDA execution model, for tests only: the kernel sources in
+// kernels/cuda/ compile unchanged with g++ (RINGDP_CUDA_EMULATOR defined, kernels/emu/include
+// first on the include path) and run on the CPU under the cuda-emu suite.
+//
+// How it runs a launch: blocks run one after another on the calling thread; the threads of a
+// block run as fibers (ucontext, one small stack each). A fiber runs until it reaches a barrier
+// (__syncthreads, or a warp operation) or returns; the scheduler then resumes the next one.
+// When every live thread of the block waits at __syncthreads they are all released; when every
+// live thread of a warp waits at a warp operation, that warp is released. `__shared__` is
+// `static`: one copy per kernel, which is per block because blocks never overlap.
+//
+// Stricter than a GPU, where cheap: a __syncthreads() that some threads of a block never reach
+// (one returned while others wait), a warp operation not reached by the whole warp, and a block
+// of more than 1024 threads are errors naming the kernel, the block and the thread; the launch
+// throws ringdp::Error. Out-of-bounds global accesses are caught when built with ASan.
+// What it cannot show: speed, memory ordering between blocks or warps, real warp scheduling.
+#pragma once
+
+#include <math.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/error.h"
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct float4 { float x, y, z, w; };
+struct int4 { int x, y, z, w; };
+struct float2 { float x, y; };
+constexpr int warpSize = 32;
+
+namespace ringdp::emu {
+
+struct Fiber {
+  ucontext_t context;
+  dim3 thread_idx;
+  int linear = 0;
+  bool done = false;
+  enum class Wait { none, block, warp } wait = Wait::none;
+};
+
+struct BlockRun {
+  std::vector<Fiber> fibers;
+  std::vector<std::vector<char>> stacks;
+  ucontext_t scheduler;
+  Fiber* current = nullptr;
+  std::function<void()> body;
+  const char* kernel = "";
+  std::string error;
+  // Warp exchange slots: one 16-byte value per lane.
+  std::vector<std::array<std::array<unsigned char, 16>, 32>> warp_slots;
+};
+
+BlockRun& block_run();
+extern dim3 g_block_idx, g_block_dim, g_grid_dim;
+
+inline Fiber& current_fiber() { return *block_run().current; }
+
+/// Suspends the calling thread at a barrier of the given scope until the scheduler releases it.
+void wait_at(Fiber::Wait scope);
+void run_launch(const char* kernel, dim3 grid, dim3 block, const std::function<void()>& body);
+
+template <typename... Params>
+struct Launcher {
+  const char* name;
+  void (*kernel)(Params...);
+  dim3 grid, block;
+  Launcher(const char* n, void (*k)(Params...), dim3 g, dim3 b, size_t /*shared_bytes*/) : name(n), kernel(k), grid(g), block(b) {}
+  template <typename... Args>
+  void operator()(Args&&... args) const {
+    std::tuple<Params...> bound(static_cast<Params>(args)...);
+    auto k = kernel;
+    run_launch(name, grid, block, [k, &bound] { std::apply(k, bound); });
+  }
+};
+
+template <typename T>
+T warp_exchange(T value, int source_lane) {
+  static_assert(sizeof(T) <= 16, "warp exchange of values up to 16 bytes");
+  Fiber& f = current_fiber();
+  auto& slots = block_run().warp_slots[f.linear / 32];
+  std::memcpy(slots[f.linear % 32].data(), &value, sizeof(T));
+  wait_at(Fiber::Wait::warp);
+  T out = value;
+  if (source_lane >= 0 && source_lane < 32) std::memcpy(&out, slots[source_lane].data(), sizeof(T));
+  wait_at(Fiber::Wait::warp);  // nobody overwrites a slot before everyone has read
+  return out;
+}
+
+}  // namespace ringdp::emu
+
+#define threadIdx (::ringdp::emu::current_fiber().thread_idx)
+#define blockIdx (::ringdp::emu::g_block_idx)
+#define blockDim (::ringdp::emu::g_block_dim)
+#define gridDim (::ringdp::emu::g_grid_dim)
+
+inline void __syncthreads() { ::ringdp::emu::wait_at(::ringdp::emu::Fiber::Wait::block); }
+inline void __syncwarp(unsigned = 0xffffffffu) { ::ringdp::emu::wait_at(::ringdp::emu::Fiber::Wait::warp); }
+inline int emu_lane() { return ::ringdp::emu::current_fiber().linear % 32; }
+
+template <typename T> T __shfl_sync(unsigned, T v, int lane, int width = 32) {
+  return ::ringdp::emu::warp_exchange(v, (emu_lane() / width) * width + lane % width);
+}
+template <typename T> T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+  const int lane = emu_lane(), target = lane + static_cast<int>(delta);
+  return ::ringdp::emu::warp_exchange(v, target / width == lane / width ? target : lane);
+}
+template <typename T> T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
+  const int lane = emu_lane(), target = lane - static_cast<int>(delta);
+  return ::ringdp::emu::warp_exchange(v, target >= (lane / width) * width ? target : lane);
+}
+template <typename T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+  const int lane = emu_lane(), target = lane ^ mask;
+  return ::ringdp::emu::warp_exchange(v, target / width == lane / width ? target : lane);
+}
+inline unsigned __ballot_sync(unsigned, int predicate) {
+  unsigned bits = 0;
+  for (int lane = 0; lane < 32; ++lane) {
+    const int p = ::ringdp::emu::warp_exchange(predicate ? 1 : 0, lane);
+    bits |= (p ? 1u : 0u) << lane;
+  }
+  return bits;
+}
+inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, !predicate) == 0; }
+
+// Fibers never run at the same time, so plain read-modify-write is atomic here.
+template <typename T> T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
+template <typename T> T atomicMax(T* p, T v) { T old = *p; *p = std::max(old, v); return old; }
+template <typename T> T atomicMin(T* p, T v) { T old = *p; *p = std::min(old, v); return old; }
+template <typename T> T atomicCAS(T* p, T compare, T v) { T old = *p; if (old == compare) *p = v; return old; }
+template <typename T> T __ldg(const T* p) { return *p; }

@@ -9,6 +9,7 @@
 
 #include "comm/algorithms.h"
 #include "comm/fault.h"
+#include "comm/fingerprint.h"
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
 #include "comm/native_mpi.h"
@@ -114,6 +115,8 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions opt
   size_ = transport_->size();
   const char* trace = std::getenv("RINGDP_TRACE");
   trace_ = trace && std::strcmp(trace, "0") != 0 && *trace;
+  const char* debug = std::getenv("RINGDP_DEBUG");
+  check_calls_ = debug && std::strcmp(debug, "DETAIL") == 0;
 }
 
 Communicator::~Communicator() {
@@ -157,7 +160,7 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
 }
 
 Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t count,
-                          Algorithm algorithm, bool async, std::function<void(Call&)> body) {
+                          Algorithm algorithm, bool async, std::function<void(Call&)> body, ReduceOp op, int root) {
   const uint64_t sequence = sequence_++;
   const DType dtype = reference.defined() ? reference.dtype() : DType::float32;
   const FaultPlan& faults = FaultPlan::from_environment();
@@ -175,7 +178,8 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
     if (const Fault* f = faults.find(Fault::Kind::count, rank_, sequence)) count_delta = f->delta;
     corrupt = faults.find(Fault::Kind::corrupt, rank_, sequence) != nullptr;
   }
-  auto task = [this, kind, sequence, dtype, count, algorithm, delay_ms, count_delta, corrupt, body = std::move(body)] {
+  auto task = [this, kind, sequence, dtype, count, algorithm, delay_ms, count_delta, corrupt, op, root,
+               body = std::move(body)] {
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     position_ = Position{};
     position_.kind = kind;
@@ -187,6 +191,15 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
                                 trace_, kCollectiveTag, requests_, corrupt},
               algorithm, count_delta};
     transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+    if (check_calls_ && size_ > 1 && kind != CollectiveKind::send && kind != CollectiveKind::recv) {
+      const Fingerprint mine{static_cast<int64_t>(kind), static_cast<int64_t>(op), static_cast<int64_t>(dtype),
+                             call.effective(count), root, static_cast<int64_t>(sequence)};
+      const std::string mismatch = compare_fingerprints(call.ctx, mine);
+      if (!mismatch.empty()) {
+        std::fprintf(stderr, "ringdp: rank %d: %s; ending the job\n", rank_, mismatch.c_str());
+        abort_job(1);
+      }
+    }
     body(call);
   };
   Work work;
@@ -267,7 +280,7 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     }
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
-  });
+  }, op);
 }
 
 Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptions opts) {
@@ -298,7 +311,7 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
       if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
       write_back(output, out);
     }
-  });
+  }, op, root);
 }
 
 Work Communicator::broadcast(Tensor& tensor, int root, CollectiveOptions opts) {
@@ -326,7 +339,7 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
       broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
     }
     write_back(output, out);
-  });
+  }, ReduceOp::sum, root);
 }
 
 Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOptions opts) {
@@ -369,7 +382,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
     }
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
-  });
+  }, op);
 }
 
 Work Communicator::barrier(CollectiveOptions opts) {

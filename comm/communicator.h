@@ -82,7 +82,7 @@ class Communicator {
   Communicator(std::unique_ptr<Transport> transport, CommOptions options);
   struct Call;
   Work submit(CollectiveKind kind, const Tensor& reference, int64_t count, Algorithm algorithm,
-              bool async, std::function<void(Call&)> body);
+              bool async, std::function<void(Call&)> body, ReduceOp op = ReduceOp::sum, int root = -1);
   /// Posts one send or receive; the async form completes it outside the ordered queue.
   Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async);
   void worker_loop();
@@ -93,6 +93,7 @@ class Communicator {
   const char* backend_ = "local";
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool trace_ = false;
+  bool check_calls_ = false;  // RINGDP_DEBUG=DETAIL
   uint64_t sequence_ = 0;
 
   std::mutex exec_mutex_;   // held while a collective runs: MPI calls are serialized

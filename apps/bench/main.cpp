@@ -164,10 +164,10 @@ int main(int argc, char** argv) {
     if (comm.rank() == 0) {
       std::printf("# ringdp-bench %s: %d ranks, backend %s, device %s, host %s\n", RINGDP_VERSION, N, comm.backend_name(),
                   device.str().c_str(), host);
-      std::printf("# minBytes %lld maxBytes %lld step: %g(%s) warmup iters: %d iters: %d validation: %d blocking: %d\n",
-                  static_cast<long long>(min_bytes), static_cast<long long>(max_bytes),
-                  o.factor > 1 ? o.factor : static_cast<double>(step_bytes), o.factor > 1 ? "factor" : "bytes", o.warmup,
-                  o.iters, o.check, o.blocking);
+      const std::string step = o.factor > 1 ? CLI::detail::to_string(o.factor) + "(factor)" : std::to_string(step_bytes) + "(bytes)";
+      std::printf("# minBytes %lld maxBytes %lld step: %s warmup iters: %d iters: %d validation: %d blocking: %d\n",
+                  static_cast<long long>(min_bytes), static_cast<long long>(max_bytes), step.c_str(), o.warmup, o.iters,
+                  o.check, o.blocking);
       std::printf("# GB/s = 1e9 bytes/s. all_gather/reduce_scatter sizes are the whole gathered array. busbw factors: "
                   "all_reduce 2(N-1)/N, all_gather and reduce_scatter (N-1)/N, reduce and broadcast 1.\n#\n");
     }

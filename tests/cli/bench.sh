@@ -82,5 +82,17 @@ case "$case_name" in
     echo "ok: a rank that skips a collective is reported by its peers' watchdogs in ${seconds}s:"
     grep "exceeded" <<<"$out" | head -2
     ;;
+  mismatch)
+    RINGDP_DEBUG=DETAIL RINGDP_FAULT=count:rank=1:op=8:delta=-1 run 3 all_reduce -b 1K -e 1K
+    [ $rc -ne 0 ] || fail "a count mismatch under RINGDP_DEBUG=DETAIL ended with exit 0"
+    grep -qF "collective mismatch (RINGDP_DEBUG=DETAIL): rank 0 called all_reduce #8 (sum, 256 x float32), rank 1 called all_reduce #8 (sum, 255 x float32)" <<<"$out" ||
+      fail "no mismatch report: $out"
+    [ $seconds -le 10 ] || fail "took $seconds s"
+    RINGDP_DEBUG=DETAIL RINGDP_FAULT=skip:rank=2:op=5 run 3 all_reduce -b 1K -e 1K
+    [ $rc -ne 0 ] || fail "a skipped collective under RINGDP_DEBUG=DETAIL ended with exit 0"
+    grep -qE "rank 0 called barrier #5, rank 2 called all_reduce #6 \(sum, 256 x float32\)" <<<"$out" || fail "no skip report: $out"
+    echo "ok: RINGDP_DEBUG=DETAIL reports a count mismatch and a skipped collective at once (${seconds}s):"
+    grep -m1 "mismatch" <<<"$out"
+    ;;
   *) fail "unknown case $case_name" ;;
 esac

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <ostream>
 #include <sstream>
 
@@ -34,6 +35,8 @@ int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t extent : shape) {
     RINGDP_CHECK(extent >= 0, "negative extent ", extent, " in shape ", shape_str(shape));
+    RINGDP_CHECK(extent == 0 || n <= std::numeric_limits<int64_t>::max() / extent, "shape ", shape_str(shape),
+                 " has more elements than an int64 counts");
     n *= extent;
   }
   return n;

@@ -78,8 +78,10 @@ autograd::StateDict read_dict(Reader& in, const std::string& source) {
     int64_t numel = 1;
     for (uint32_t d = 0; d < ndim; ++d) {
       const int64_t extent = in.get<int64_t>("a dimension");
-      RINGDP_CHECK(extent >= 0 && extent < (int64_t{1} << 40) && numel * std::max<int64_t>(extent, 1) < (int64_t{1} << 40),
-                   "checkpoint '", source, "' is corrupt: dimension ", extent, " for '", name, "'");
+      // Divide rather than multiply: the product of corrupt extents would overflow.
+      constexpr int64_t kMaxElements = int64_t{1} << 40;
+      RINGDP_CHECK(extent >= 0 && (extent == 0 || numel <= kMaxElements / extent), "checkpoint '", source,
+                   "' is corrupt: dimension ", extent, " for '", name, "'");
       shape.push_back(extent);
       numel *= extent;
     }

@@ -13,6 +13,8 @@
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
 #include "comm/native_mpi.h"
+#include "comm/native_nccl.h"
+#include "comm/nccl_transport.h"
 #include "config.h"
 #include "tensor/ops.h"
 
@@ -65,6 +67,11 @@ struct Communicator::Call {
   CollectiveContext ctx;
   Algorithm algorithm;
   int64_t count_delta = 0;  ///< RINGDP_FAULT count: run with this many elements more (or fewer)
+  bool on_device = false;   ///< CUDA tensors over NCCL: no host staging, device pointers throughout
+  std::function<void()> settle;  ///< waits for enqueued device work (no-op on the host path)
+
+  /// The tensor the transport works on: itself over NCCL, a host copy over MPI.
+  Tensor view(const Tensor& t) const { return on_device ? t : host_view(t); }
 
   /// The element count to run with: n, changed by an injected fault, kept within the tensor.
   int64_t effective(int64_t n) const { return std::clamp<int64_t>(n + count_delta, 0, n); }
@@ -78,6 +85,10 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   options.segment_bytes = env_number("RINGDP_SEGMENT_BYTES", options.segment_bytes);
   options.recursive_doubling_max_bytes =
       env_number("RINGDP_RD_MAX_BYTES", options.recursive_doubling_max_bytes);
+  RINGDP_CHECK(options.backend == "auto" || options.backend == "mpi" || options.backend == "nccl",
+               "unknown backend '", options.backend, "'; expected auto, mpi or nccl");
+  RINGDP_CHECK(options.backend != "nccl" || RINGDP_HAVE_NCCL, "backend nccl: ringdp was built without NCCL "
+               "(configure with -Dnccl=enabled on a machine with CUDA and NCCL)");
   const bool under_launcher = launched_by_mpi_launcher() && !options.force_local;
 #if RINGDP_HAVE_MPI
   if (under_launcher) {
@@ -160,7 +171,8 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
 }
 
 Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t count,
-                          Algorithm algorithm, bool async, std::function<void(Call&)> body, ReduceOp op, int root) {
+                          Algorithm algorithm, bool async, std::function<void(Call&)> body, ReduceOp op, int root,
+                          bool device) {
   const uint64_t sequence = sequence_++;
   const DType dtype = reference.defined() ? reference.dtype() : DType::float32;
   const FaultPlan& faults = FaultPlan::from_environment();
@@ -178,7 +190,7 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
     if (const Fault* f = faults.find(Fault::Kind::count, rank_, sequence)) count_delta = f->delta;
     corrupt = faults.find(Fault::Kind::corrupt, rank_, sequence) != nullptr;
   }
-  auto task = [this, kind, sequence, dtype, count, algorithm, delay_ms, count_delta, corrupt, op, root,
+  auto task = [this, kind, sequence, dtype, count, algorithm, delay_ms, count_delta, corrupt, op, root, device,
                body = std::move(body)] {
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     position_ = Position{};
@@ -187,10 +199,18 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
     position_.algorithm = algorithm;
     position_.count = count;
     position_.dtype = dtype;
-    Call call{CollectiveContext{*transport_, dtype, ReduceOp::sum, position_, options_.segment_bytes,
+    Transport& transport = device ? device_transport() : *transport_;
+    Call call{CollectiveContext{transport, dtype, ReduceOp::sum, position_, options_.segment_bytes,
                                 trace_, kCollectiveTag, requests_, corrupt},
-              algorithm, count_delta};
-    transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+              algorithm, count_delta, device, [] {}};
+    transport.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+#if RINGDP_HAVE_NCCL
+    if (device) {
+      auto& nccl = static_cast<NcclTransport&>(transport);
+      nccl.wait_for_compute();  // the inputs were written on the compute (default) stream
+      call.settle = [&nccl] { nccl.synchronize(); };
+    }
+#endif
     if (check_calls_ && size_ > 1 && kind != CollectiveKind::send && kind != CollectiveKind::recv) {
       const Fingerprint mine{static_cast<int64_t>(kind), static_cast<int64_t>(op), static_cast<int64_t>(dtype),
                              call.effective(count), root, static_cast<int64_t>(sequence)};
@@ -201,6 +221,7 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
       }
     }
     body(call);
+    call.settle();
   };
   Work work;
   std::unique_lock lock(queue_mutex_);
@@ -243,6 +264,35 @@ void Communicator::worker_loop() {
   }
 }
 
+bool Communicator::on_nccl(const Tensor& t) const {
+  if (options_.backend == "nccl") {
+    RINGDP_CHECK(RINGDP_HAVE_NCCL, "--backend nccl: ringdp was built without NCCL (configure with -Dnccl=enabled "
+                 "on a machine with CUDA and NCCL)");
+    RINGDP_CHECK(!t.defined() || t.device().is_cuda(), "--backend nccl needs CUDA tensors; got a tensor on ",
+                 t.device().str(), " (use --backend mpi or auto for host tensors)");
+    return t.defined();
+  }
+  return RINGDP_HAVE_NCCL && options_.backend == "auto" && t.defined() && t.device().is_cuda();
+}
+
+Transport& Communicator::device_transport() {
+#if RINGDP_HAVE_NCCL
+  if (!device_transport_) {
+    std::function<void(void*, size_t)> broadcast_id = [](void*, size_t) {};
+#if RINGDP_HAVE_MPI
+    if (auto* mpi = dynamic_cast<MpiTransport*>(transport_.get())) {
+      MPI_Comm comm = mpi->comm();
+      broadcast_id = [comm](void* id, size_t bytes) { MPI_CHECK(MPI_Bcast(id, static_cast<int>(bytes), MPI_BYTE, 0, comm)); };
+    }
+#endif
+    device_transport_ = std::make_unique<NcclTransport>(rank_, size_, local_rank_, broadcast_id, options_.timeout);
+  }
+  return *device_transport_;
+#else
+  RINGDP_FAIL("the NCCL transport is not built in");
+#endif
+}
+
 void Communicator::on_deadline() {
   std::fprintf(stderr, "ringdp: rank %d: %s exceeded %.3g s; ending the job\n", rank_,
                position_.describe().c_str(), options_.timeout.count() / 1000.0);
@@ -263,24 +313,24 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
   const Algorithm algorithm = resolve(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm);
   return submit(CollectiveKind::all_reduce, input, input.numel(), algorithm, opts.async,
                 [this, input, output, op](Call& call) mutable {
-    Tensor in = host_view(input);
-    Tensor out = output.is_same(input) ? in : host_view(output);
+    Tensor in = call.view(input);
+    Tensor out = output.is_same(input) ? in : call.view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
     const int64_t n = call.effective(in.numel());
+    Transport& transport = call.ctx.transport;
     if (call.algorithm == Algorithm::native && size_ > 1) {
-#if RINGDP_HAVE_MPI
-      native::all_reduce(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
-#endif
+      native_all_reduce(call, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
     } else if (call.algorithm == Algorithm::recursive_doubling) {
-      transport_->copy(out.data_ptr(), in.data_ptr(), in.nbytes());
+      transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
       all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n);
     } else {
-      if (n < in.numel()) transport_->copy(out.data_ptr(), in.data_ptr(), in.nbytes());  // an injected count fault
+      if (n < in.numel()) transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());  // an injected count fault
       all_reduce_ring(call.ctx, in.data_ptr(), out.data_ptr(), n);
     }
+    call.settle();
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
-  }, op);
+  }, op, -1, on_nccl(input));
 }
 
 Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptions opts) {
@@ -296,22 +346,22 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
   const Algorithm algorithm = resolve(CollectiveKind::reduce, input.nbytes(), opts.algorithm);
   return submit(CollectiveKind::reduce, input, input.numel(), algorithm, opts.async,
                 [this, input, output, root, op](Call& call) mutable {
-    Tensor in = host_view(input);
+    Tensor in = call.view(input);
     // Only root's output is written, so only root needs a separate result buffer.
-    Tensor out = output.is_same(input) ? (rank_ == root ? in : empty(in.shape(), in.dtype())) : host_view(output);
+    Tensor out = output.is_same(input) ? (rank_ == root ? in : empty(in.shape(), in.dtype(), in.device()))
+                                       : call.view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
     if (call.algorithm == Algorithm::native && size_ > 1) {
-#if RINGDP_HAVE_MPI
-      native::reduce(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op, root);
-#endif
+      native_reduce(call, in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op, root);
     } else {
       reduce_tree(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()), root);
     }
+    call.settle();
     if (rank_ == root) {
       if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
       write_back(output, out);
     }
-  }, op, root);
+  }, op, root, on_nccl(input));
 }
 
 Work Communicator::broadcast(Tensor& tensor, int root, CollectiveOptions opts) {
@@ -326,20 +376,19 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
   const Algorithm algorithm = resolve(CollectiveKind::broadcast, input.nbytes(), opts.algorithm);
   return submit(CollectiveKind::broadcast, input, input.numel(), algorithm, opts.async,
                 [this, input, output, root](Call& call) mutable {
-    Tensor out = host_view(output);
+    Tensor out = call.view(output);
     if (rank_ == root && !output.is_same(input)) {
-      const Tensor in = host_view(input);
-      transport_->copy(out.data_ptr(), in.data_ptr(), in.nbytes());
+      const Tensor in = call.view(input);
+      call.ctx.transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
     }
     if (call.algorithm == Algorithm::native && size_ > 1) {
-#if RINGDP_HAVE_MPI
-      native::broadcast(static_cast<MpiTransport&>(*transport_).comm(), out.data_ptr(), out.numel(), out.dtype(), root);
-#endif
+      native_broadcast(call, out.data_ptr(), out.numel(), out.dtype(), root);
     } else {
       broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
     }
+    call.settle();
     write_back(output, out);
-  }, ReduceOp::sum, root);
+  }, ReduceOp::sum, root, on_nccl(input));
 }
 
 Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOptions opts) {
@@ -349,17 +398,16 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
   const Algorithm algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm);
   return submit(CollectiveKind::all_gather, input, input.numel(), algorithm, opts.async,
                 [this, input, output](Call& call) mutable {
-    const Tensor in = host_view(input);
-    Tensor out = host_view(output);
+    const Tensor in = call.view(input);
+    Tensor out = call.view(output);
     if (call.algorithm == Algorithm::native && size_ > 1) {
-#if RINGDP_HAVE_MPI
-      native::all_gather(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), in.numel(), in.dtype());
-#endif
+      native_all_gather(call, in.data_ptr(), out.data_ptr(), in.numel(), in.dtype());
     } else {
       all_gather_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()));
     }
+    call.settle();
     write_back(output, out);
-  });
+  }, ReduceOp::sum, -1, on_nccl(input));
 }
 
 Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op, CollectiveOptions opts) {
@@ -370,19 +418,18 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
   const Algorithm algorithm = resolve(CollectiveKind::reduce_scatter, input.nbytes(), opts.algorithm);
   return submit(CollectiveKind::reduce_scatter, input, output.numel(), algorithm, opts.async,
                 [this, input, output, op](Call& call) mutable {
-    const Tensor in = host_view(input);
-    Tensor out = host_view(output);
+    const Tensor in = call.view(input);
+    Tensor out = call.view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
     if (call.algorithm == Algorithm::native && size_ > 1) {
-#if RINGDP_HAVE_MPI
-      native::reduce_scatter(static_cast<MpiTransport&>(*transport_).comm(), in.data_ptr(), out.data_ptr(), out.numel(), in.dtype(), op);
-#endif
+      native_reduce_scatter(call, in.data_ptr(), out.data_ptr(), out.numel(), in.dtype(), op);
     } else {
       reduce_scatter_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(out.numel()));
     }
+    call.settle();
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
-  }, op);
+  }, op, -1, on_nccl(input));
 }
 
 Work Communicator::barrier(CollectiveOptions opts) {
@@ -396,6 +443,52 @@ Work Communicator::barrier(CollectiveOptions opts) {
       barrier_dissemination(call.ctx);
     }
   });
+}
+
+// --- the libraries' own collectives: NCCL's for CUDA tensors on NCCL, MPI's otherwise ------------
+
+#if RINGDP_HAVE_NCCL
+#define RINGDP_NCCL_OR_MPI(nccl_call, mpi_call)                                        \
+  do {                                                                                 \
+    if (call.on_device) {                                                              \
+      auto& nccl = static_cast<NcclTransport&>(call.ctx.transport);                   \
+      native_nccl::nccl_call;                                                          \
+      return;                                                                          \
+    }                                                                                  \
+    RINGDP_MPI_NATIVE(mpi_call);                                                       \
+  } while (0)
+#else
+#define RINGDP_NCCL_OR_MPI(nccl_call, mpi_call) RINGDP_MPI_NATIVE(mpi_call)
+#endif
+#if RINGDP_HAVE_MPI
+#define RINGDP_MPI_NATIVE(mpi_call) native::mpi_call
+#else
+#define RINGDP_MPI_NATIVE(mpi_call) RINGDP_FAIL("native collectives need MPI")
+#endif
+
+void Communicator::native_all_reduce(Call& call, const void* in, void* out, int64_t n, DType dtype, ReduceOp op) {
+  RINGDP_NCCL_OR_MPI(all_reduce(nccl.comm(), nccl.stream(), in, out, n, dtype, op),
+                     all_reduce(static_cast<MpiTransport&>(*transport_).comm(), in, out, n, dtype, op));
+}
+
+void Communicator::native_reduce(Call& call, const void* in, void* out, int64_t n, DType dtype, ReduceOp op, int root) {
+  RINGDP_NCCL_OR_MPI(reduce(nccl.comm(), nccl.stream(), in, out, n, dtype, op, root),
+                     reduce(static_cast<MpiTransport&>(*transport_).comm(), in, out, n, dtype, op, root));
+}
+
+void Communicator::native_broadcast(Call& call, void* buf, int64_t n, DType dtype, int root) {
+  RINGDP_NCCL_OR_MPI(broadcast(nccl.comm(), nccl.stream(), buf, n, dtype, root),
+                     broadcast(static_cast<MpiTransport&>(*transport_).comm(), buf, n, dtype, root));
+}
+
+void Communicator::native_all_gather(Call& call, const void* in, void* out, int64_t chunk, DType dtype) {
+  RINGDP_NCCL_OR_MPI(all_gather(nccl.comm(), nccl.stream(), in, out, chunk, dtype),
+                     all_gather(static_cast<MpiTransport&>(*transport_).comm(), in, out, chunk, dtype));
+}
+
+void Communicator::native_reduce_scatter(Call& call, const void* in, void* out, int64_t chunk, DType dtype, ReduceOp op) {
+  RINGDP_NCCL_OR_MPI(reduce_scatter(nccl.comm(), nccl.stream(), in, out, chunk, dtype, op),
+                     reduce_scatter(static_cast<MpiTransport&>(*transport_).comm(), in, out, chunk, dtype, op));
 }
 
 Work Communicator::send(const Tensor& tensor, int peer, int tag, CollectiveOptions opts) {

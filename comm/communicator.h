@@ -34,6 +34,9 @@ struct CommOptions {
   size_t recursive_doubling_max_bytes = 32 * 1024;
   /// A world of one even under mpirun (tests of the local path).
   bool force_local = false;
+  /// Transport for CUDA tensors: "auto" (NCCL when built in, else MPI through host staging),
+  /// "mpi" or "nccl". Host tensors always travel over MPI.
+  std::string backend = "auto";
 };
 
 struct CollectiveOptions {
@@ -82,13 +85,24 @@ class Communicator {
   Communicator(std::unique_ptr<Transport> transport, CommOptions options);
   struct Call;
   Work submit(CollectiveKind kind, const Tensor& reference, int64_t count, Algorithm algorithm,
-              bool async, std::function<void(Call&)> body, ReduceOp op = ReduceOp::sum, int root = -1);
+              bool async, std::function<void(Call&)> body, ReduceOp op = ReduceOp::sum, int root = -1,
+              bool device = false);
   /// Posts one send or receive; the async form completes it outside the ordered queue.
   Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async);
   void worker_loop();
   [[noreturn]] void on_deadline();
+  /// True when a collective on `t` runs over NCCL (checks the backend against the device).
+  bool on_nccl(const Tensor& t) const;
+  // The libraries' own collectives, dispatched to NCCL or MPI by where the call runs.
+  void native_all_reduce(Call& call, const void* in, void* out, int64_t n, DType dtype, ReduceOp op);
+  void native_reduce(Call& call, const void* in, void* out, int64_t n, DType dtype, ReduceOp op, int root);
+  void native_broadcast(Call& call, void* buf, int64_t n, DType dtype, int root);
+  void native_all_gather(Call& call, const void* in, void* out, int64_t chunk, DType dtype);
+  void native_reduce_scatter(Call& call, const void* in, void* out, int64_t chunk, DType dtype, ReduceOp op);
+  Transport& device_transport();
 
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Transport> device_transport_;  // NCCL, created by the first CUDA collective
   CommOptions options_;
   const char* backend_ = "local";
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;

@@ -13,6 +13,7 @@
 
 #include "apps/bench/collectives.h"
 #include "apps/bench/fit.h"
+#include "apps/bench/soak.h"
 #include "config.h"
 #include "comm/mpi_runtime.h"
 #include "kernels/device_memory.h"
@@ -31,6 +32,8 @@ struct Options {
   int iters = 20, warmup = 5, check = 1, root = 0, average = 1, blocking = 1;
   std::string op = "sum", dtype = "float", algo = "auto", backend = "mpi", device = "cpu";
   std::string csv_path, json_path;
+  int64_t soak = 0;
+  uint64_t seed = 1;
 };
 
 int64_t parse_size(const std::string& text, const char* flag) {
@@ -108,6 +111,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--csv", o.csv_path, "write every row as CSV");
   app.add_option("--json", o.json_path, "write every row as JSON");
+  app.add_option("--soak", o.soak, "instead of the table: N random checked collectives, and a memory-growth check")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
+  app.add_option("--seed", o.seed, "seed of the soak's random choices");
   const char* rank_env = std::getenv("OMPI_COMM_WORLD_RANK");
   const bool rank_zero = !rank_env || std::atoi(rank_env) == 0;
   try {
@@ -142,20 +148,36 @@ int main(int argc, char** argv) {
     else ops = {parse_reduce_op(o.op)};
     RINGDP_CHECK(o.device == "cpu" || kernels::cuda_device_count() > 0, "--device cuda: no CUDA device is visible",
                  kernels::built_with_cuda() ? "" : " (ringdp was built without CUDA)");
-    RINGDP_CHECK(o.backend == "mpi", "--backend nccl: the NCCL transport is not available in this build; use --backend mpi");
+    RINGDP_CHECK(o.backend == "mpi" || RINGDP_HAVE_NCCL, "--backend nccl: ringdp was built without NCCL; use --backend mpi");
+    RINGDP_CHECK(o.backend == "mpi" || o.device == "cuda", "--backend nccl needs --device cuda (NCCL moves GPU memory)");
   } catch (const Error& e) {
     if (rank_zero) std::fprintf(stderr, "ringdp-bench: error: %s\n", e.what());
     return 2;
   }
 
   try {
-    auto communicator = comm::Communicator::init();
+    comm::CommOptions comm_options;
+    comm_options.backend = o.backend;
+    auto communicator = comm::Communicator::init(comm_options);
     comm::Communicator& comm = *communicator;
     const int N = comm.size();
     const Device device = o.device == "cpu" ? Device::cpu() : Device::cuda(comm.local_rank() % kernels::cuda_device_count());
     if (o.root < 0 || o.root >= N) {
       comm::fail_job("ringdp-bench", "-r " + std::to_string(o.root) + " out of range for " + std::to_string(N) +
                      " ranks (expected 0.." + std::to_string(N - 1) + ")", 2);
+    }
+    if (o.soak > 0) {
+      const SoakResult soak = run_soak(comm, o.soak, o.seed);
+      // Growth allowance: allocator noise of a few MiB; a per-call leak of even 1 KiB over
+      // 10,000 calls would exceed it.
+      const bool grew = soak.rss_at_end_mb > soak.rss_after_warmup_mb * 1.05 + 4.0;
+      if (comm.rank() == 0) {
+        std::printf("# soak: %lld collectives on %d ranks, %lld wrong elements; resident memory %.1f MiB after "
+                    "warm-up, %.1f MiB at the end (largest rank): %s\n",
+                    static_cast<long long>(soak.collectives), N, static_cast<long long>(soak.wrong), soak.rss_after_warmup_mb,
+                    soak.rss_at_end_mb, grew ? "GREW" : "stable");
+      }
+      return soak.wrong || grew ? 1 : 0;
     }
     std::vector<Row> rows;
     int64_t total_wrong = 0;

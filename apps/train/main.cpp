@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   try {
     comm::CommOptions options;
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+    options.backend = config.backend;
     auto communicator = comm::Communicator::init(options);
     return train::run_training(config, *communicator, communicator);
   } catch (const std::exception& e) {

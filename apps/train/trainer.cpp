@@ -10,6 +10,7 @@
 #include "autograd/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/ddp/distributed_sampler.h"
+#include "config.h"
 #include "kernels/device_memory.h"
 
 namespace ringdp::train {
@@ -44,8 +45,9 @@ Device pick_device(const std::string& requested) {
 int run_training(const TrainConfig& config, comm::Communicator& comm, std::shared_ptr<comm::Communicator> shared) {
   const int N = comm.size(), rank = comm.rank();
   const Device device = pick_device(config.device);
-  RINGDP_CHECK(config.backend != "nccl", "--backend nccl: the NCCL transport is not available in this build "
-               "(it needs CUDA tensors and the NCCL transport of a later release); use --backend mpi");
+  RINGDP_CHECK(config.backend != "nccl" || RINGDP_HAVE_NCCL, "--backend nccl: ringdp was built without NCCL; use --backend mpi");
+  RINGDP_CHECK(config.backend != "nccl" || device.is_cuda(), "--backend nccl needs CUDA tensors; add --device cuda "
+               "(or use --backend mpi for training on the CPU)");
   const Dataset data = config.data_path.empty() ? synthetic_dataset(config.samples * N, config.features, config.seed)
                                                 : load_csv(config.data_path);
   const int64_t features = data.features.size(1);

@@ -94,5 +94,12 @@ case "$case_name" in
     echo "ok: RINGDP_DEBUG=DETAIL reports a count mismatch and a skipped collective at once (${seconds}s):"
     grep -m1 "mismatch" <<<"$out"
     ;;
+  soak)
+    # CI's reduced count; bench --soak 10000 is the full run (docs/errors.md has its figures).
+    run 4 --soak 1500
+    expect 0 "0 wrong elements"
+    grep -qF "stable" <<<"$out" || fail "resident memory grew: $out"
+    grep "soak:" <<<"$out"
+    ;;
   *) fail "unknown case $case_name" ;;
 esac

@@ -70,7 +70,7 @@ case "$case_name" in
     if [ ! -e /dev/nvidia0 ]; then
       expect_error 1 "--device cuda:" 2 --device cuda
     fi
-    expect_error 1 "--backend nccl" 2 --backend nccl --device cpu
+    expect_error 1 "--backend nccl needs CUDA tensors" 2 --backend nccl --device cpu
     ;;
   checkpoint)
     run 2 --epochs 10 --momentum 0.9 --export "$work/straight.json"

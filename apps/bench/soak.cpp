@@ -1,0 +1,73 @@
+#include "apps/bench/soak.h"
+
+#include <fstream>
+#include <unistd.h>
+
+#include "apps/bench/collectives.h"
+#include "tensor/random.h"
+
+namespace ringdp::bench {
+
+namespace {
+
+double resident_mb() {
+  std::ifstream statm("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  statm >> pages_total >> pages_resident;
+  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+double max_over_ranks(comm::Communicator& comm, double value) {
+  Tensor t = full({1}, value, DType::float64);
+  comm.all_reduce(t, ReduceOp::max, {.algorithm = comm::Algorithm::native});
+  return t.item();
+}
+
+}  // namespace
+
+SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
+  const auto& table = collective_table();
+  const DType dtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
+  const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
+  const comm::Algorithm algos[] = {comm::Algorithm::ring, comm::Algorithm::recursive_doubling, comm::Algorithm::tree,
+                                   comm::Algorithm::native, comm::Algorithm::automatic};
+  const int N = comm.size();
+  SoakResult result;
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const auto draw = random::philox4x32(static_cast<uint64_t>(i), seed);
+    const CollectiveSpec& spec = table[draw[0] % table.size()];
+    const DType dtype = dtypes[draw[1] % 5];
+    ReduceOp op = ops[(draw[1] / 5) % 5];
+    if (op == ReduceOp::avg && !is_floating(dtype)) op = ReduceOp::sum;
+    comm::Algorithm algo = algos[draw[2] % 5];
+    try {
+      comm.resolve(spec.kind, 1, algo);
+    } catch (const Error&) {
+      algo = comm::Algorithm::automatic;  // this collective has no such algorithm
+    }
+    // Sizes from 0 to 64 Ki elements, skewed small (a log-uniform draw).
+    const int64_t elements = static_cast<int64_t>(draw[3] % 17 == 0 ? 0 : (int64_t{1} << (draw[3] % 17)) - 1 + draw[3] % 7);
+    const int root = static_cast<int>((draw[2] / 5) % N);
+    const Case c{comm, dtype, op, root, algo};
+    Tensor input = zeros({spec.input_count(elements * N, N)}, dtype);
+    Tensor output = zeros({spec.output_count(elements * N, N)}, dtype);
+    if (spec.kind == comm::CollectiveKind::all_reduce || spec.kind == comm::CollectiveKind::reduce ||
+        spec.kind == comm::CollectiveKind::broadcast) {
+      input = zeros({elements}, dtype);
+      output = zeros({elements}, dtype);
+    }
+    fill_verifiable(spec, c, input);
+    run_collective(spec, c, input, output, false);
+    wrong += count_wrong(spec, c, output);
+    ++result.collectives;
+    if (i + 1 == std::max<int64_t>(count / 10, 1)) result.rss_after_warmup_mb = max_over_ranks(comm, resident_mb());
+  }
+  Tensor total = full({1}, static_cast<double>(wrong), DType::int64);
+  comm.all_reduce(total, ReduceOp::sum, {.algorithm = comm::Algorithm::native});
+  result.wrong = static_cast<int64_t>(total.item());
+  result.rss_at_end_mb = max_over_ranks(comm, resident_mb());
+  return result;
+}
+
+}  // namespace ringdp::bench

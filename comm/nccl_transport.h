@@ -1,0 +1,75 @@
+// Transport over NCCL point-to-point, for CUDA tensors. The algorithms in comm/ run unchanged:
+// isend/irecv only record the operation; the first wait of a step issues every recorded
+// ncclSend/ncclRecv inside one ncclGroupStart/End on the communicator's stream, and
+// reduce_into/copy are enqueued on the same stream, so a whole collective is enqueued without
+// host round trips. The host waits only in synchronize(), which polls the stream against the
+// deadline and calls ncclCommAbort before reporting when it passes.
+// Bootstrap (nccl_bootstrap): rank 0 creates the ncclUniqueId and MPI broadcasts it; each rank
+// uses GPU local_rank % device_count; non-blocking init so a stuck init can time out too.
+#pragma once
+
+#include "comm/transport.h"
+#include "config.h"
+
+#if RINGDP_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <functional>
+#include <string>
+
+namespace ringdp::comm {
+
+class NcclTransport final : public Transport {
+ public:
+  /// Every rank must call it. `broadcast_id` sends rank 0's ncclUniqueId to all ranks (MPI_Bcast
+  /// under mpirun; nothing in a world of one). Throws a clear Error on failure (the "Duplicate
+  /// GPU" case explained).
+  NcclTransport(int rank, int size, int local_rank, const std::function<void(void*, size_t)>& broadcast_id,
+                std::chrono::milliseconds timeout);
+  ~NcclTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int device() const { return device_; }
+  ncclComm_t comm() const { return comm_; }
+  cudaStream_t stream() const { return stream_; }
+
+  Request isend(int peer, const void* data, size_t bytes, int tag) override;
+  Request irecv(int peer, void* data, size_t bytes, int tag) override;
+  void wait_all(std::span<Request> requests) override;  // enqueues; does not block the host
+  bool test(Request& request) override;
+  void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+
+  /// Blocks until everything enqueued has finished, polling against the deadline.
+  void synchronize();
+  /// Makes the communicator's stream wait for work already on the caller's (default) stream.
+  void wait_for_compute();
+
+ private:
+  void flush();
+  struct Pending {
+    bool send;
+    int peer;
+    void* data;
+    size_t bytes;
+  };
+  std::vector<Pending> pending_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t compute_done_ = nullptr;
+  void* signal_byte_ = nullptr;  // device byte that zero-length messages carry
+  int rank_ = 0, size_ = 1, device_ = 0;
+};
+
+/// NCCL's version as "2.28.9".
+std::string nccl_version();
+/// Throws ringdp::Error naming the call and NCCL's error string.
+void nccl_check(ncclResult_t result, const char* call, const char* file, int line);
+
+}  // namespace ringdp::comm
+
+#define NCCL_CHECK(call) ::ringdp::comm::nccl_check((call), #call, __FILE__, __LINE__)
+
+#endif

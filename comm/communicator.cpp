@@ -85,6 +85,7 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   options.segment_bytes = env_number("RINGDP_SEGMENT_BYTES", options.segment_bytes);
   options.recursive_doubling_max_bytes =
       env_number("RINGDP_RD_MAX_BYTES", options.recursive_doubling_max_bytes);
+  if (const char* backend = std::getenv("RINGDP_BACKEND"); backend && *backend) options.backend = backend;
   RINGDP_CHECK(options.backend == "auto" || options.backend == "mpi" || options.backend == "nccl",
                "unknown backend '", options.backend, "'; expected auto, mpi or nccl");
   RINGDP_CHECK(options.backend != "nccl" || RINGDP_HAVE_NCCL, "backend nccl: ringdp was built without NCCL "
@@ -318,7 +319,7 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
     const int64_t n = call.effective(in.numel());
     Transport& transport = call.ctx.transport;
-    if (call.algorithm == Algorithm::native && size_ > 1) {
+    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
       native_all_reduce(call, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
     } else if (call.algorithm == Algorithm::recursive_doubling) {
       transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
@@ -351,7 +352,7 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
     Tensor out = output.is_same(input) ? (rank_ == root ? in : empty(in.shape(), in.dtype(), in.device()))
                                        : call.view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
-    if (call.algorithm == Algorithm::native && size_ > 1) {
+    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
       native_reduce(call, in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op, root);
     } else {
       reduce_tree(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()), root);
@@ -381,7 +382,7 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
       const Tensor in = call.view(input);
       call.ctx.transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
     }
-    if (call.algorithm == Algorithm::native && size_ > 1) {
+    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
       native_broadcast(call, out.data_ptr(), out.numel(), out.dtype(), root);
     } else {
       broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
@@ -400,7 +401,7 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
                 [this, input, output](Call& call) mutable {
     const Tensor in = call.view(input);
     Tensor out = call.view(output);
-    if (call.algorithm == Algorithm::native && size_ > 1) {
+    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
       native_all_gather(call, in.data_ptr(), out.data_ptr(), in.numel(), in.dtype());
     } else {
       all_gather_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()));
@@ -421,7 +422,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
     const Tensor in = call.view(input);
     Tensor out = call.view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
-    if (call.algorithm == Algorithm::native && size_ > 1) {
+    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
       native_reduce_scatter(call, in.data_ptr(), out.data_ptr(), out.numel(), in.dtype(), op);
     } else {
       reduce_scatter_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(out.numel()));
@@ -435,7 +436,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
 Work Communicator::barrier(CollectiveOptions opts) {
   const Algorithm algorithm = resolve(CollectiveKind::barrier, 0, opts.algorithm);
   return submit(CollectiveKind::barrier, Tensor(), 0, algorithm, opts.async, [this](Call& call) {
-    if (call.algorithm == Algorithm::native && size_ > 1) {
+    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
 #if RINGDP_HAVE_MPI
       native::barrier(static_cast<MpiTransport&>(*transport_).comm());
 #endif

@@ -84,11 +84,34 @@ else
     timeout 180 "$build/bench/ringdp-kernel-bench" 20 >"$out/kernel-bench.log" 2>&1
     note "| kernel benchmark | exit $? (table below) |"
   fi
-  # NCCL at world size 1 and the trainer on cuda:0 need the NCCL transport (issue 7).
-  note "| NCCL world size 1 | SKIPPED: the NCCL transport is not in this build yet |"
-fi
-if ! command -v mpirun >/dev/null; then
-  note "| multi-rank GPU over MPI | SKIPPED: no mpirun on this machine |"
+  note "| NCCL world size 1 (every collective and algorithm) | $(grep -E 'nccl world size 1' "$out/tests.log" | awk '{print $(NF-1), $NF}' | head -1) |"
+  if command -v mpirun >/dev/null && [ -x "$build/tests/mpi/test_mpi_collectives" ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    for np in 2 4; do
+      RINGDP_TEST_DEVICE=cuda RINGDP_BACKEND=mpi timeout 200 mpirun -np $np --oversubscribe -x RINGDP_TEST_DEVICE -x RINGDP_BACKEND \
+        "$build/tests/mpi/test_mpi_collectives" '[all_reduce],[broadcast],[reduce_scatter]' >"$out/mpi-fallback-np$np.log" 2>&1
+      note "| $np ranks, one GPU, CUDA tensors over the MPI fallback | exit $? |"
+    done
+    nccl_minor=$(grep -E 'define NCCL_MINOR ' "$nccl_h" 2>/dev/null | awk '{print $3}')
+    if [ "${nccl_minor:-0}" -ge 30 ]; then
+      NCCL_MULTI_RANK_GPU_ENABLE=1 RINGDP_TEST_DEVICE=cuda RINGDP_BACKEND=nccl timeout 200 mpirun -np 2 --oversubscribe \
+        -x NCCL_MULTI_RANK_GPU_ENABLE -x RINGDP_TEST_DEVICE -x RINGDP_BACKEND "$build/tests/mpi/test_mpi_collectives" '[all_reduce]' \
+        >"$out/nccl-np2.log" 2>&1
+      note "| 2 ranks on one GPU over NCCL (NCCL_MULTI_RANK_GPU_ENABLE=1) | exit $? |"
+    else
+      note "| 2 ranks on one GPU over NCCL | SKIPPED: NCCL 2.${nccl_minor:-?} refuses two ranks on one GPU (2.30+ needed) |"
+    fi
+    timeout 120 mpirun -np 2 --oversubscribe "$build/apps/train/ringdp-train" --device cuda --backend mpi --export "$out/train-cuda.json" >"$out/train-cuda.log" 2>&1
+    timeout 120 mpirun -np 2 --oversubscribe "$build/apps/train/ringdp-train" --device cpu --export "$out/train-cpu.json" >"$out/train-cpu.log" 2>&1
+    match=$(python3 -c "
+import json,sys
+a=json.load(open('$out/train-cuda.json')); b=json.load(open('$out/train-cpu.json'))
+d=max(abs(x-y)/max(1,abs(y)) for k in b for x,y in zip(a[k]['data'],b[k]['data']))
+print('max relative difference %.2e: %s' % (d, 'match' if d < 1e-4 else 'MISMATCH'))" 2>&1)
+    note "| 2-rank ringdp-train --device cuda vs --device cpu | $match |"
+  else
+    note "| multi-rank GPU checks | SKIPPED: no mpirun on this machine (or ringdp built without MPI) |"
+  fi
 fi
 note ""
 note "Total $((SECONDS - start)) s."

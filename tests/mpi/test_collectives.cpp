@@ -66,17 +66,17 @@ TEST_CASE("all_reduce: every algorithm, dtype, op and count", "[collectives][all
         for (int64_t count : counts()) {
           if (!applies(op, dtype) || !worth_running(count, op, dtype)) continue;
           for (bool in_place : {true, false}) {
-            Tensor input = empty({count}, dtype);
+            Tensor input = empty({count}, dtype, test_device());
             fill_input(input, rank, op);
             int64_t wrong = 0;
             if (in_place) {
               comm.all_reduce(input, op, {.algorithm = algo});
               wrong = count_wrong(input, N, op);
             } else {
-              Tensor output = full({count}, -77.0, dtype);
+              Tensor output = full({count}, -77.0, dtype, test_device());
               comm.all_reduce(input, output, op, {.algorithm = algo});
               wrong = count_wrong(output, N, op);
-              Tensor pristine = empty({count}, dtype);
+              Tensor pristine = empty({count}, dtype, test_device());
               fill_input(pristine, rank, op);
               wrong += input.to_vector() != pristine.to_vector();  // input untouched
             }
@@ -97,7 +97,7 @@ TEST_CASE("reduce: tree and native, roots 0 and N-1", "[collectives][reduce]") {
           for (int64_t count : counts()) {
             if (!applies(op, dtype) || !worth_running(count, op, dtype)) continue;
             for (bool in_place : {true, false}) {
-              Tensor input = empty({count}, dtype);
+              Tensor input = empty({count}, dtype, test_device());
               fill_input(input, rank, op);
               const std::vector<double> before = input.to_vector();
               int64_t wrong = 0;
@@ -105,7 +105,7 @@ TEST_CASE("reduce: tree and native, roots 0 and N-1", "[collectives][reduce]") {
                 comm.reduce(input, root, op, {.algorithm = algo});
                 wrong = rank == root ? count_wrong(input, N, op) : input.to_vector() != before;
               } else {
-                Tensor output = full({count}, -77.0, dtype);
+                Tensor output = full({count}, -77.0, dtype, test_device());
                 comm.reduce(input, output, root, op, {.algorithm = algo});
                 if (rank == root) wrong = count_wrong(output, N, op);
                 wrong += input.to_vector() != before;
@@ -127,11 +127,11 @@ TEST_CASE("broadcast: tree and native, roots 0 and N-1", "[collectives][broadcas
           if (!worth_running(count, ReduceOp::sum, dtype)) continue;
           for (bool in_place : {true, false}) {
             // Everyone fills with its own rank's values; afterwards all must hold root's.
-            Tensor input = empty({count}, dtype);
+            Tensor input = empty({count}, dtype, test_device());
             fill_input(input, rank, ReduceOp::min);
-            Tensor expected = empty({count}, dtype);
+            Tensor expected = empty({count}, dtype, test_device());
             fill_input(expected, root, ReduceOp::min);
-            Tensor output = in_place ? input : full({count}, -77.0, dtype);
+            Tensor output = in_place ? input : full({count}, -77.0, dtype, test_device());
             if (in_place) comm.broadcast(input, root, {.algorithm = algo});
             else comm.broadcast(input, output, root, {.algorithm = algo});
             const auto got = output.to_vector(), want = expected.to_vector();
@@ -154,8 +154,8 @@ TEST_CASE("all_gather: ring and native", "[collectives][all_gather]") {
         for (bool in_place : {true, false}) {
           // Rank r contributes input_value(r, r·count + i): the gathered whole is then the
           // sequence input_value(owner(j), j), checked element by element below.
-          Tensor output = full({count * N}, -77.0, dtype);
-          Tensor input = in_place ? output.flat_view(rank * count, count) : empty({count}, dtype);
+          Tensor output = full({count * N}, -77.0, dtype, test_device());
+          Tensor input = in_place ? output.flat_view(rank * count, count) : empty({count}, dtype, test_device());
           fill_input(input, rank, ReduceOp::min, rank * count);
           comm.all_gather(input, output, {.algorithm = algo});
           const auto got = output.to_vector();
@@ -177,9 +177,9 @@ TEST_CASE("reduce_scatter: ring and native", "[collectives][reduce_scatter]") {
         for (int64_t count : counts()) {
           if (!applies(op, dtype) || !worth_running(count, op, dtype)) continue;
           for (bool in_place : {true, false}) {
-            Tensor input = empty({count * N}, dtype);
+            Tensor input = empty({count * N}, dtype, test_device());
             fill_input(input, rank, op);
-            Tensor output = in_place ? input.flat_view(rank * count, count) : full({count}, -77.0, dtype);
+            Tensor output = in_place ? input.flat_view(rank * count, count) : full({count}, -77.0, dtype, test_device());
             comm.reduce_scatter(input, output, op, {.algorithm = algo});
             const int64_t wrong = count_wrong(output, N, op, rank * count);
             results.emplace_back(label("reduce_scatter", algo, dtype, op, count, in_place), wrong);

@@ -1,27 +1,11 @@
 #!/usr/bin/env bash
 # ringdp-bench as a user runs it, and the diagnostics RINGDP_FAULT rehearses:
 #   tests/cli/bench.sh CASE BUILD_DIR
-set -uo pipefail
 case_name=$1
 build=$(cd "$2" && pwd)
 bench="$build/apps/bench/ringdp-bench"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-
-fail() { echo "FAIL: $*"; exit 1; }
-run() {  # run NP ARGS...: sets $out, $rc, $seconds; a hang or a leftover rank fails the test
-  local np=$1
-  shift
-  local start=$SECONDS
-  out=$(timeout 120 mpirun -np "$np" --oversubscribe "$bench" "$@" 2>&1)
-  rc=$?
-  seconds=$((SECONDS - start))
-  [ $rc -ne 124 ] || fail "ringdp-bench $* hung"
-  sleep 0.2
-  if pgrep -f "$bench" >/dev/null; then fail "a rank of 'ringdp-bench $*' is still running"; fi
-}
+source "$(dirname "$0")/common.sh"
+run() { run_app "$bench" 120 "$@"; }  # run NP ARGS...
 expect() {  # expect CODE SUBSTRING
   [ "$rc" -eq "$1" ] || fail "exit $rc, expected $1; output: $out"
   grep -qF -- "$2" <<<"$out" || fail "no '$2' in: $out"

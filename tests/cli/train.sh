@@ -2,27 +2,11 @@
 # The ringdp-train command as a user runs it: tests/cli/train.sh CASE BUILD_DIR
 # Each case exits 0 on success, 1 with a message on failure. Every mpirun has a hard timeout so
 # a hang fails the test instead of stalling the suite, and no rank may outlive the job.
-set -uo pipefail
 case_name=$1
 build=$(cd "$2" && pwd)
 train="$build/apps/train/ringdp-train"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-
-fail() { echo "FAIL: $*"; exit 1; }
-# run NP ARGS...: runs under mpirun with a 60 s limit; sets $out, $rc and $seconds.
-run() {
-  local np=$1
-  shift
-  local start=$SECONDS
-  out=$(timeout 60 mpirun -np "$np" --oversubscribe "$train" "$@" 2>&1)
-  rc=$?
-  seconds=$((SECONDS - start))
-  [ $rc -ne 124 ] || fail "ringdp-train $* hung (killed after 60 s)"
-  if pgrep -f "$train" >/dev/null; then fail "a rank of 'ringdp-train $*' is still running"; fi
-}
+source "$(dirname "$0")/common.sh"
+run() { run_app "$train" 60 "$@"; }  # run NP ARGS...
 expect_error() {  # expect_error CODE SUBSTRING NP ARGS...
   local code=$1 text=$2
   shift 2

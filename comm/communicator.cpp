@@ -9,6 +9,7 @@
 
 #include "comm/algorithms.h"
 #include "comm/fault.h"
+#include "comm/envelope.h"
 #include "comm/fingerprint.h"
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
@@ -22,9 +23,6 @@ namespace ringdp::comm {
 
 namespace {
 
-// Tags keep collectives and user send/recv apart; FIFO order per (peer, tag) does the rest.
-constexpr int kCollectiveTag = 7;
-constexpr int kUserTagBase = 1000;
 
 long long env_number(const char* name, long long fallback) {
   const char* value = std::getenv(name);
@@ -202,7 +200,7 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
     position_.dtype = dtype;
     Transport& transport = device ? device_transport() : *transport_;
     Call call{CollectiveContext{transport, dtype, ReduceOp::sum, position_, options_.segment_bytes,
-                                trace_, kCollectiveTag, requests_, corrupt},
+                                trace_, encode_tag(kind, dtype, sequence), requests_, corrupt},
               algorithm, count_delta, device, [] {}};
     transport.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
 #if RINGDP_HAVE_NCCL
@@ -506,7 +504,7 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
   RINGDP_CHECK(peer >= 0 && peer < size_ && peer != rank_, what, ": peer ", peer,
                " is not another rank (rank ", rank_, " of ", size_, "; expected 0..", size_ - 1,
                " other than ", rank_, ")");
-  RINGDP_CHECK(tag >= 0, what, ": tag ", tag, " is negative");
+  RINGDP_CHECK(tag >= 0 && tag < (1 << 30), what, ": tag ", tag, " out of range (expected 0 to 2^30 - 1)");
   // A posted message must not wait in the ordered queue for its partner, or an asynchronous
   // send followed by a receive (the usual ring exchange) would deadlock: the queued part only
   // posts it, and the Work's wait() completes it.

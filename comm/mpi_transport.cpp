@@ -4,18 +4,19 @@
 #include <climits>
 #include <cstring>
 
+#include "comm/envelope.h"
+
 namespace ringdp::comm {
 
 static_assert(sizeof(MPI_Request) <= sizeof(uintptr_t), "MPI_Request must fit in a Request handle");
 
 namespace {
-MPI_Request to_mpi(Request r) {
+MPI_Request to_mpi(const Request& r) {
   MPI_Request m;
   std::memcpy(&m, &r.handle, sizeof m);
   return m;
 }
-Request from_mpi(MPI_Request m) {
-  Request r;
+Request from_mpi(MPI_Request m, Request r = {}) {
   std::memcpy(&r.handle, &m, sizeof m);
   return r;
 }
@@ -38,6 +39,8 @@ void mpi_check(int rc, const char* call, const char* file, int line) {
 MpiTransport::MpiTransport(MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_dup(comm, &comm_));
   MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_dup(comm, &user_comm_));
+  MPI_CHECK(MPI_Comm_set_errhandler(user_comm_, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &size_));
 }
@@ -45,43 +48,79 @@ MpiTransport::MpiTransport(MPI_Comm comm) {
 MpiTransport::~MpiTransport() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Comm_free(&comm_);
+  if (!finalized) {
+    MPI_Comm_free(&comm_);
+    MPI_Comm_free(&user_comm_);
+  }
 }
 
 Request MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
+  const bool user = tag >= kUserTagBase;
   MPI_Request request;
-  MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_, &request));
-  return from_mpi(request);
+  MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, user ? user_comm_ : comm_, &request));
+  return from_mpi(request, Request{0, peer, tag, bytes, false});
 }
 
 Request MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
+  const bool user = tag >= kUserTagBase;
   MPI_Request request;
-  MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm_, &request));
-  return from_mpi(request);
+  // A collective's receive takes any tag, so a message of another collective is seen (and
+  // reported) instead of waiting forever for one that never comes.
+  MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, user ? tag : MPI_ANY_TAG,
+                      user ? user_comm_ : comm_, &request));
+  return from_mpi(request, Request{0, peer, tag, bytes, !user});
 }
 
 void MpiTransport::wait_all(std::span<Request> requests) {
   if (requests.empty()) return;
   waiting_.clear();
-  for (Request r : requests) waiting_.push_back(to_mpi(r));
+  for (const Request& r : requests) waiting_.push_back(to_mpi(r));
+  statuses_.resize(waiting_.size());
   int done = 0;
   for (uint32_t polls = 0;; ++polls) {
-    MPI_CHECK(MPI_Testall(static_cast<int>(waiting_.size()), waiting_.data(), &done,
-                          MPI_STATUSES_IGNORE));
+    const int rc = MPI_Testall(static_cast<int>(waiting_.size()), waiting_.data(), &done, statuses_.data());
+    if (rc == MPI_ERR_IN_STATUS) {
+      for (size_t i = 0; i < statuses_.size(); ++i) {
+        if (statuses_[i].MPI_ERROR == MPI_ERR_TRUNCATE && requests[i].receive) {
+          RINGDP_FAIL("rank ", rank_, " expected ", requests[i].bytes, " bytes of ", describe_tag(requests[i].tag),
+                      " from rank ", requests[i].peer, " and got a longer message: the ranks passed different "
+                      "counts (or called different collectives)");
+        }
+      }
+    }
+    MPI_CHECK(rc);
     if (done) break;
     // Reading the clock costs ~20 ns; every 256th poll keeps it off the fast path.
     if ((polls & 255u) == 255u && deadline_passed()) expire();
   }
+  check_envelopes(requests);
   for (Request& r : requests) r = from_mpi(MPI_REQUEST_NULL);
+}
+
+void MpiTransport::check_envelopes(std::span<Request> requests) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    if (!r.receive) continue;
+    const MPI_Status& status = statuses_[i];
+    RINGDP_CHECK(status.MPI_TAG == r.tag, "rank ", rank_, " is in ", describe_tag(r.tag), " but rank ", r.peer,
+                 " sent it a message of ", describe_tag(status.MPI_TAG), ": the ranks called different collectives");
+    int received = 0;
+    MPI_Get_count(&status, MPI_BYTE, &received);
+    RINGDP_CHECK(static_cast<size_t>(received) == r.bytes, "rank ", rank_, " expected ", r.bytes, " bytes of ",
+                 describe_tag(r.tag), " from rank ", r.peer, " and got ", received,
+                 ": the ranks passed different counts");
+  }
 }
 
 bool MpiTransport::test(Request& request) {
   MPI_Request m = to_mpi(request);
   int done = 0;
-  MPI_CHECK(MPI_Test(&m, &done, MPI_STATUS_IGNORE));
-  request = from_mpi(m);
+  statuses_.resize(1);
+  MPI_CHECK(MPI_Test(&m, &done, statuses_.data()));
+  if (done) check_envelopes(std::span<Request>(&request, 1));
+  request = from_mpi(m, request);
   return done != 0;
 }
 

@@ -28,10 +28,14 @@ class MpiTransport final : public Transport {
   void copy(void* dst, const void* src, size_t bytes) override;
 
  private:
-  MPI_Comm comm_;
+  void check_envelopes(std::span<Request> requests);
+
+  MPI_Comm comm_;       // collectives' messages
+  MPI_Comm user_comm_;  // send/recv of user tags: never matched by a collective's ANY_TAG receive
   int rank_ = 0;
   int size_ = 1;
   std::vector<MPI_Request> waiting_;  // reused by wait_all: no allocation per wait
+  std::vector<MPI_Status> statuses_;
 };
 
 /// Throws ringdp::Error naming the call, the rank and MPI's error string when rc != MPI_SUCCESS.

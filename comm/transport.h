@@ -16,9 +16,14 @@
 
 namespace ringdp::comm {
 
-/// An opaque handle to one posted send or receive (MPI_Request underneath for MPI).
+/// One posted send or receive: an opaque handle (MPI_Request underneath for MPI) and, for a
+/// receive, what it expects to arrive (the envelope check in comm/envelope.h).
 struct Request {
   uintptr_t handle = 0;
+  int peer = -1;
+  int tag = 0;
+  size_t bytes = 0;
+  bool receive = false;
 };
 
 class Transport {

@@ -19,7 +19,7 @@ double resident_mb() {
 
 double max_over_ranks(comm::Communicator& comm, double value) {
   Tensor t = full({1}, value, DType::float64);
-  comm.all_reduce(t, ReduceOp::max, {.algorithm = comm::Algorithm::native});
+  comm.all_reduce(t, ReduceOp::max);
   return t.item();
 }
 
@@ -64,7 +64,7 @@ SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
     if (i + 1 == std::max<int64_t>(count / 10, 1)) result.rss_after_warmup_mb = max_over_ranks(comm, resident_mb());
   }
   Tensor total = full({1}, static_cast<double>(wrong), DType::int64);
-  comm.all_reduce(total, ReduceOp::sum, {.algorithm = comm::Algorithm::native});
+  comm.all_reduce(total, ReduceOp::sum);
   result.wrong = static_cast<int64_t>(total.item());
   result.rss_at_end_mb = max_over_ranks(comm, resident_mb());
   return result;

@@ -58,13 +58,28 @@ case "$case_name" in
     echo "ok: a rank killed mid-run ends the job with exit $rc in ${seconds}s, no rank left behind"
     ;;
   hang)
-    RINGDP_TIMEOUT=3 RINGDP_FAULT=skip:rank=1:op=10 run 3 all_reduce -b 1K -e 1K --algo ring
-    [ $rc -ne 0 ] || fail "a skipped collective ended with exit 0"
-    grep -qE "ringdp: rank [0-9]: all_reduce #[0-9]+ \(ring, 256 x float32, step [0-9]/4 reduce-scatter, waiting for chunk [0-9] from rank [0-9]\) exceeded 3 s" <<<"$out" ||
+    # Rank 1 stalls 8 s inside the run; with a 3 s timeout its peers' watchdogs report where they
+    # wait and end the job.
+    RINGDP_TIMEOUT=3 RINGDP_FAULT=delay:rank=1:op=10:ms=8000 run 3 all_reduce -b 1K -e 1K --algo ring
+    [ $rc -ne 0 ] || fail "a stalled rank ended with exit 0"
+    grep -qE "ringdp: rank [02]: all_reduce #10 \(ring, 256 x float32, step [0-9]/4 reduce-scatter, waiting for chunk [0-9] from rank [0-9]\) exceeded 3 s" <<<"$out" ||
       fail "no step-level timeout report: $out"
     [ $seconds -le 13 ] || fail "took $seconds s (timeout 3 s + 10 s allowed)"
-    echo "ok: a rank that skips a collective is reported by its peers' watchdogs in ${seconds}s:"
+    echo "ok: a rank stalled past the timeout is reported by its peers' watchdogs in ${seconds}s:"
     grep "exceeded" <<<"$out" | head -2
+    ;;
+  envelope)
+    # Without any debug mode: a rank that skips a collective, or passes another count, is caught
+    # at the first exchange by the MPI envelope check (tag = kind, dtype, sequence; byte count).
+    RINGDP_FAULT=skip:rank=2:op=5 run 3 all_reduce -b 1K -e 1K --algo ring
+    [ $rc -ne 0 ] || fail "a skipped collective ended with exit 0"
+    grep -qF "rank 2 is in all_reduce #6 (float32) but rank 1 sent it a message of barrier #5: the ranks called different collectives" <<<"$out" ||
+      fail "no envelope report for a skipped collective: $out"
+    RINGDP_FAULT=count:rank=1:op=8:delta=-100 run 3 all_reduce -b 1K -e 1K --algo ring
+    [ $rc -ne 0 ] || fail "a count mismatch ended with exit 0"
+    grep -qE "expected [0-9]+ bytes of all_reduce #8 \(float32\) from rank [0-9] and got" <<<"$out" || fail "no count report: $out"
+    [ $seconds -le 10 ] || fail "took $seconds s"
+    echo "ok: mismatched collectives and counts are reported at the first exchange (${seconds}s)"
     ;;
   mismatch)
     RINGDP_DEBUG=DETAIL RINGDP_FAULT=count:rank=1:op=8:delta=-1 run 3 all_reduce -b 1K -e 1K
@@ -74,7 +89,8 @@ case "$case_name" in
     [ $seconds -le 10 ] || fail "took $seconds s"
     RINGDP_DEBUG=DETAIL RINGDP_FAULT=skip:rank=2:op=5 run 3 all_reduce -b 1K -e 1K
     [ $rc -ne 0 ] || fail "a skipped collective under RINGDP_DEBUG=DETAIL ended with exit 0"
-    grep -qE "rank 0 called barrier #5, rank 2 called all_reduce #6 \(sum, 256 x float32\)" <<<"$out" || fail "no skip report: $out"
+    grep -qE "rank 0 called barrier #5, rank 2 called all_reduce #6 \(sum, 256 x float32\)|the ranks called different collectives" <<<"$out" ||
+      fail "no skip report: $out"
     echo "ok: RINGDP_DEBUG=DETAIL reports a count mismatch and a skipped collective at once (${seconds}s):"
     grep -m1 "mismatch" <<<"$out"
     ;;

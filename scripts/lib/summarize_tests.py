@@ -34,6 +34,8 @@ def main(path):
     passed = failed = skipped = 0
     with open(path, encoding="utf-8") as log:
         for line in log:
+            if not line.strip():
+                continue
             p, f, s = count(json.loads(line))
             passed, failed, skipped = passed + p, failed + f, skipped + s
     print(f"{passed} passed, {failed} failed, {skipped} skipped")

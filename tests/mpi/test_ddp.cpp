@@ -179,3 +179,24 @@ TEST_CASE("DDP reports misuse clearly", "[ddp][errors]") {
   Tensor only_weight = mse_loss(linear(x, partial->weight), y);
   REQUIRE_THROWS_WITH(ddp2.backward(only_weight), Catch::Contains("parameter(s) bias received no gradient"));
 }
+
+TEST_CASE("DDP names the parameter that differs between ranks", "[ddp][errors]") {
+  auto& comm = world();
+  if (comm.size() == 1) {
+    SUCCEED("one rank cannot disagree with itself");
+    return;
+  }
+  // The last rank builds a wider hidden layer than the others.
+  const int64_t hidden = comm.rank() == comm.size() - 1 ? 16 : 8;
+  auto model = std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
+      std::make_shared<Linear>(LinearOptions(10, hidden), 1), std::make_shared<ReLU>(),
+      std::make_shared<Linear>(LinearOptions(hidden, 1), 2)});
+  if (comm.rank() == comm.size() - 1) {
+    REQUIRE_THROWS_WITH(ddp::DistributedDataParallel(model, world_ptr()),
+                        Catch::Contains("parameters differ from rank 0's: rank 0 has '0.weight [8, 10] float32', rank " +
+                                        std::to_string(comm.rank()) + " has '0.weight [16, 10] float32'"));
+  } else {
+    REQUIRE_THROWS_WITH(ddp::DistributedDataParallel(model, world_ptr()),
+                        Catch::Contains("the parameters of rank(s) " + std::to_string(comm.size() - 1) + " differ from rank 0's"));
+  }
+}

@@ -4,10 +4,15 @@
 // (kernels/emu/, tests only) runs the kernel's threads as fibers.
 #pragma once
 
+// Dynamic shared memory, sized by the launch's shared_bytes:
+//   RINGDP_DYNAMIC_SHARED(float, tile);   // extern __shared__ float tile[] under nvcc
+
 #if defined(RINGDP_CUDA_EMULATOR)
 #include "kernels/emu/cuda_emu.h"
+#define RINGDP_DYNAMIC_SHARED(type, name) type* name = ::ringdp::emu::dynamic_shared<type>()
 #define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) \
   (void)(stream), ::ringdp::emu::Launcher(#__VA_ARGS__, __VA_ARGS__, (grid), (block), (shared_bytes))
 #else
 #define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<(grid), (block), (shared_bytes), (stream)>>>
+#define RINGDP_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif

@@ -112,7 +112,7 @@ void wait_at(Fiber::Wait scope) {
   swapcontext(&f.context, &run.scheduler);
 }
 
-void run_launch(const char* kernel, dim3 grid, dim3 block, const std::function<void()>& body) {
+void run_launch(const char* kernel, dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body) {
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
   RINGDP_CHECK(threads >= 1 && threads <= 1024, "emulated launch of ", kernel, " with ", threads,
                " threads per block (CUDA allows 1 to 1024)");
@@ -128,6 +128,9 @@ void run_launch(const char* kernel, dim3 grid, dim3 block, const std::function<v
   for (auto& s : run.stacks)
     if (s.size() != stack) s.assign(stack, 0);
   run.warp_slots.assign((threads + 31) / 32, {});
+  RINGDP_CHECK(shared_bytes <= 228 * 1024, "emulated launch of ", kernel, " asks for ", shared_bytes,
+               " bytes of dynamic shared memory (at most 227 KiB on sm_90)");
+  run.dynamic_shared.assign(shared_bytes, 0xA5);  // not zero: a GPU gives no initial value either
   for (unsigned z = 0, t = 0; z < block.z; ++z)
     for (unsigned y = 0; y < block.y; ++y)
       for (unsigned x = 0; x < block.x; ++x, ++t) {

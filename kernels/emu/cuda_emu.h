@@ -60,6 +60,7 @@ struct Fiber {
 
 struct BlockRun {
   std::vector<Fiber> fibers;
+  std::vector<unsigned char> dynamic_shared;  // the launch's dynamic shared memory, one block's worth
   std::vector<std::vector<char>> stacks;
   ucontext_t scheduler;
   Fiber* current = nullptr;
@@ -77,19 +78,27 @@ inline Fiber& current_fiber() { return *block_run().current; }
 
 /// Suspends the calling thread at a barrier of the given scope until the scheduler releases it.
 void wait_at(Fiber::Wait scope);
-void run_launch(const char* kernel, dim3 grid, dim3 block, const std::function<void()>& body);
+void run_launch(const char* kernel, dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body);
+
+/// The block's dynamic shared memory (the launch's third parameter), as T[].
+template <typename T>
+T* dynamic_shared() {
+  return reinterpret_cast<T*>(block_run().dynamic_shared.data());
+}
 
 template <typename... Params>
 struct Launcher {
   const char* name;
   void (*kernel)(Params...);
   dim3 grid, block;
-  Launcher(const char* n, void (*k)(Params...), dim3 g, dim3 b, size_t /*shared_bytes*/) : name(n), kernel(k), grid(g), block(b) {}
+  size_t shared_bytes;
+  Launcher(const char* n, void (*k)(Params...), dim3 g, dim3 b, size_t shared)
+      : name(n), kernel(k), grid(g), block(b), shared_bytes(shared) {}
   template <typename... Args>
   void operator()(Args&&... args) const {
     std::tuple<Params...> bound(static_cast<Params>(args)...);
     auto k = kernel;
-    run_launch(name, grid, block, [k, &bound] { std::apply(k, bound); });
+    run_launch(name, grid, block, shared_bytes, [k, &bound] { std::apply(k, bound); });
   }
 };
 

@@ -43,6 +43,15 @@ __global__ void warp_sum_kernel(const int* in, int* out) {
   if (threadIdx.x == 0) atomicAdd(out + 1, static_cast<int>(odd == 0xaaaaaaaau));
 }
 
+// Reverses a block's slice through dynamic shared memory sized at launch.
+__global__ void reverse_kernel(const int* in, int* out) {
+  RINGDP_DYNAMIC_SHARED(int, tile);
+  const int t = threadIdx.x, n = blockDim.x;
+  tile[t] = in[blockIdx.x * n + t];
+  __syncthreads();
+  out[blockIdx.x * n + t] = tile[n - 1 - t];
+}
+
 // Thread 0 leaves early: the others wait at a barrier it never reaches.
 __global__ void divergent_kernel(int* out) {
   if (threadIdx.x == 0) return;
@@ -81,6 +90,13 @@ TEST_CASE("warp shuffles and ballots have warp-lockstep semantics", "[emu]") {
   RINGDP_LAUNCH(1, 256, 0, nullptr, warp_sum_kernel)(in.data(), out.data());
   CHECK(out[0] == 256 * 257 / 2);
   CHECK(out[1] == 1);
+}
+
+TEST_CASE("dynamic shared memory is sized by the launch", "[emu]") {
+  std::vector<int> in(3 * 96), out(3 * 96, 0);
+  std::iota(in.begin(), in.end(), 0);
+  RINGDP_LAUNCH(3, 96, 96 * sizeof(int), nullptr, reverse_kernel)(in.data(), out.data());
+  for (int i = 0; i < 3 * 96; ++i) REQUIRE(out[i] == (i / 96) * 96 + 95 - i % 96);
 }
 
 TEST_CASE("a divergent barrier is an error naming kernel, block and thread", "[emu]") {

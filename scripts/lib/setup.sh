@@ -2,7 +2,7 @@
 # Sourced, not run. Everything here is idempotent and fast when there is nothing to do.
 
 RINGDP_PACKAGES=(meson ninja-build pkg-config g++ python3 catch2 libopenblas-dev libopenmpi-dev
-  openmpi-bin libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev)
+  openmpi-bin libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev procps)
 
 ringdp_log() { printf 'ringdp: %s\n' "$*" >&2; }
 

@@ -90,6 +90,7 @@ void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t co
 void reduce_tree(CollectiveContext& ctx, const void* input, void* out, int64_t count, int root);
 // broadcast: in place on buf.
 void broadcast_tree(CollectiveContext& ctx, void* buf, int64_t count, int root);
+void broadcast_chain(CollectiveContext& ctx, void* buf, int64_t count, int root);
 // all_gather: input of chunk_count elements; out of N·chunk_count, rank r's input at chunk r.
 void all_gather_ring(CollectiveContext& ctx, const void* input, void* out, int64_t chunk_count);
 // reduce_scatter: input of N·chunk_count elements; out receives reduced chunk `rank`.

@@ -83,6 +83,7 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   options.segment_bytes = env_number("RINGDP_SEGMENT_BYTES", options.segment_bytes);
   options.recursive_doubling_max_bytes =
       env_number("RINGDP_RD_MAX_BYTES", options.recursive_doubling_max_bytes);
+  options.chain_broadcast_min_bytes = env_number("RINGDP_CHAIN_MIN_BYTES", options.chain_broadcast_min_bytes);
   if (const char* backend = std::getenv("RINGDP_BACKEND"); backend && *backend) options.backend = backend;
   RINGDP_CHECK(options.backend == "auto" || options.backend == "mpi" || options.backend == "nccl",
                "unknown backend '", options.backend, "'; expected auto, mpi or nccl");
@@ -154,8 +155,11 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
                   bytes <= options_.recursive_doubling_max_bytes ? Algorithm::recursive_doubling
                                                                   : Algorithm::ring);
     case CollectiveKind::reduce:
-    case CollectiveKind::broadcast:
       return pick({Algorithm::tree, Algorithm::native}, Algorithm::tree);
+    case CollectiveKind::broadcast:
+      // `ring` names the pipelined chain: the ring with its last link missing.
+      return pick({Algorithm::tree, Algorithm::ring, Algorithm::native},
+                  bytes < options_.chain_broadcast_min_bytes ? Algorithm::tree : Algorithm::ring);
     case CollectiveKind::all_gather:
     case CollectiveKind::reduce_scatter:
       return pick({Algorithm::ring, Algorithm::native}, Algorithm::ring);
@@ -383,7 +387,8 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
     if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
       native_broadcast(call, out.data_ptr(), out.numel(), out.dtype(), root);
     } else {
-      broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
+      if (call.algorithm == Algorithm::ring) broadcast_chain(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
+      else broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
     }
     call.settle();
     write_back(output, out);

@@ -32,6 +32,9 @@ struct CommOptions {
   /// all_reduce with `auto` uses recursive doubling up to this many bytes, ring above
   /// (measured: docs/collectives.md); RINGDP_RD_MAX_BYTES overrides.
   size_t recursive_doubling_max_bytes = 32 * 1024;
+  /// broadcast with `auto` uses the binomial tree up to this many bytes, the pipelined chain
+  /// (`ring`) above; RINGDP_CHAIN_MIN_BYTES overrides.
+  size_t chain_broadcast_min_bytes = 8 * 1024 * 1024;
   /// A world of one even under mpirun (tests of the local path).
   bool force_local = false;
   /// Transport for CUDA tensors: "auto" (NCCL when built in, else MPI through host staging),

@@ -116,11 +116,11 @@ TEST_CASE("reduce: tree and native, roots 0 and N-1", "[collectives][reduce]") {
   require_all_right(results);
 }
 
-TEST_CASE("broadcast: tree and native, roots 0 and N-1", "[collectives][broadcast]") {
+TEST_CASE("broadcast: tree, chain and native, roots 0 and N-1", "[collectives][broadcast]") {
   auto& comm = world();
   const int N = comm.size(), rank = comm.rank();
   std::vector<std::pair<std::string, int64_t>> results;
-  for (Algorithm algo : {Algorithm::tree, Algorithm::native})
+  for (Algorithm algo : {Algorithm::tree, Algorithm::ring, Algorithm::native})
     for (int root : {0, N - 1})
       for (DType dtype : kDtypes)
         for (int64_t count : counts()) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <math.h>
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <algorithm>
@@ -51,10 +52,12 @@ constexpr int warpSize = 32;
 namespace ringdp::emu {
 
 struct Fiber {
-  ucontext_t context;
+  ucontext_t context;  // first entry onto the fiber's stack
+  jmp_buf resume;      // later switches: _setjmp/_longjmp save no signal mask, so no syscall
   dim3 thread_idx;
   int linear = 0;
   bool done = false;
+  bool started = false;
   enum class Wait { none, block, warp } wait = Wait::none;
 };
 
@@ -63,6 +66,7 @@ struct BlockRun {
   std::vector<unsigned char> dynamic_shared;  // the launch's dynamic shared memory, one block's worth
   std::vector<std::vector<char>> stacks;
   ucontext_t scheduler;
+  jmp_buf scheduler_resume;
   Fiber* current = nullptr;
   std::function<void()> body;
   const char* kernel = "";

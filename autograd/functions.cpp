@@ -1,3 +1,4 @@
+// Implements autograd/functions.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp (finite differences).
 #include "autograd/functions.h"
 
 #include "autograd/node.h"

@@ -1,3 +1,4 @@
+// Implements autograd/layers.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp.
 #include "autograd/layers.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// Implements autograd/module.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp (names, state dicts).
 #include "autograd/module.h"
 
 #include <set>

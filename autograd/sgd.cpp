@@ -1,3 +1,4 @@
+// Implements autograd/sgd.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp (hand-computed steps).
 #include "autograd/sgd.h"
 
 #include "tensor/ops.h"

@@ -1,3 +1,4 @@
+// Implements comm/communicator.h (the contract is documented there). Tested by tests/mpi/ (collectives, async, errors) and tests/cli/bench.sh.
 #include "comm/communicator.h"
 
 #include <algorithm>

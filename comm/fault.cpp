@@ -1,3 +1,4 @@
+// Implements comm/fault.h (the contract is documented there). Tested by tests/cli/bench.sh and tests/cli/train.sh (every fault kind).
 #include "comm/fault.h"
 
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// Implements comm/fingerprint.h (the contract is documented there). Tested by tests/cli/bench.sh mismatch.
 #include "comm/fingerprint.h"
 
 #include <cstring>

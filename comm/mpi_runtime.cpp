@@ -1,3 +1,4 @@
+// Implements comm/mpi_runtime.h (the contract is documented there). Tested by tests/cli (error exits, rank failure).
 #include "comm/mpi_runtime.h"
 
 #include <cstdio>

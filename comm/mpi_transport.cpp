@@ -1,3 +1,4 @@
+// Implements comm/mpi_transport.h (the contract is documented there). Tested by tests/mpi/ and tests/cli/bench.sh envelope.
 #include "comm/mpi_transport.h"
 
 #if RINGDP_HAVE_MPI

@@ -1,3 +1,4 @@
+// Implements comm/native_mpi.h (the contract is documented there). Tested by tests/mpi/test_collectives.cpp (algorithm native).
 #include "comm/native_mpi.h"
 
 #if RINGDP_HAVE_MPI

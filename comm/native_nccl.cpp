@@ -1,3 +1,4 @@
+// Implements comm/native_nccl.h (the contract is documented there). Tested by tests/cuda/test_nccl_local.cpp (on a GPU).
 #include "comm/native_nccl.h"
 
 #if RINGDP_HAVE_NCCL

@@ -1,3 +1,4 @@
+// Implements comm/nccl_transport.h (the contract is documented there). Tested by tests/cuda/test_nccl_local.cpp and tests/gpu/device_check.sh (on a GPU).
 #include "comm/nccl_transport.h"
 
 #if RINGDP_HAVE_NCCL

@@ -1,3 +1,4 @@
+// Implements comm/position.h (the contract is documented there). Tested by the watchdog report in tests/cli/bench.sh hang.
 #include "comm/position.h"
 
 #include <sstream>

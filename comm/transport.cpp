@@ -1,3 +1,4 @@
+// Implements comm/transport.h (the contract is documented there). Tested by tests/mpi/.
 #include "comm/transport.h"
 
 #include <cstring>

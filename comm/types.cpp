@@ -1,3 +1,4 @@
+// Implements comm/types.h (the contract is documented there). Tested by tests/mpi/test_comm_errors.cpp.
 #include "comm/types.h"
 
 #include "kernels/error.h"

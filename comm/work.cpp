@@ -1,3 +1,4 @@
+// Implements comm/work.h (the contract is documented there). Tested by tests/mpi/test_comm_async.cpp.
 #include "comm/work.h"
 
 namespace ringdp::comm {

@@ -1,3 +1,4 @@
+// Implements kernels/dtype.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp.
 #include "kernels/dtype.h"
 
 namespace ringdp {

@@ -1,3 +1,4 @@
+// Implements kernels/error.h (the contract is documented there). Tested by every REQUIRE_THROWS_WITH in the suites.
 #include "kernels/error.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// Implements tensor/device.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp.
 #include "tensor/device.h"
 
 #include <charconv>

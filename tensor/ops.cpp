@@ -1,3 +1,4 @@
+// Implements tensor/ops.h (the contract is documented there). Tested by tests/unit/ (tensor, autograd) and tests/cuda/.
 #include "tensor/ops.h"
 
 #include "kernels/elementwise.h"

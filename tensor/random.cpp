@@ -1,3 +1,4 @@
+// Implements tensor/random.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp (Random123 known-answer test).
 #include "tensor/random.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// Implements tensor/storage.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp (alignment).
 #include "tensor/storage.h"
 
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// Implements tensor/tensor.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp.
 #include "tensor/tensor.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Implements apps/bench/collectives.h (the contract is documented there). Tested by tests/cli/bench.sh (table, corrupt).
 #include "apps/bench/collectives.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// Implements apps/bench/fit.h (the contract is documented there). Tested by the bench summary in tests/cli/bench.sh table.
 #include "apps/bench/fit.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Implements apps/bench/soak.h (the contract is documented there). Tested by tests/cli/bench.sh soak.
 #include "apps/bench/soak.h"
 
 #include <fstream>

@@ -1,3 +1,4 @@
+// Implements apps/train/checkpoint.h (the contract is documented there). Tested by tests/cli/train.sh checkpoint and the fuzz corpus replay (tests/fuzz/).
 #include "apps/train/checkpoint.h"
 
 #include <fcntl.h>

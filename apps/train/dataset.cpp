@@ -1,3 +1,4 @@
+// Implements apps/train/dataset.h (the contract is documented there). Tested by tests/unit/test_csv.cpp and tests/cli/train.sh errors.
 #include "apps/train/dataset.h"
 
 #include <cerrno>

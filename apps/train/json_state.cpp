@@ -1,3 +1,4 @@
+// Implements apps/train/json_state.h (the contract is documented there). Tested by tests/cli/train.sh (errors, checkpoint).
 #include "apps/train/json_state.h"
 
 #include <fstream>

@@ -1,3 +1,4 @@
+// Implements apps/train/trainer.h (the contract is documented there). Tested by tests/cli/train.sh.
 #include "apps/train/trainer.h"
 
 #include <chrono>

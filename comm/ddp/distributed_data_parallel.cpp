@@ -1,3 +1,4 @@
+// Implements comm/ddp/distributed_data_parallel.h (the contract is documented there). Tested by tests/mpi/test_ddp.cpp.
 #include "comm/ddp/distributed_data_parallel.h"
 
 #include <sstream>

@@ -1,3 +1,4 @@
+// Implements comm/ddp/distributed_sampler.h (the contract is documented there). Tested by tests/mpi/test_ddp.cpp (the invariant depends on it).
 #include "comm/ddp/distributed_sampler.h"
 
 #include <numeric>

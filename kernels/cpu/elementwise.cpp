@@ -1,3 +1,4 @@
+// Implements kernels/elementwise.h (the contract is documented there). Tested by tests/unit/test_kernels.cpp.
 #include "kernels/elementwise.h"
 
 namespace ringdp::kernels {

@@ -1,3 +1,4 @@
+// Implements kernels/relu.h (the contract is documented there). Tested by tests/unit/test_kernels.cpp.
 #include "kernels/relu.h"
 
 namespace ringdp::kernels {

@@ -1,3 +1,4 @@
+// Implements kernels/sgd.h (the contract is documented there). Tested by tests/unit/test_kernels.cpp (hand-computed steps).
 #include "kernels/sgd.h"
 
 namespace ringdp::kernels {

@@ -53,9 +53,9 @@ void check_pair(const Tensor& input, const Tensor& output, const char* what) {
                ", output on ", output.device().str(), "; both must be on one device");
 }
 
-// The transports move host memory; a CUDA tensor is staged through a host copy (the NCCL
-// transport and overlapped pinned staging are issue 7).
-Tensor host_view(const Tensor& t) { return t.device().is_cpu() ? t : t.to(Device::cpu()); }
+// The MPI transport moves host memory; a CUDA tensor is staged through a host copy (overlapped
+// pinned staging is still to come). to() returns the tensor itself when it is already there.
+Tensor host_view(const Tensor& t) { return t.to(Device::cpu()); }
 void write_back(Tensor& target, const Tensor& host) {
   if (!target.is_same(host)) target.copy_from(host);
 }
@@ -71,6 +71,10 @@ struct Communicator::Call {
 
   /// The tensor the transport works on: itself over NCCL, a host copy over MPI.
   Tensor view(const Tensor& t) const { return on_device ? t : host_view(t); }
+  /// The library's own collective runs whenever asked for, except in a host world of one, where
+  /// there is no MPI communicator (ringdp's algorithms are then the identity). NCCL has one even
+  /// at size 1, and running it there is how the GPU tests exercise it.
+  bool use_native(int world_size) const { return algorithm == Algorithm::native && (world_size > 1 || on_device); }
 
   /// The element count to run with: n, changed by an injected fault, kept within the tensor.
   int64_t effective(int64_t n) const { return std::clamp<int64_t>(n + count_delta, 0, n); }
@@ -322,7 +326,7 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
     const int64_t n = call.effective(in.numel());
     Transport& transport = call.ctx.transport;
-    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
+    if (call.use_native(size_)) {
       native_all_reduce(call, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
     } else if (call.algorithm == Algorithm::recursive_doubling) {
       transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
@@ -351,11 +355,11 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
   return submit(CollectiveKind::reduce, input, input.numel(), algorithm, opts.async,
                 [this, input, output, root, op](Call& call) mutable {
     Tensor in = call.view(input);
-    // Only root's output is written, so only root needs a separate result buffer.
-    Tensor out = output.is_same(input) ? (rank_ == root ? in : empty(in.shape(), in.dtype(), in.device()))
-                                       : call.view(output);
+    // Only root's output is written (the tree accumulates elsewhere on other ranks, and the
+    // libraries ignore a non-root receive buffer), so other ranks pass their input in its place.
+    Tensor out = (rank_ == root && !output.is_same(input)) ? call.view(output) : in;
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
-    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
+    if (call.use_native(size_)) {
       native_reduce(call, in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op, root);
     } else {
       reduce_tree(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()), root);
@@ -385,7 +389,7 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
       const Tensor in = call.view(input);
       call.ctx.transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
     }
-    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
+    if (call.use_native(size_)) {
       native_broadcast(call, out.data_ptr(), out.numel(), out.dtype(), root);
     } else {
       if (call.algorithm == Algorithm::ring) broadcast_chain(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
@@ -405,7 +409,7 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
                 [this, input, output](Call& call) mutable {
     const Tensor in = call.view(input);
     Tensor out = call.view(output);
-    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
+    if (call.use_native(size_)) {
       native_all_gather(call, in.data_ptr(), out.data_ptr(), in.numel(), in.dtype());
     } else {
       all_gather_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()));
@@ -426,7 +430,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
     const Tensor in = call.view(input);
     Tensor out = call.view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
-    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
+    if (call.use_native(size_)) {
       native_reduce_scatter(call, in.data_ptr(), out.data_ptr(), out.numel(), in.dtype(), op);
     } else {
       reduce_scatter_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(out.numel()));
@@ -440,7 +444,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
 Work Communicator::barrier(CollectiveOptions opts) {
   const Algorithm algorithm = resolve(CollectiveKind::barrier, 0, opts.algorithm);
   return submit(CollectiveKind::barrier, Tensor(), 0, algorithm, opts.async, [this](Call& call) {
-    if (call.algorithm == Algorithm::native && (size_ > 1 || call.on_device)) {
+    if (call.use_native(size_)) {
 #if RINGDP_HAVE_MPI
       native::barrier(static_cast<MpiTransport&>(*transport_).comm());
 #endif

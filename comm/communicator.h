@@ -81,8 +81,6 @@ class Communicator {
   /// The algorithm `requested` resolves to for this collective and size (auto → a concrete
   /// one); an error when the collective has no such algorithm.
   Algorithm resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const;
-  /// Collectives issued so far (the next one's sequence number).
-  uint64_t issued() const { return sequence_; }
 
  private:
   Communicator(std::unique_ptr<Transport> transport, CommOptions options);

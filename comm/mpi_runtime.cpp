@@ -32,6 +32,10 @@ int launcher_world_size() {
   return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 1));
 }
 
+int launcher_rank() {
+  return env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", 0));
+}
+
 #if RINGDP_HAVE_MPI
 void mpi_ensure_initialized() {
   static std::once_flag once;
@@ -79,8 +83,7 @@ bool mpi_is_initialized() { return false; }
 [[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code) {
   const int world = launcher_world_size();
   if (world > 1) {
-    const int rank = env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", 0));
-    std::fprintf(stderr, "%s: rank %d: error: %s\n", prefix.c_str(), rank, message.c_str());
+    std::fprintf(stderr, "%s: rank %d: error: %s\n", prefix.c_str(), launcher_rank(), message.c_str());
   } else {
     std::fprintf(stderr, "%s: error: %s\n", prefix.c_str(), message.c_str());
   }

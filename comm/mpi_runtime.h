@@ -11,6 +11,9 @@ namespace ringdp::comm {
 bool launched_by_mpi_launcher();
 /// Ranks the launcher says the job has, or 1.
 int launcher_world_size();
+/// This process's rank as the launcher says (0 without one): usable before MPI is initialised,
+/// e.g. so that only rank 0 prints a command-line error every rank hits alike.
+int launcher_rank();
 
 /// Initialises MPI if it is not yet; no-op without MPI built in.
 void mpi_ensure_initialized();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "comm/mpi_runtime.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace ringdp::comm {
@@ -19,9 +20,8 @@ void nccl_check(ncclResult_t result, const char* call, const char* file, int lin
     hint = " (more ranks than GPUs on this node: run fewer ranks, or use --backend mpi, whose CUDA path stages "
            "through host memory; NCCL 2.30+ also allows several ranks per GPU with NCCL_MULTI_RANK_GPU_ENABLE=1)";
   }
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
   detail::throw_check_failure(file, line, nullptr,
-                              detail::concat("NCCL call `", call, "` failed on rank ", rank ? rank : "0", ": ",
+                              detail::concat("NCCL call `", call, "` failed on rank ", launcher_rank(), ": ",
                                              ncclGetErrorString(result), last && *last ? " - " : "",
                                              last ? last : "", hint));
 }

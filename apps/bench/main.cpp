@@ -114,8 +114,7 @@ int main(int argc, char** argv) {
   app.add_option("--soak", o.soak, "instead of the table: N random checked collectives, and a memory-growth check")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
   app.add_option("--seed", o.seed, "seed of the soak's random choices");
-  const char* rank_env = std::getenv("OMPI_COMM_WORLD_RANK");
-  const bool rank_zero = !rank_env || std::atoi(rank_env) == 0;
+  const bool rank_zero = comm::launcher_rank() == 0;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -28,10 +28,7 @@ CLI::Validator number_check(bool allow_zero) {
 const CLI::Validator kPositive = number_check(false);
 const CLI::Validator kNonNegative = number_check(true);
 
-bool is_rank_zero() {
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  return !rank || std::atoi(rank) == 0;
-}
+bool is_rank_zero() { return comm::launcher_rank() == 0; }
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -62,6 +62,12 @@ double expected_at(const CollectiveSpec& spec, const Case& c, int64_t index, int
 }
 }  // namespace
 
+double over_ranks(comm::Communicator& comm, double value, ReduceOp op) {
+  Tensor t = full({1}, value, DType::float64);
+  comm.all_reduce(t, op);
+  return t.item();
+}
+
 void fill_verifiable(const CollectiveSpec& spec, const Case& c, Tensor& input) {
   Tensor host(input.shape(), DType::float64);
   const int rank = c.comm.rank();

@@ -36,6 +36,9 @@ const CollectiveSpec& find_collective(const std::string& name);
 comm::Work run_collective(const CollectiveSpec& spec, const Case& c, Tensor& input, Tensor& output, bool async);
 /// Fills this rank's input with verifiable values.
 void fill_verifiable(const CollectiveSpec& spec, const Case& c, Tensor& input);
+/// `value` combined over all ranks with `op` (ringdp's own algorithms, so the watchdog covers it).
+double over_ranks(comm::Communicator& comm, double value, ReduceOp op);
+
 /// Wrong elements of this rank's output (not summed over ranks).
 int64_t count_wrong(const CollectiveSpec& spec, const Case& c, const Tensor& output);
 

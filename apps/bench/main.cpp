@@ -70,17 +70,12 @@ struct Row {
 
 // Combines this rank's time across ranks as -a says: 0 rank 0, 1 mean, 2 min, 3 max.
 double combine(comm::Communicator& comm, double seconds, int average) {
-  Tensor t = full({1}, seconds, DType::float64);
-  const ReduceOp op = average == 2 ? ReduceOp::min : average == 3 ? ReduceOp::max : ReduceOp::avg;
-  if (average == 0) comm.broadcast(t, 0);
-  else comm.all_reduce(t, op);
-  return t.item();
-}
-
-int64_t sum_over_ranks(comm::Communicator& comm, int64_t value) {
-  Tensor t = full({1}, static_cast<double>(value), DType::int64);
-  comm.all_reduce(t, ReduceOp::sum);
-  return static_cast<int64_t>(t.item());
+  if (average == 0) {
+    Tensor t = full({1}, seconds, DType::float64);
+    comm.broadcast(t, 0);
+    return t.item();
+  }
+  return over_ranks(comm, seconds, average == 2 ? ReduceOp::min : average == 3 ? ReduceOp::max : ReduceOp::avg);
 }
 
 }  // namespace
@@ -258,7 +253,7 @@ int main(int argc, char** argv) {
                   run_collective(*spec, c, input, output, false);
                   wrong += count_wrong(*spec, c, output);
                 }
-                wrong = sum_over_ranks(comm, wrong);
+                wrong = static_cast<int64_t>(over_ranks(comm, static_cast<double>(wrong), ReduceOp::sum));
                 total_wrong += wrong;
                 row.time_us[in_place] = seconds * 1e6;
                 row.algbw[in_place] = seconds > 0 ? static_cast<double>(row.bytes) / seconds / 1e9 : 0;

@@ -18,12 +18,6 @@ double resident_mb() {
   return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
-double max_over_ranks(comm::Communicator& comm, double value) {
-  Tensor t = full({1}, value, DType::float64);
-  comm.all_reduce(t, ReduceOp::max);
-  return t.item();
-}
-
 }  // namespace
 
 SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
@@ -62,12 +56,10 @@ SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
     run_collective(spec, c, input, output, false);
     wrong += count_wrong(spec, c, output);
     ++result.collectives;
-    if (i + 1 == std::max<int64_t>(count / 10, 1)) result.rss_after_warmup_mb = max_over_ranks(comm, resident_mb());
+    if (i + 1 == std::max<int64_t>(count / 10, 1)) result.rss_after_warmup_mb = over_ranks(comm, resident_mb(), ReduceOp::max);
   }
-  Tensor total = full({1}, static_cast<double>(wrong), DType::int64);
-  comm.all_reduce(total, ReduceOp::sum);
-  result.wrong = static_cast<int64_t>(total.item());
-  result.rss_at_end_mb = max_over_ranks(comm, resident_mb());
+  result.wrong = static_cast<int64_t>(over_ranks(comm, static_cast<double>(wrong), ReduceOp::sum));
+  result.rss_at_end_mb = over_ranks(comm, resident_mb(), ReduceOp::max);
   return result;
 }
 

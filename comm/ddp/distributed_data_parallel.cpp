@@ -121,6 +121,13 @@ void DistributedDataParallel::broadcast_and_verify() {
   }
 }
 
+std::string DistributedDataParallel::unready_names() const {
+  std::string names;
+  for (const Slot& s : slots_)
+    if (!s.ready) names += (names.empty() ? "" : ", ") + s.name;
+  return names;
+}
+
 void DistributedDataParallel::reset_iteration() {
   for (Slot& s : slots_) s.ready = false;
   for (Bucket& b : buckets_) {
@@ -134,10 +141,7 @@ void DistributedDataParallel::reset_iteration() {
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
   if (slots_ready_ != 0 && slots_ready_ != static_cast<int>(slots_.size())) {
-    std::string missing;
-    for (const Slot& s : slots_)
-      if (!s.ready) missing += (missing.empty() ? "" : ", ") + s.name;
-    RINGDP_FAIL("DDP: parameter(s) ", missing, " received no gradient in the last iteration; every parameter "
+    RINGDP_FAIL("DDP: parameter(s) ", unready_names(), " received no gradient in the last iteration; every parameter "
                 "must take part in the loss (unused parameters are not supported)");
   }
   reset_iteration();
@@ -146,21 +150,11 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
 
 void DistributedDataParallel::backward(const Tensor& loss) {
   const auto start = Clock::now();
-  in_backward_ = true;
   stats_ = DdpStepStats{};
-  try {
-    loss.backward();
-  } catch (...) {
-    in_backward_ = false;
-    throw;
-  }
-  in_backward_ = false;
+  loss.backward();
   stats_.backward_seconds = seconds(Clock::now() - start) - stats_.comm_wait_seconds;
   if (sync_enabled_ && !iteration_synced_) {
-    std::string missing;
-    for (const Slot& s : slots_)
-      if (!s.ready) missing += (missing.empty() ? "" : ", ") + s.name;
-    RINGDP_FAIL("DDP: parameter(s) ", missing, " received no gradient in this backward; every parameter must "
+    RINGDP_FAIL("DDP: parameter(s) ", unready_names(), " received no gradient in this backward; every parameter must "
                 "take part in the loss");
   }
   if (!sync_enabled_) reset_iteration();  // accumulating: the next backward starts afresh

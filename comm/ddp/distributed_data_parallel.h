@@ -90,6 +90,8 @@ class DistributedDataParallel {
   void launch_ready_buckets();
   void finish_iteration();
   void reset_iteration();
+  /// Names of the parameters whose gradient has not arrived this iteration, comma-separated.
+  std::string unready_names() const;
 
   std::shared_ptr<autograd::Module> module_;
   std::shared_ptr<comm::Communicator> comm_;
@@ -100,7 +102,6 @@ class DistributedDataParallel {
   int slots_ready_ = 0;
   bool sync_enabled_ = true;
   bool iteration_synced_ = false;   // this iteration's gradients have been averaged
-  bool in_backward_ = false;
   std::chrono::steady_clock::time_point backward_end_;
   DdpStepStats stats_;
 };

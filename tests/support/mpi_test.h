@@ -28,6 +28,9 @@ inline Device test_device() {
 
 /// Input of `rank` at `index` for op: small integers, exact in every dtype (bfloat16 too),
 /// and different per rank and per index so a misplaced chunk changes the result.
+/// apps/bench/verifiable.h computes the same kind of inputs for ringdp-bench; the two are kept
+/// apart on purpose (prod differs too: 1..3 here, powers of two there), so that the suite's
+/// expected results never come from the code shipped with what it checks.
 inline double input_value(int rank, int64_t index, ReduceOp op) {
   switch (op) {
     case ReduceOp::prod: return static_cast<double>((rank + index) % 3 + 1);

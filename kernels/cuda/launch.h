@@ -9,7 +9,7 @@
 
 #if defined(RINGDP_CUDA_EMULATOR)
 #include "kernels/emu/cuda_emu.h"
-#define RINGDP_DYNAMIC_SHARED(type, name) type* name = ::ringdp::emu::dynamic_shared<type>()
+#define RINGDP_DYNAMIC_SHARED(type, name) auto name = ::ringdp::emu::dynamic_shared<type>(#name)
 #define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) \
   (void)(stream), ::ringdp::emu::Launcher(#__VA_ARGS__, __VA_ARGS__, (grid), (block), (shared_bytes))
 #else

@@ -13,7 +13,9 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kMaxBlocks = 1024;
 
-__device__ double block_sum(double value, double* shared) {
+// Takes the array itself, not a decayed pointer, so the CPU emulator can check every access.
+template <typename SharedArray>
+__device__ double block_sum(double value, SharedArray& shared) {
   shared[threadIdx.x] = value;
   __syncthreads();
   for (int stride = kBlock / 2; stride > 0; stride /= 2) {

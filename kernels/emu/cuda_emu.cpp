@@ -40,7 +40,8 @@ void fiber_entry() {
   // Otherwise returning resumes uc_link: the scheduler.
 }
 
-void resume(BlockRun& run, Fiber& f) {
+// Not inlined: _setjmp must not share a frame with the scheduler's loop variables (-Wclobbered).
+[[gnu::noinline]] void resume(BlockRun& run, Fiber& f) {
   run.current = &f;
   if (!kFastSwitch) {
     swapcontext(&run.scheduler, &f.context);
@@ -56,15 +57,18 @@ void resume(BlockRun& run, Fiber& f) {
   }
 }
 
-std::string where(const BlockRun& run, const Fiber& f) {
-  std::ostringstream out;
-  out << "kernel " << run.kernel << ", block (" << g_block_idx.x << "," << g_block_idx.y << "," << g_block_idx.z
-      << "), thread (" << f.thread_idx.x << "," << f.thread_idx.y << "," << f.thread_idx.z << ")";
-  return out.str();
+// Never-repeating values for BlockRun::interval and warp_sync.
+uint64_t next_interval() {
+  static uint64_t counter = 0;
+  return ++counter;
 }
+
 
 void run_block(BlockRun& run) {
   const int threads = static_cast<int>(run.fibers.size());
+  run.block_first_interval = run.interval = next_interval();
+  run.block_serial = run.interval;
+  for (uint64_t& w : run.warp_sync) w = next_interval();
   for (int t = 0; t < threads; ++t) {
     Fiber& f = run.fibers[t];
     f.done = false;
@@ -99,6 +103,7 @@ void run_block(BlockRun& run) {
       }
       if (at_warp > 0 && at_warp == live) {
         for (int t = w * 32; t < end; ++t) run.fibers[t].wait = Fiber::Wait::none;
+        run.warp_sync[static_cast<size_t>(w)] = next_interval();
         released = true;
       }
     }
@@ -111,17 +116,18 @@ void run_block(BlockRun& run) {
           if (f.done && !gone) gone = &f;
           if (f.wait == Fiber::Wait::block && !waiting) waiting = &f;
         }
-        run.error = "divergent __syncthreads(): " + where(run, *gone) + " returned while " + where(run, *waiting) +
+        run.error = "divergent __syncthreads(): " + describe_where(gone->linear) + " returned while " + describe_where(waiting->linear) +
                     " waits at the barrier";
         return;
       }
       for (Fiber& f : run.fibers) f.wait = Fiber::Wait::none;
+      run.interval = next_interval();
       continue;
     }
     // Some wait at a warp operation that part of their warp never reaches.
     for (const Fiber& f : run.fibers) {
       if (f.wait == Fiber::Wait::warp) {
-        run.error = "warp operation not reached by the whole warp: " + where(run, f) + " waits for its warp";
+        run.error = "warp operation not reached by the whole warp: " + describe_where(f.linear) + " waits for its warp";
         return;
       }
     }
@@ -131,6 +137,45 @@ void run_block(BlockRun& run) {
 }
 
 }  // namespace
+
+std::string describe_block() {
+  std::ostringstream out;
+  out << "kernel " << block_run().kernel << ", block (" << g_block_idx.x << "," << g_block_idx.y << ","
+      << g_block_idx.z << ")";
+  return out.str();
+}
+
+std::string describe_thread(int linear) {
+  const dim3& t = block_run().fibers[static_cast<size_t>(linear)].thread_idx;
+  std::ostringstream out;
+  out << "thread (" << t.x << "," << t.y << "," << t.z << ")";
+  return out.str();
+}
+
+std::string describe_where(int linear) { return describe_block() + ", " + describe_thread(linear); }
+
+void fail_thread(std::string message) {
+  BlockRun& run = block_run();
+  if (run.error.empty()) run.error = std::move(message);
+  Fiber& f = *run.current;
+  f.done = true;
+  // Back to the scheduler for good: it sees the error and ends the launch. The fiber's frames
+  // are abandoned, not unwound (an exception cannot cross a fiber boundary).
+  if (!kFastSwitch) {
+    swapcontext(&f.context, &run.scheduler);
+  } else {
+    _longjmp(run.scheduler_resume, 1);
+  }
+  std::abort();  // a failed fiber is never resumed
+}
+
+void check_launch_bounds(long long bound, const char* bound_text) {
+  const BlockRun& run = block_run();
+  const long long threads = static_cast<long long>(run.fibers.size());
+  if (threads <= bound) return;
+  fail_thread(detail::concat("launch with ", threads, " threads per block exceeds the kernel's __launch_bounds__(",
+                             bound_text, ") = ", bound, " (a GPU refuses it too): ", describe_where(run.current->linear)));
+}
 
 void wait_at(Fiber::Wait scope) {
   BlockRun& run = block_run();
@@ -159,9 +204,10 @@ void run_launch(const char* kernel, dim3 grid, dim3 block, size_t shared_bytes, 
   for (auto& s : run.stacks)
     if (s.size() != stack) s.assign(stack, 0);
   run.warp_slots.assign((threads + 31) / 32, {});
+  run.warp_sync.assign((threads + 31) / 32, 0);
   RINGDP_CHECK(shared_bytes <= 228 * 1024, "emulated launch of ", kernel, " asks for ", shared_bytes,
                " bytes of dynamic shared memory (at most 227 KiB on sm_90)");
-  run.dynamic_shared.assign(shared_bytes, 0xA5);  // not zero: a GPU gives no initial value either
+  run.dynamic_shared.assign(shared_bytes, 0xFF);  // not zero: a GPU gives no initial value either
   for (unsigned z = 0, t = 0; z < block.z; ++z)
     for (unsigned y = 0; y < block.y; ++y)
       for (unsigned x = 0; x < block.x; ++x, ++t) {

@@ -1,18 +1,21 @@
 // A CPU emulator of the CUDA execution model, for tests only: the kernel sources in
-// kernels/cuda/ compile unchanged with g++ (RINGDP_CUDA_EMULATOR defined, kernels/emu/include
-// first on the include path) and run on the CPU under the cuda-emu suite.
+// kernels/cuda/ are instrumented by instrument.py (shared arrays, launch bounds; see there),
+// compiled by g++ with RINGDP_CUDA_EMULATOR defined and kernels/emu/include first on the include
+// path, and run on the CPU under the cuda-emu suite.
 //
 // How it runs a launch: blocks run one after another on the calling thread; the threads of a
 // block run as fibers (ucontext, one small stack each). A fiber runs until it reaches a barrier
 // (__syncthreads, or a warp operation) or returns; the scheduler then resumes the next one.
 // When every live thread of the block waits at __syncthreads they are all released; when every
-// live thread of a warp waits at a warp operation, that warp is released. `__shared__` is
-// `static`: one copy per kernel, which is per block because blocks never overlap.
+// live thread of a warp waits at a warp operation, that warp is released. A `__shared__` array is
+// one static SharedArray per kernel (shared.h), which is per block because blocks never overlap.
 //
 // Stricter than a GPU, where cheap: a __syncthreads() that some threads of a block never reach
-// (one returned while others wait), a warp operation not reached by the whole warp, and a block
-// of more than 1024 threads are errors naming the kernel, the block and the thread; the launch
-// throws ringdp::Error. Out-of-bounds global accesses are caught when built with ASan.
+// (one returned while others wait), a warp operation not reached by the whole warp, a block of
+// more than 1024 threads or of more than the kernel's __launch_bounds__, a shared-memory index out
+// of its array's dimension, and (checked mode, on by default) a shared-memory race or a read of
+// shared memory the block never wrote are errors naming the kernel, the block and the thread; the
+// launch throws ringdp::Error. Out-of-bounds global accesses are caught when built with ASan.
 // What it cannot show: speed, memory ordering between blocks or warps, real warp scheduling.
 #pragma once
 
@@ -31,14 +34,17 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/emu/shared.h"
 #include "kernels/error.h"
 
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __launch_bounds__(...)
-#define __shared__ static
+// instrument.py rewrites these two; meeting them here means a source skipped instrumentation.
+#define __launch_bounds__(...) RINGDP_EMU_SOURCE_NOT_INSTRUMENTED_BY_instrument_py
+#define __shared__ RINGDP_EMU_SOURCE_NOT_INSTRUMENTED_BY_instrument_py
+#define RINGDP_EMU_LAUNCH_BOUNDS(bound, text) ::ringdp::emu::check_launch_bounds((bound), (text))
 
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
@@ -73,6 +79,12 @@ struct BlockRun {
   std::string error;
   // Warp exchange slots: one 16-byte value per lane.
   std::vector<std::array<std::array<unsigned char, 16>, 32>> warp_slots;
+  // For the shared-memory checks: `interval` advances (from one counter that never repeats) at
+  // the start of every block and at every __syncthreads() release, so two accesses with the same
+  // interval had no barrier between them; warp_sync[w] likewise at every release of warp w.
+  uint64_t interval = 0, block_first_interval = 0, block_serial = 0;
+  std::vector<uint64_t> warp_sync;
+  SharedBase dynamic_view{"dynamic shared memory", nullptr, 0, 1, {0}};
 };
 
 BlockRun& block_run();
@@ -84,10 +96,23 @@ inline Fiber& current_fiber() { return *block_run().current; }
 void wait_at(Fiber::Wait scope);
 void run_launch(const char* kernel, dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body);
 
-/// The block's dynamic shared memory (the launch's third parameter), as T[].
+/// Ends the calling thread's launch with `message` (the launch then throws it as ringdp::Error).
+[[noreturn]] void fail_thread(std::string message);
+/// "kernel K, block (x,y,z)" for the block running now.
+std::string describe_block();
+/// "thread (x,y,z)" for the thread of the running block with the given linear index.
+std::string describe_thread(int linear);
+/// Both: "kernel K, block (x,y,z), thread (x,y,z)".
+std::string describe_where(int linear);
+/// Every thread's first act in a kernel declared with __launch_bounds__ (see instrument.py).
+void check_launch_bounds(long long bound, const char* bound_text);
+
+/// The launch's dynamic shared memory (its third parameter), checked, as T[bytes / sizeof(T)].
 template <typename T>
-T* dynamic_shared() {
-  return reinterpret_cast<T*>(block_run().dynamic_shared.data());
+SharedSpan<T> dynamic_shared(const char* name) {
+  BlockRun& run = block_run();
+  run.dynamic_view.rebind(run.dynamic_shared.data(), run.dynamic_shared.size() / sizeof(T), sizeof(T), name);
+  return SharedSpan<T>(&run.dynamic_view);
 }
 
 template <typename... Params>

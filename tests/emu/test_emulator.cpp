@@ -59,6 +59,43 @@ __global__ void divergent_kernel(int* out) {
   out[threadIdx.x] = 1;
 }
 
+// Declares a bound of 64 threads: a launch of more is refused, as a GPU refuses it.
+__global__ void __launch_bounds__(64) bounded_kernel(int* out) { out[threadIdx.x] = 1; }
+
+// Indexes a [4][8] shared array at (row, col) from thread 0: in bounds only for row < 4, col < 8.
+__global__ void index_kernel(int row, int col, float* out) {
+  __shared__ float grid2[4][8];
+  if (threadIdx.x == 0) {
+    grid2[row][col] = 1.0f;
+    *out = grid2[row][col];
+  }
+}
+
+// Every thread writes slot 0 in the same barrier interval.
+__global__ void write_write_kernel() {
+  __shared__ int slot[1];
+  slot[0] = static_cast<int>(threadIdx.x);
+}
+
+// Reads the neighbour's slot after the barrier, then overwrites its own without a second one.
+__global__ void write_after_read_kernel(int* out) {
+  __shared__ int tile[64];
+  const int t = threadIdx.x;
+  tile[t] = t;
+  __syncthreads();
+  out[t] = tile[(t + 1) % 64];
+  tile[t] = -t;
+}
+
+// Lanes exchange through shared memory: ordered by __syncwarp within a warp, a race without it.
+__global__ void warp_exchange_kernel(int* out, bool use_syncwarp) {
+  __shared__ int lanes[32];
+  const int t = threadIdx.x;
+  lanes[t] = t * 10;
+  if (use_syncwarp) __syncwarp();
+  out[t] = lanes[t ^ 1];
+}
+
 }  // namespace
 
 TEST_CASE("barriers order shared-memory writes before reads", "[emu]") {
@@ -66,8 +103,14 @@ TEST_CASE("barriers order shared-memory writes before reads", "[emu]") {
   std::iota(in.begin(), in.end(), 0);
   RINGDP_LAUNCH(2, 256, 0, nullptr, rotate_kernel)(in.data(), out.data(), true);
   for (int i = 0; i < 512; ++i) REQUIRE(out[i] == (i / 256) * 256 + (i % 256 + 1) % 256);
-  // Without the barrier thread t reads its neighbour's slot before the neighbour has run.
+  // Without the barrier thread t reads its neighbour's slot before the neighbour has run: the
+  // checked mode says so; unchecked, the result is wrong, as on a GPU.
+  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(2, 256, 0, nullptr, rotate_kernel)(in.data(), out.data(), false),
+                      Catch::Contains("read of uninitialised shared memory tile[1]") &&
+                          Catch::Contains("kernel rotate_kernel, block (0,0,0), thread (0,0,0)"));
+  ringdp::emu::set_racecheck(false);
   RINGDP_LAUNCH(2, 256, 0, nullptr, rotate_kernel)(in.data(), out.data(), false);
+  ringdp::emu::set_racecheck(true);
   int wrong = 0;
   for (int i = 0; i < 512; ++i) wrong += out[i] != (i / 256) * 256 + (i % 256 + 1) % 256;
   CHECK(wrong > 0);
@@ -110,4 +153,62 @@ TEST_CASE("more than 1024 threads per block is an error", "[emu]") {
   std::vector<float> in(2048), out(1);
   REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 2048, 0, nullptr, block_sum_kernel)(in.data(), out.data()),
                       Catch::Contains("2048 threads per block"));
+}
+
+TEST_CASE("a launch beyond the kernel's __launch_bounds__ is an error", "[emu]") {
+  std::vector<int> out(128, 0);
+  RINGDP_LAUNCH(1, 64, 0, nullptr, bounded_kernel)(out.data());
+  CHECK(out[63] == 1);
+  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 128, 0, nullptr, bounded_kernel)(out.data()),
+                      Catch::Contains("128 threads per block exceeds the kernel's __launch_bounds__(64)") &&
+                          Catch::Contains("kernel bounded_kernel, block (0,0,0), thread (0,0,0)"));
+}
+
+TEST_CASE("a shared-memory index out of its dimension is an error in every build", "[emu]") {
+  float out = 0;
+  RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(3, 7, &out);
+  CHECK(out == 1.0f);
+  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(4, 0, &out),
+                      Catch::Contains("index 4 out of bounds in dimension 1 of grid2[4][8] (valid: 0 to 3)") &&
+                          Catch::Contains("kernel index_kernel, block (0,0,0), thread (0,0,0)"));
+  // grid2[0][8] is grid2[1][0] in memory, but not in C++ nor in the kernel's intent.
+  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(0, 8, &out),
+                      Catch::Contains("index 8 out of bounds in dimension 2 of grid2[4][8]"));
+  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(-1, 0, &out), Catch::Contains("index -1"));
+  // Dynamic shared memory is bounded by the launch's byte count: 96 threads, room for 48 ints.
+  std::vector<int> in(96), rev(96);
+  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 96, 48 * sizeof(int), nullptr, reverse_kernel)(in.data(), rev.data()),
+                      Catch::Contains("index 48 out of bounds in dimension 1 of tile[48]") &&
+                          Catch::Contains("thread (48,0,0)"));
+}
+
+TEST_CASE("checked mode reports shared-memory races naming both threads", "[emu]") {
+  REQUIRE(ringdp::emu::racecheck());
+  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(2, 32, 0, nullptr, write_write_kernel)(),
+                      Catch::Contains("shared-memory race (write after write) on slot[0] in kernel write_write_kernel, "
+                                      "block (0,0,0): thread (0,0,0) wrote it and thread (1,0,0) writes it"));
+  std::vector<int> out(64);
+  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 64, 0, nullptr, write_after_read_kernel)(out.data()),
+                      Catch::Contains("race (write after read) on tile[1]") &&
+                          Catch::Contains("thread (0,0,0) read it and thread (1,0,0) writes it"));
+  // Read after write: lane 1 wrote lanes[1] before lane 0 reads it, nothing ordering the two.
+  ringdp::emu::set_racecheck(false);
+  RINGDP_LAUNCH(1, 32, 0, nullptr, write_after_read_kernel)(out.data());  // unchecked: runs
+  ringdp::emu::set_racecheck(true);
+}
+
+TEST_CASE("__syncwarp orders shared memory within a warp, and only there", "[emu]") {
+  std::vector<int> out(32, -1);
+  RINGDP_LAUNCH(1, 32, 0, nullptr, warp_exchange_kernel)(out.data(), true);
+  for (int t = 0; t < 32; ++t) REQUIRE(out[t] == (t ^ 1) * 10);
+  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 32, 0, nullptr, warp_exchange_kernel)(out.data(), false),
+                      Catch::Contains("shared-memory race (read after write) on lanes[0]") ||
+                          Catch::Contains("uninitialised shared memory lanes[1]"));
+}
+
+TEST_CASE("the emulator runs the next launch normally after a failed one", "[emu]") {
+  float out = 0;
+  CHECK_THROWS(RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(9, 0, &out));
+  RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(1, 1, &out);
+  CHECK(out == 1.0f);
 }

@@ -12,6 +12,7 @@
 #include "comm/fault.h"
 #include "comm/envelope.h"
 #include "comm/fingerprint.h"
+#include "comm/mpi_cuda_transport.h"
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
 #include "comm/native_mpi.h"
@@ -53,8 +54,9 @@ void check_pair(const Tensor& input, const Tensor& output, const char* what) {
                ", output on ", output.device().str(), "; both must be on one device");
 }
 
-// The MPI transport moves host memory; a CUDA tensor is staged through a host copy (overlapped
-// pinned staging is still to come). to() returns the tensor itself when it is already there.
+// Where a collective works on host copies (host tensors; CUDA tensors given to MPI's own
+// collectives without CUDA-aware MPI; user send/recv), the copy is made here. to() returns the
+// tensor itself when it is already on the host.
 Tensor host_view(const Tensor& t) { return t.to(Device::cpu()); }
 void write_back(Tensor& target, const Tensor& host) {
   if (!target.is_same(host)) target.copy_from(host);
@@ -66,15 +68,18 @@ struct Communicator::Call {
   CollectiveContext ctx;
   Algorithm algorithm;
   int64_t count_delta = 0;  ///< RINGDP_FAULT count: run with this many elements more (or fewer)
-  bool on_device = false;   ///< CUDA tensors over NCCL: no host staging, device pointers throughout
+  bool on_device = false;   ///< device pointers throughout (NCCL, or MpiCudaTransport): no host copies
   std::function<void()> settle;  ///< waits for enqueued device work (no-op on the host path)
+  Route route = Route::host;
 
   /// The tensor the transport works on: itself over NCCL, a host copy over MPI.
   Tensor view(const Tensor& t) const { return on_device ? t : host_view(t); }
   /// The library's own collective runs whenever asked for, except in a host world of one, where
   /// there is no MPI communicator (ringdp's algorithms are then the identity). NCCL has one even
   /// at size 1, and running it there is how the GPU tests exercise it.
-  bool use_native(int world_size) const { return algorithm == Algorithm::native && (world_size > 1 || on_device); }
+  bool use_native(int world_size) const {
+    return algorithm == Algorithm::native && (world_size > 1 || route == Route::nccl);
+  }
 
   /// The element count to run with: n, changed by an injected fault, kept within the tensor.
   int64_t effective(int64_t n) const { return std::clamp<int64_t>(n + count_delta, 0, n); }
@@ -180,7 +185,7 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
 
 Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t count,
                           Algorithm algorithm, bool async, std::function<void(Call&)> body, ReduceOp op, int root,
-                          bool device) {
+                          Route route) {
   const uint64_t sequence = sequence_++;
   const DType dtype = reference.defined() ? reference.dtype() : DType::float32;
   const FaultPlan& faults = FaultPlan::from_environment();
@@ -198,7 +203,7 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
     if (const Fault* f = faults.find(Fault::Kind::count, rank_, sequence)) count_delta = f->delta;
     corrupt = faults.find(Fault::Kind::corrupt, rank_, sequence) != nullptr;
   }
-  auto task = [this, kind, sequence, dtype, count, algorithm, delay_ms, count_delta, corrupt, op, root, device,
+  auto task = [this, kind, sequence, dtype, count, algorithm, delay_ms, count_delta, corrupt, op, root, route,
                body = std::move(body)] {
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     position_ = Position{};
@@ -207,22 +212,41 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
     position_.algorithm = algorithm;
     position_.count = count;
     position_.dtype = dtype;
-    Transport& transport = device ? device_transport() : *transport_;
+    // MPI's own collectives take host copies of CUDA tensors unless MPI is CUDA-aware.
+    Transport* device = route == Route::nccl ? &nccl_transport() : route == Route::mpi_cuda ? &mpi_cuda_transport() : nullptr;
+#if RINGDP_HAVE_CUDA
+    if (route == Route::mpi_cuda && algorithm == Algorithm::native &&
+        static_cast<MpiCudaTransport*>(device)->path() != MpiCudaTransport::Path::cuda_aware)
+      device = nullptr;
+#endif
+    Transport& transport = device ? *device : *transport_;
+    // The corrupt fault flips a bit from the host, so it applies where messages land in host memory.
     Call call{CollectiveContext{transport, dtype, ReduceOp::sum, position_, options_.segment_bytes,
-                                trace_, encode_tag(kind, dtype, sequence), requests_, corrupt},
-              algorithm, count_delta, device, [] {}};
+                                trace_, encode_tag(kind, dtype, sequence), requests_, corrupt && !device},
+              algorithm, count_delta, device != nullptr, [] {}, route};
     transport.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
 #if RINGDP_HAVE_NCCL
-    if (device) {
+    if (device && route == Route::nccl) {
       auto& nccl = static_cast<NcclTransport&>(transport);
       nccl.wait_for_compute();  // the inputs were written on the compute (default) stream
       call.settle = [&nccl] { nccl.synchronize(); };
     }
 #endif
+#if RINGDP_HAVE_CUDA
+    if (device && route == Route::mpi_cuda) {
+      auto& cuda = static_cast<MpiCudaTransport&>(transport);
+      cuda.wait_for_compute();
+      call.settle = [&cuda] { cuda.synchronize(); };
+    }
+#endif
     if (check_calls_ && size_ > 1 && kind != CollectiveKind::send && kind != CollectiveKind::recv) {
       const Fingerprint mine{static_cast<int64_t>(kind), static_cast<int64_t>(op), static_cast<int64_t>(dtype),
                              call.effective(count), root, static_cast<int64_t>(sequence)};
-      const std::string mismatch = compare_fingerprints(call.ctx, mine);
+      // A host-side check: its exchange runs over the host transport whatever the tensors' device.
+      transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+      CollectiveContext host{*transport_, dtype, ReduceOp::sum, position_, options_.segment_bytes,
+                             trace_, call.ctx.tag, requests_, false};
+      const std::string mismatch = compare_fingerprints(host, mine);
       if (!mismatch.empty()) {
         std::fprintf(stderr, "ringdp: rank %d: %s; ending the job\n", rank_, mismatch.c_str());
         abort_job(1);
@@ -272,20 +296,21 @@ void Communicator::worker_loop() {
   }
 }
 
-bool Communicator::on_nccl(const Tensor& t) const {
+Communicator::Route Communicator::route_for(const Tensor& t) const {
   if (options_.backend == "nccl") {
     RINGDP_CHECK(RINGDP_HAVE_NCCL, "--backend nccl: ringdp was built without NCCL (configure with -Dnccl=enabled "
                  "on a machine with CUDA and NCCL)");
     RINGDP_CHECK(!t.defined() || t.device().is_cuda(), "--backend nccl needs CUDA tensors; got a tensor on ",
                  t.device().str(), " (use --backend mpi or auto for host tensors)");
-    return t.defined();
+    return t.defined() ? Route::nccl : Route::host;
   }
-  return RINGDP_HAVE_NCCL && options_.backend == "auto" && t.defined() && t.device().is_cuda();
+  if (!t.defined() || !t.device().is_cuda()) return Route::host;
+  return RINGDP_HAVE_NCCL && options_.backend == "auto" ? Route::nccl : Route::mpi_cuda;
 }
 
-Transport& Communicator::device_transport() {
+Transport& Communicator::nccl_transport() {
 #if RINGDP_HAVE_NCCL
-  if (!device_transport_) {
+  if (!nccl_transport_) {
     std::function<void(void*, size_t)> broadcast_id = [](void*, size_t) {};
 #if RINGDP_HAVE_MPI
     if (auto* mpi = dynamic_cast<MpiTransport*>(transport_.get())) {
@@ -293,11 +318,30 @@ Transport& Communicator::device_transport() {
       broadcast_id = [comm](void* id, size_t bytes) { MPI_CHECK(MPI_Bcast(id, static_cast<int>(bytes), MPI_BYTE, 0, comm)); };
     }
 #endif
-    device_transport_ = std::make_unique<NcclTransport>(rank_, size_, local_rank_, broadcast_id, options_.timeout);
+    nccl_transport_ = std::make_unique<NcclTransport>(rank_, size_, local_rank_, broadcast_id, options_.timeout);
   }
-  return *device_transport_;
+  return *nccl_transport_;
 #else
   RINGDP_FAIL("the NCCL transport is not built in");
+#endif
+}
+
+Transport& Communicator::mpi_cuda_transport() {
+#if RINGDP_HAVE_CUDA
+  if (!mpi_cuda_transport_) {
+    bool over_mpi = false;
+#if RINGDP_HAVE_MPI
+    over_mpi = dynamic_cast<MpiTransport*>(transport_.get()) != nullptr;
+#endif
+    const auto path = over_mpi && mpi_cuda_aware() ? MpiCudaTransport::Path::cuda_aware : MpiCudaTransport::Path::staged;
+    mpi_cuda_transport_ = std::make_unique<MpiCudaTransport>(*transport_, local_rank_, path);
+    const char* debug = std::getenv("RINGDP_DEBUG");
+    if (debug && rank_ == 0 && (std::strcmp(debug, "INFO") == 0 || std::strcmp(debug, "DETAIL") == 0))
+      std::fprintf(stderr, "ringdp: CUDA tensors over MPI: %s\n", path_name(path));
+  }
+  return *mpi_cuda_transport_;
+#else
+  RINGDP_FAIL("CUDA tensors need a build with CUDA");
 #endif
 }
 
@@ -338,7 +382,7 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     call.settle();
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
-  }, op, -1, on_nccl(input));
+  }, op, -1, route_for(input));
 }
 
 Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptions opts) {
@@ -369,7 +413,7 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
       if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
       write_back(output, out);
     }
-  }, op, root, on_nccl(input));
+  }, op, root, route_for(input));
 }
 
 Work Communicator::broadcast(Tensor& tensor, int root, CollectiveOptions opts) {
@@ -397,7 +441,7 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
     }
     call.settle();
     write_back(output, out);
-  }, ReduceOp::sum, root, on_nccl(input));
+  }, ReduceOp::sum, root, route_for(input));
 }
 
 Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOptions opts) {
@@ -416,7 +460,7 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
     }
     call.settle();
     write_back(output, out);
-  }, ReduceOp::sum, -1, on_nccl(input));
+  }, ReduceOp::sum, -1, route_for(input));
 }
 
 Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op, CollectiveOptions opts) {
@@ -438,7 +482,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
     call.settle();
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
-  }, op, -1, on_nccl(input));
+  }, op, -1, route_for(input));
 }
 
 Work Communicator::barrier(CollectiveOptions opts) {
@@ -459,7 +503,7 @@ Work Communicator::barrier(CollectiveOptions opts) {
 #if RINGDP_HAVE_NCCL
 #define RINGDP_NCCL_OR_MPI(nccl_call, mpi_call)                                        \
   do {                                                                                 \
-    if (call.on_device) {                                                              \
+    if (call.route == Route::nccl) {                                                   \
       auto& nccl = static_cast<NcclTransport&>(call.ctx.transport);                   \
       native_nccl::nccl_call;                                                          \
       return;                                                                          \
@@ -470,7 +514,13 @@ Work Communicator::barrier(CollectiveOptions opts) {
 #define RINGDP_NCCL_OR_MPI(nccl_call, mpi_call) RINGDP_MPI_NATIVE(mpi_call)
 #endif
 #if RINGDP_HAVE_MPI
-#define RINGDP_MPI_NATIVE(mpi_call) native::mpi_call
+// With CUDA-aware MPI the pointers are device memory that MPI reads outside stream order, so the
+// work that wrote them finishes first.
+#define RINGDP_MPI_NATIVE(mpi_call) \
+  do {                              \
+    if (call.on_device) call.settle(); \
+    native::mpi_call;               \
+  } while (0)
 #else
 #define RINGDP_MPI_NATIVE(mpi_call) RINGDP_FAIL("native collectives need MPI")
 #endif

@@ -85,25 +85,30 @@ class Communicator {
  private:
   Communicator(std::unique_ptr<Transport> transport, CommOptions options);
   struct Call;
+  /// Where a collective's tensors travel: host memory over MPI (or a world of one), CUDA memory
+  /// over NCCL, or CUDA memory over MPI (MpiCudaTransport: CUDA-aware or staged).
+  enum class Route { host, nccl, mpi_cuda };
   Work submit(CollectiveKind kind, const Tensor& reference, int64_t count, Algorithm algorithm,
               bool async, std::function<void(Call&)> body, ReduceOp op = ReduceOp::sum, int root = -1,
-              bool device = false);
+              Route route = Route::host);
   /// Posts one send or receive; the async form completes it outside the ordered queue.
   Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async);
   void worker_loop();
   [[noreturn]] void on_deadline();
-  /// True when a collective on `t` runs over NCCL (checks the backend against the device).
-  bool on_nccl(const Tensor& t) const;
+  /// The route of a collective on `t` (checks the backend against the device).
+  Route route_for(const Tensor& t) const;
   // The libraries' own collectives, dispatched to NCCL or MPI by where the call runs.
   void native_all_reduce(Call& call, const void* in, void* out, int64_t n, DType dtype, ReduceOp op);
   void native_reduce(Call& call, const void* in, void* out, int64_t n, DType dtype, ReduceOp op, int root);
   void native_broadcast(Call& call, void* buf, int64_t n, DType dtype, int root);
   void native_all_gather(Call& call, const void* in, void* out, int64_t chunk, DType dtype);
   void native_reduce_scatter(Call& call, const void* in, void* out, int64_t chunk, DType dtype, ReduceOp op);
-  Transport& device_transport();
+  Transport& nccl_transport();
+  Transport& mpi_cuda_transport();
 
   std::unique_ptr<Transport> transport_;
-  std::unique_ptr<Transport> device_transport_;  // NCCL, created by the first CUDA collective
+  std::unique_ptr<Transport> nccl_transport_;      // created by the first CUDA collective on NCCL
+  std::unique_ptr<Transport> mpi_cuda_transport_;  // created by the first CUDA collective on MPI
   CommOptions options_;
   const char* backend_ = "local";
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;

@@ -125,6 +125,12 @@ void NcclTransport::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
+Transport::Buffer NcclTransport::allocate(size_t bytes) {
+  void* p = nullptr;
+  CUDA_CHECK(cudaMalloc(&p, bytes));
+  return Buffer(p, [](void* q) { cudaFree(q); });
+}
+
 void NcclTransport::wait_for_compute() {
   CUDA_CHECK(cudaEventRecord(compute_done_, 0));
   CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));

@@ -41,6 +41,7 @@ class NcclTransport final : public Transport {
   bool test(Request& request) override;
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
+  Buffer allocate(size_t bytes) override;  // device memory: NCCL moves device buffers only
 
   /// Blocks until everything enqueued has finished, polling against the deadline.
   void synchronize();

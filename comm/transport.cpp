@@ -1,7 +1,9 @@
 // Implements comm/transport.h (the contract is documented there). Tested by tests/mpi/.
 #include "comm/transport.h"
 
+#include <algorithm>
 #include <cstring>
+#include <new>
 #include <exception>
 
 #include "kernels/error.h"
@@ -10,9 +12,17 @@ namespace ringdp::comm {
 
 void* Transport::scratch(int slot, size_t bytes) {
   if (scratch_.size() <= static_cast<size_t>(slot)) scratch_.resize(slot + 1);
-  auto& buffer = scratch_[slot];
-  if (buffer.size() < bytes) buffer.resize(bytes);
-  return buffer.data();
+  Scratch& s = scratch_[slot];
+  if (!s.buffer || s.bytes < bytes) {
+    s.buffer = allocate(std::max<size_t>(bytes, 1));
+    s.bytes = bytes;
+  }
+  return s.buffer.get();
+}
+
+Transport::Buffer Transport::allocate(size_t bytes) {
+  return Buffer(::operator new(bytes, std::align_val_t{64}),
+                [](void* p) { ::operator delete(p, std::align_val_t{64}); });
 }
 
 void Transport::expire() {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -50,6 +51,11 @@ class Transport {
   /// kept across collectives so the algorithms allocate nothing per step.
   void* scratch(int slot, size_t bytes);
 
+  /// Memory the transport's operations can use: host memory here; device memory for the
+  /// transports of CUDA tensors, whose sends, receives and reductions take device pointers.
+  using Buffer = std::unique_ptr<void, void (*)(void*)>;
+  virtual Buffer allocate(size_t bytes);
+
   void set_deadline(Clock::time_point deadline, std::function<void()> on_expiry) {
     deadline_ = deadline;
     on_expiry_ = std::move(on_expiry);
@@ -62,7 +68,11 @@ class Transport {
  private:
   Clock::time_point deadline_ = Clock::time_point::max();
   std::function<void()> on_expiry_;
-  std::vector<std::vector<std::byte>> scratch_;
+  struct Scratch {
+    Buffer buffer{nullptr, nullptr};
+    size_t bytes = 0;
+  };
+  std::vector<Scratch> scratch_;
 };
 
 /// A world of one: every collective is local, so nothing is ever sent.

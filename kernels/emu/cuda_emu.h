@@ -115,6 +115,11 @@ SharedSpan<T> dynamic_shared(const char* name) {
   return SharedSpan<T>(&run.dynamic_view);
 }
 
+/// Makes streams asynchronous (see runtime.cpp): enqueued work runs later, in order.
+void set_deferred_streams(bool on);
+/// Runs `work` now, or queues it behind earlier stream work when streams are deferred.
+void enqueue(std::function<void()> work);
+
 template <typename... Params>
 struct Launcher {
   const char* name;
@@ -125,9 +130,11 @@ struct Launcher {
       : name(n), kernel(k), grid(g), block(b), shared_bytes(shared) {}
   template <typename... Args>
   void operator()(Args&&... args) const {
+    // The arguments are copied now, as a launch copies them, whenever the kernel runs.
     std::tuple<Params...> bound(static_cast<Params>(args)...);
-    auto k = kernel;
-    run_launch(name, grid, block, shared_bytes, [k, &bound] { std::apply(k, bound); });
+    enqueue([k = kernel, bound, n = name, g = grid, b = block, shared = shared_bytes] {
+      run_launch(n, g, b, shared, [k, &bound] { std::apply(k, bound); });
+    });
   }
 };
 

@@ -88,10 +88,17 @@ else
   if command -v mpirun >/dev/null && [ -x "$build/tests/mpi/test_mpi_collectives" ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
     for np in 2 4; do
-      RINGDP_TEST_DEVICE=cuda RINGDP_BACKEND=mpi timeout 200 mpirun -np $np --oversubscribe -x RINGDP_TEST_DEVICE -x RINGDP_BACKEND \
+      RINGDP_DEBUG=INFO RINGDP_TEST_DEVICE=cuda RINGDP_BACKEND=mpi timeout 200 mpirun -np $np --oversubscribe \
+        -x RINGDP_DEBUG -x RINGDP_TEST_DEVICE -x RINGDP_BACKEND \
         "$build/tests/mpi/test_mpi_collectives" '[all_reduce],[broadcast],[reduce_scatter]' >"$out/mpi-fallback-np$np.log" 2>&1
-      note "| $np ranks, one GPU, CUDA tensors over the MPI fallback | exit $? |"
+      rc=$?
+      note "| $np ranks, one GPU, CUDA tensors over the MPI fallback ($(grep -m1 -o 'over MPI: .*' "$out/mpi-fallback-np$np.log" || echo 'path not printed')) | exit $rc |"
     done
+    # The staged fallback's bandwidth: ringdp's ring (per-segment staging, overlapped) against MPI's
+    # own all-reduce on whole-tensor host copies, in the same run.
+    timeout 120 mpirun -np 2 --oversubscribe "$build/apps/bench/ringdp-bench" --backend mpi --device cuda \
+      --algo all -b 1M -e 64M -f 4 -n 10 -w 3 >"$out/bench-mpi-cuda.log" 2>&1
+    note "| ringdp-bench --backend mpi --device cuda, 2 ranks | exit $? (bench-mpi-cuda.log) |"
     nccl_minor=$(grep -E 'define NCCL_MINOR ' "$nccl_h" 2>/dev/null | awk '{print $3}')
     if [ "${nccl_minor:-0}" -ge 30 ]; then
       NCCL_MULTI_RANK_GPU_ENABLE=1 RINGDP_TEST_DEVICE=cuda RINGDP_BACKEND=nccl timeout 200 mpirun -np 2 --oversubscribe \

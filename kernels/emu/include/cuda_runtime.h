@@ -1,14 +1,17 @@
-// Emulator stand-in for CUDA's runtime header: the types and calls kernels/cuda/ uses, run on
-// the host (streams and events are synchronous no-ops). Tests only.
+// Emulator stand-in for CUDA's runtime header: the types and calls kernels/cuda/ and the MPI
+// transport of CUDA tensors use, run on the host (kernels/emu/runtime.cpp). Streams are
+// synchronous unless ringdp::emu::set_deferred_streams(true) makes them asynchronous. Tests only.
 #pragma once
 
 #include <cstddef>
 
 #include "kernels/emu/cuda_emu.h"
 
-enum cudaError_t { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorInvalidValue = 1 };
+enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorNotReady = 600 };
 enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
 using cudaStream_t = struct CUstream_emu*;
+using cudaEvent_t = struct CUevent_emu*;
+constexpr unsigned cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2;
 
 const char* cudaGetErrorName(cudaError_t);
 const char* cudaGetErrorString(cudaError_t);
@@ -25,6 +28,15 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 cudaError_t cudaMemset(void* p, int value, size_t bytes);
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t);
 cudaError_t cudaStreamSynchronize(cudaStream_t);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaEventQuery(cudaEvent_t event);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
 template <typename T>
 cudaError_t cudaMallocAsync(T** p, size_t bytes, cudaStream_t) {
   return cudaMalloc(reinterpret_cast<void**>(p), bytes);

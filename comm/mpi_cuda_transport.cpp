@@ -1,0 +1,308 @@
+// Implements comm/mpi_cuda_transport.h (the contract is documented there). Tested by
+// tests/mpi/test_mpi_cuda_staging.cpp (under mpirun, on the CPU emulator's asynchronous streams)
+// and tests/gpu/device_check.sh (the mpi suite on CUDA tensors, on a GPU).
+#include "comm/mpi_cuda_transport.h"
+
+#if RINGDP_HAVE_CUDA || defined(RINGDP_CUDA_EMULATOR)
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/reduce_into.h"
+
+#if RINGDP_HAVE_MPI
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
+#endif
+#endif
+
+namespace ringdp::comm {
+
+bool mpi_cuda_aware() {
+  if (const char* env = std::getenv("RINGDP_MPI_CUDA_AWARE"); env && *env) return std::strcmp(env, "0") != 0;
+#if RINGDP_HAVE_MPI && defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+const char* path_name(MpiCudaTransport::Path path) {
+  return path == MpiCudaTransport::Path::cuda_aware ? "CUDA-aware MPI" : "staged through pinned host memory";
+}
+
+MpiCudaTransport::MpiCudaTransport(Transport& host, int local_rank, Path path, Window window)
+    : host_(host), path_(path), window_(window) {
+  RINGDP_CHECK(window.bytes > 0 && window.messages > 0, "MpiCudaTransport: empty staging window");
+  int devices = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&devices));
+  RINGDP_CHECK(devices > 0, "CUDA tensors over MPI need a CUDA device; none is visible");
+  CUDA_CHECK(cudaSetDevice(local_rank % devices));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
+}
+
+MpiCudaTransport::~MpiCudaTransport() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  for (cudaEvent_t e : all_events_) cudaEventDestroy(e);
+  for (Pinned& p : pinned_) cudaFreeHost(p.data);
+  if (compute_done_) cudaEventDestroy(compute_done_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+Transport::Buffer MpiCudaTransport::allocate(size_t bytes) {
+  void* p = nullptr;
+  CUDA_CHECK(cudaMalloc(&p, bytes));
+  return Buffer(p, [](void* q) { cudaFree(q); });
+}
+
+size_t MpiCudaTransport::pinned_bytes() const {
+  size_t total = 0;
+  for (const Pinned& p : pinned_) total += p.bytes;
+  return total;
+}
+
+int MpiCudaTransport::acquire_pinned(size_t bytes) {
+  int best = -1;
+  for (size_t i = 0; i < pinned_.size(); ++i) {
+    const Pinned& p = pinned_[i];
+    if (!p.busy && p.bytes >= bytes && (best < 0 || p.bytes < pinned_[static_cast<size_t>(best)].bytes))
+      best = static_cast<int>(i);
+  }
+  if (best < 0) {
+    // Powers of two from 4 KiB: a buffer serves every later message of its size class.
+    Pinned p;
+    p.bytes = 4096;
+    while (p.bytes < bytes) p.bytes *= 2;
+    CUDA_CHECK(cudaMallocHost(&p.data, p.bytes));
+    pinned_.push_back(p);
+    best = static_cast<int>(pinned_.size()) - 1;
+  }
+  pinned_[static_cast<size_t>(best)].busy = true;
+  return best;
+}
+
+void MpiCudaTransport::release_pinned(Message& m, size_t& in_flight_bytes, int& in_flight) {
+  if (m.pinned < 0) return;
+  pinned_[static_cast<size_t>(m.pinned)].busy = false;
+  m.pinned = -1;
+  in_flight_bytes -= m.bytes;
+  --in_flight;
+}
+
+cudaEvent_t MpiCudaTransport::acquire_event() {
+  if (!events_.empty()) {
+    cudaEvent_t e = events_.back();
+    events_.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  all_events_.push_back(e);
+  return e;
+}
+
+size_t MpiCudaTransport::post(const Message& m) {
+  size_t slot;
+  if (!free_slots_.empty()) {
+    slot = static_cast<size_t>(free_slots_.back());
+    free_slots_.pop_back();
+    messages_[slot] = m;
+  } else {
+    slot = messages_.size();
+    messages_.push_back(m);
+  }
+  return slot;
+}
+
+MpiCudaTransport::Message& MpiCudaTransport::message_of(const Request& r) {
+  RINGDP_CHECK(r.handle >= 1 && r.handle <= messages_.size() &&
+                   messages_[r.handle - 1].state != Message::State::idle,
+               "MpiCudaTransport: request ", r.handle, " is not in flight");
+  return messages_[r.handle - 1];
+}
+
+Request MpiCudaTransport::isend(int peer, const void* data, size_t bytes, int tag) {
+  Message m;
+  m.device = const_cast<void*>(data);
+  m.bytes = bytes;
+  m.peer = peer;
+  m.tag = tag;
+  if (path_ == Path::cuda_aware) {
+    // MPI reads device memory outside stream order: whatever wrote it must have finished.
+    if (bytes > 0) synchronize();
+    m.host = host_.isend(peer, data, bytes, tag);
+    m.state = Message::State::sending;
+  } else {
+    m.state = Message::State::queued;
+  }
+  const size_t slot = post(m);
+  if (m.state == Message::State::queued) {
+    // Even an empty message (the barrier's) queues behind earlier sends, to keep their order.
+    sends_.push_back(slot);
+    progress();
+  }
+  return Request{slot + 1, peer, tag, bytes, false};
+}
+
+Request MpiCudaTransport::irecv(int peer, void* data, size_t bytes, int tag) {
+  Message m;
+  m.device = data;
+  m.bytes = bytes;
+  m.peer = peer;
+  m.tag = tag;
+  if (path_ == Path::cuda_aware) {
+    // MPI will write device memory that enqueued work may still read: let that finish first.
+    if (bytes > 0) synchronize();
+    m.host = host_.irecv(peer, data, bytes, tag);
+    m.state = Message::State::receiving;
+  } else {
+    m.state = Message::State::queued;
+  }
+  const size_t slot = post(m);
+  if (m.state == Message::State::queued) {
+    receives_.push_back(slot);
+    progress();
+  }
+  return Request{slot + 1, peer, tag, bytes, true};
+}
+
+namespace {
+bool fired(cudaEvent_t e) {
+  const cudaError_t state = cudaEventQuery(e);
+  if (state == cudaErrorNotReady) return false;
+  CUDA_CHECK(state);
+  return true;
+}
+}  // namespace
+
+void MpiCudaTransport::advance(Message& m) {
+  using S = Message::State;
+  if (m.state == S::sending && host_.test(m.host)) {
+    release_pinned(m, sending_bytes_, sending_);  // MPI is done with the pinned copy
+    m.state = S::done;
+  }
+  if (m.state == S::receiving && host_.test(m.host)) {
+    if (m.pinned < 0) {
+      m.state = S::done;  // CUDA-aware, or zero bytes: nothing to copy
+    } else {
+      // Enqueued at once, while the ring's other segments are still on the wire.
+      CUDA_CHECK(cudaMemcpyAsync(m.device, pinned_[static_cast<size_t>(m.pinned)].data, m.bytes,
+                                 cudaMemcpyHostToDevice, stream_));
+      m.event = acquire_event();
+      CUDA_CHECK(cudaEventRecord(m.event, stream_));
+      m.state = S::copy_in;
+    }
+  }
+  if (m.state == S::copy_in && fired(m.event)) {
+    release_pinned(m, receiving_bytes_, receiving_);
+    m.state = S::done;
+  }
+}
+
+void MpiCudaTransport::progress() {
+  using S = Message::State;
+  // Messages are issued in the order they were posted, never as their copies happen to finish:
+  // a collective's receives take any tag, so MPI's in-order matching is what puts segment k into
+  // receive k. At most one window of each direction is staged at once (always at least one
+  // message), which bounds the pinned memory whatever the tensor's size.
+  auto fits = [this](size_t in_flight_bytes, int in_flight, size_t bytes) {
+    return bytes == 0 || in_flight == 0 || (in_flight < window_.messages && in_flight_bytes + bytes <= window_.bytes);
+  };
+  for (size_t slot : sends_) {
+    Message& m = messages_[slot];
+    if (m.state != S::queued) continue;
+    if (!fits(sending_bytes_, sending_, m.bytes)) break;
+    if (m.bytes > 0) {
+      m.pinned = acquire_pinned(m.bytes);
+      sending_bytes_ += m.bytes;
+      ++sending_;
+      CUDA_CHECK(cudaMemcpyAsync(pinned_[static_cast<size_t>(m.pinned)].data, m.device, m.bytes,
+                                 cudaMemcpyDeviceToHost, stream_));
+    }
+    m.event = acquire_event();
+    CUDA_CHECK(cudaEventRecord(m.event, stream_));
+    m.state = S::copy_out;
+  }
+  while (!sends_.empty()) {
+    Message& m = messages_[sends_.front()];
+    if (m.state != S::copy_out || !fired(m.event)) break;
+    m.host = host_.isend(m.peer, m.pinned >= 0 ? pinned_[static_cast<size_t>(m.pinned)].data : nullptr, m.bytes, m.tag);
+    m.state = S::sending;
+    sends_.pop_front();
+  }
+  while (!receives_.empty()) {
+    Message& m = messages_[receives_.front()];
+    if (!fits(receiving_bytes_, receiving_, m.bytes)) break;
+    void* landing = nullptr;
+    if (m.bytes > 0) {
+      m.pinned = acquire_pinned(m.bytes);
+      receiving_bytes_ += m.bytes;
+      ++receiving_;
+      landing = pinned_[static_cast<size_t>(m.pinned)].data;
+    }
+    m.host = host_.irecv(m.peer, landing, m.bytes, m.tag);
+    m.state = S::receiving;
+    receives_.pop_front();
+  }
+  for (Message& m : messages_) {
+    if (m.state == S::sending || m.state == S::receiving || m.state == S::copy_in) advance(m);
+  }
+}
+
+void MpiCudaTransport::finish(Message& m) {
+  if (m.event) events_.push_back(m.event);
+  m = Message{};
+  free_slots_.push_back(static_cast<int>(&m - messages_.data()));
+}
+
+void MpiCudaTransport::wait_all(std::span<Request> requests) {
+  for (uint32_t polls = 0;; ++polls) {
+    progress();
+    bool all = true;
+    for (const Request& r : requests) all = all && (r.handle == 0 || message_of(r).state == Message::State::done);
+    if (all) break;
+    if ((polls & 255u) == 255u && deadline_passed()) expire();
+  }
+  for (Request& r : requests) {
+    if (r.handle == 0) continue;
+    finish(message_of(r));
+    r.handle = 0;
+  }
+}
+
+bool MpiCudaTransport::test(Request& request) {
+  if (request.handle == 0) return true;
+  progress();
+  Message& m = message_of(request);
+  if (m.state != Message::State::done) return false;
+  finish(m);
+  request.handle = 0;
+  return true;
+}
+
+void MpiCudaTransport::reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {
+  kernels::reduce_into_cuda(dst, src, count, dtype, op, stream_);
+}
+
+void MpiCudaTransport::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+}
+
+void MpiCudaTransport::wait_for_compute() {
+  CUDA_CHECK(cudaEventRecord(compute_done_, 0));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
+}
+
+void MpiCudaTransport::synchronize() {
+  for (uint32_t polls = 0;; ++polls) {
+    const cudaError_t state = cudaStreamQuery(stream_);
+    if (state == cudaSuccess) return;
+    if (state != cudaErrorNotReady) CUDA_CHECK(state);
+    if ((polls & 255u) == 255u && deadline_passed()) expire();
+  }
+}
+
+}  // namespace ringdp::comm
+#endif

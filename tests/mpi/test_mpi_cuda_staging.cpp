@@ -1,0 +1,225 @@
+// CUDA tensors over MPI, staged through pinned host memory (comm/mpi_cuda_transport.h), checked
+// without a GPU: real MPI between real processes, with "device" memory, copies, events and the
+// reduction kernel from the CPU emulator in its asynchronous mode, where stream work runs only
+// as the host polls. A send posted before its device-to-host copy has finished, or a reduction
+// that reads a segment before its host-to-device copy, gives wrong results here every time.
+// Every algorithm of comm/ runs on device pointers against independently computed references.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "comm/algorithms.h"
+#include "comm/mpi_cuda_transport.h"
+#include "comm/mpi_transport.h"
+#include "comm/position.h"
+#include "kernels/emu/cuda_emu.h"
+#include "tests/support/mpi_test.h"
+
+using namespace ringdp;
+using namespace ringdp::comm;
+using ringdp::testing::expected_value;
+using ringdp::testing::input_value;
+
+namespace {
+
+struct World {
+  MpiTransport host{MPI_COMM_WORLD};
+  MpiCudaTransport device{host, 0, MpiCudaTransport::Path::staged};
+  Position position;
+  std::vector<Request> requests;
+  int tag = 0;
+
+  CollectiveContext context(DType dtype, ReduceOp op, size_t segment_bytes) {
+    device.set_deadline(Transport::Clock::now() + std::chrono::seconds(60), [] {
+      std::fprintf(stderr, "test_mpi_cuda_staging: a collective exceeded 60 s\n");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    });
+    return CollectiveContext{device, dtype, op, position, segment_bytes, false, ++tag % 4096, requests, false};
+  }
+  int rank() const { return host.rank(); }
+  int size() const { return host.size(); }
+};
+
+World& world() {
+  static World w;
+  return w;
+}
+
+void encode(DType dtype, double v, void* out) {
+  switch (dtype) {
+    case DType::float32: { const float f = static_cast<float>(v); std::memcpy(out, &f, 4); break; }
+    case DType::float64: std::memcpy(out, &v, 8); break;
+    case DType::int32: { const int32_t i = static_cast<int32_t>(v); std::memcpy(out, &i, 4); break; }
+    case DType::int64: { const int64_t i = static_cast<int64_t>(v); std::memcpy(out, &i, 8); break; }
+    case DType::bfloat16: { const bfloat16 b(static_cast<float>(v)); std::memcpy(out, &b, 2); break; }
+  }
+}
+
+double decode(DType dtype, const void* in) {
+  switch (dtype) {
+    case DType::float32: { float f; std::memcpy(&f, in, 4); return f; }
+    case DType::float64: { double d; std::memcpy(&d, in, 8); return d; }
+    case DType::int32: { int32_t i; std::memcpy(&i, in, 4); return i; }
+    case DType::int64: { int64_t i; std::memcpy(&i, in, 8); return static_cast<double>(i); }
+    case DType::bfloat16: { bfloat16 b; std::memcpy(&b, in, 2); return static_cast<float>(b); }
+  }
+  return 0;
+}
+
+/// A device buffer of n elements: input_value(rank, offset + i) for each i, or a poison pattern.
+struct DeviceBuffer {
+  DType dtype;
+  int64_t n;
+  void* data = nullptr;
+  DeviceBuffer(DType d, int64_t count) : dtype(d), n(count) {
+    cudaMalloc(&data, std::max<size_t>(1, n * dtype_size(d)));
+    cudaMemset(data, 0x7f, n * dtype_size(d));
+  }
+  ~DeviceBuffer() { cudaFree(data); }
+  void fill(int rank, ReduceOp op, int64_t offset = 0) {
+    std::vector<unsigned char> host(n * dtype_size(dtype));
+    for (int64_t i = 0; i < n; ++i) encode(dtype, input_value(rank, offset + i, op), &host[i * dtype_size(dtype)]);
+    cudaMemcpy(data, host.data(), host.size(), cudaMemcpyHostToDevice);
+  }
+  std::vector<double> read() const {
+    std::vector<unsigned char> host(n * dtype_size(dtype));
+    cudaMemcpy(host.data(), data, host.size(), cudaMemcpyDeviceToHost);  // waits for the stream
+    std::vector<double> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out[i] = decode(dtype, &host[i * dtype_size(dtype)]);
+    return out;
+  }
+};
+
+/// Elements of `got` that differ from f(i); prints the first few.
+template <typename F>
+int64_t wrong(const std::vector<double>& got, F want) {
+  int64_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double w = want(static_cast<int64_t>(i));
+    if (got[i] != w) {
+      if (bad < 3) UNSCOPED_INFO("element " << i << ": got " << got[i] << ", want " << w);
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+const std::vector<int64_t> kCounts = {0, 1, 2, 5, 1031, 20011};
+const std::vector<DType> kDtypes = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
+const std::vector<ReduceOp> kOps = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
+
+// Small segments (256 B) put many messages in flight at once, the case the staging overlaps.
+constexpr size_t kSegment = 256;
+
+}  // namespace
+
+TEST_CASE("ring and recursive-doubling all-reduce on staged device memory", "[staging]") {
+  World& w = world();
+  const int N = w.size();
+  for (DType dtype : kDtypes)
+    for (ReduceOp op : kOps)
+      for (int64_t count : kCounts) {
+        if (op == ReduceOp::prod && count > 1031) continue;  // products of 1..3 overflow past this
+        for (bool in_place : {true, false}) {
+          CAPTURE(dtype_name(dtype), reduce_op_name(op), count, in_place, N);
+          DeviceBuffer in(dtype, count), out(dtype, count);
+          in.fill(w.rank(), op);
+          CollectiveContext ctx = w.context(dtype, op, kSegment);
+          all_reduce_ring(ctx, in.data, in_place ? in.data : out.data, count);
+          w.device.synchronize();
+          CHECK(wrong((in_place ? in : out).read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+          DeviceBuffer rd(dtype, count);
+          rd.fill(w.rank(), op);
+          CollectiveContext ctx2 = w.context(dtype, op, kSegment);
+          all_reduce_recursive_doubling(ctx2, rd.data, count);
+          w.device.synchronize();
+          CHECK(wrong(rd.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+        }
+      }
+}
+
+TEST_CASE("reduce, broadcast, all-gather and reduce-scatter on staged device memory", "[staging]") {
+  World& w = world();
+  const int N = w.size();
+  for (DType dtype : kDtypes)
+    for (int64_t count : kCounts)
+      for (int root : {0, N - 1}) {
+        CAPTURE(dtype_name(dtype), count, root, N);
+        const ReduceOp op = ReduceOp::sum;
+        DeviceBuffer in(dtype, count), out(dtype, count);
+        in.fill(w.rank(), op);
+        CollectiveContext ctx = w.context(dtype, op, kSegment);
+        reduce_tree(ctx, in.data, out.data, count, root);
+        w.device.synchronize();
+        if (w.rank() == root) CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+        CHECK(wrong(in.read(), [&](int64_t i) { return input_value(w.rank(), i, op); }) == 0);
+
+        for (bool chain : {false, true}) {
+          DeviceBuffer b(dtype, count);
+          b.fill(root, op);  // what the root holds; the others are overwritten
+          if (w.rank() != root) cudaMemset(b.data, 0x55, count * dtype_size(dtype));
+          CollectiveContext bctx = w.context(dtype, op, kSegment);
+          if (chain) broadcast_chain(bctx, b.data, count, root); else broadcast_tree(bctx, b.data, count, root);
+          w.device.synchronize();
+          CHECK(wrong(b.read(), [&](int64_t i) { return input_value(root, i, op); }) == 0);
+        }
+
+        DeviceBuffer chunk(dtype, count), gathered(dtype, count * N);
+        chunk.fill(w.rank(), op, 0);
+        CollectiveContext gctx = w.context(dtype, op, kSegment);
+        all_gather_ring(gctx, chunk.data, gathered.data, count);
+        w.device.synchronize();
+        CHECK(wrong(gathered.read(), [&](int64_t i) { return input_value(static_cast<int>(i / std::max<int64_t>(count, 1)), i % std::max<int64_t>(count, 1), op); }) == 0);
+
+        DeviceBuffer whole(dtype, count * N), mine(dtype, count);
+        whole.fill(w.rank(), op);
+        CollectiveContext sctx = w.context(dtype, op, kSegment);
+        reduce_scatter_ring(sctx, whole.data, mine.data, count);
+        w.device.synchronize();
+        CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op); }) == 0);
+      }
+}
+
+TEST_CASE("the barrier's zero-byte messages pass through the staging transport", "[staging]") {
+  World& w = world();
+  for (int i = 0; i < 20; ++i) {
+    CollectiveContext ctx = w.context(DType::float32, ReduceOp::sum, kSegment);
+    barrier_dissemination(ctx);
+  }
+  SUCCEED();
+}
+
+TEST_CASE("a small staging window bounds pinned memory and still delivers everything in order", "[staging]") {
+  World& w = world();
+  // 4 messages or 16 KiB per direction, against a ring that posts a whole chunk's 4 KiB
+  // segments at once: most of them wait their turn in the queue.
+  MpiCudaTransport narrow(w.host, 0, MpiCudaTransport::Path::staged, MpiCudaTransport::Window{16 * 1024, 4});
+  const int64_t count = 100003;  // ~400 KB of float32
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    DeviceBuffer buf(DType::float32, count);
+    buf.fill(w.rank(), ReduceOp::sum);
+    narrow.set_deadline(Transport::Clock::now() + std::chrono::seconds(60), [] { MPI_Abort(MPI_COMM_WORLD, 1); });
+    CollectiveContext ctx{narrow, DType::float32, ReduceOp::sum, w.position, 4096, false, 77, w.requests, false};
+    all_reduce_ring(ctx, buf.data, buf.data, count);
+    narrow.synchronize();
+    CHECK(wrong(buf.read(), [&](int64_t i) { return expected_value(w.size(), i, ReduceOp::sum); }) == 0);
+  }
+  INFO("pinned staging bytes: " << narrow.pinned_bytes());
+  // Four 4 KiB buffers each way at most, reused by every segment of every repeat.
+  CHECK(narrow.pinned_bytes() <= 8 * 4096);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  ringdp::emu::set_deferred_streams(true);
+  int result = Catch::Session().run(argc, argv);
+  int worst = 0;
+  MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return worst;
+}

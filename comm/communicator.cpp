@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "comm/algorithms.h"
+#include "comm/cuda_stream_transport.h"
 #include "comm/fault.h"
 #include "comm/envelope.h"
 #include "comm/fingerprint.h"
@@ -69,8 +70,18 @@ struct Communicator::Call {
   Algorithm algorithm;
   int64_t count_delta = 0;  ///< RINGDP_FAULT count: run with this many elements more (or fewer)
   bool on_device = false;   ///< device pointers throughout (NCCL, or MpiCudaTransport): no host copies
-  std::function<void()> settle;  ///< waits for enqueued device work (no-op on the host path)
+  std::function<void()> finish_device;  ///< joins (or waits for) the enqueued device work
   Route route = Route::host;
+  std::function<void()> wait_device;    ///< blocks the host until the device work is done
+  bool settled = false;
+
+  /// Ends the device part of the collective, once: from here the caller's stream (or, with
+  /// blocking_wait, the host) is ordered after it. No-op on the host path.
+  void settle() {
+    if (settled) return;
+    settled = true;
+    finish_device();
+  }
 
   /// The tensor the transport works on: itself over NCCL, a host copy over MPI.
   Tensor view(const Tensor& t) const { return on_device ? t : host_view(t); }
@@ -94,6 +105,7 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   options.recursive_doubling_max_bytes =
       env_number("RINGDP_RD_MAX_BYTES", options.recursive_doubling_max_bytes);
   options.chain_broadcast_min_bytes = env_number("RINGDP_CHAIN_MIN_BYTES", options.chain_broadcast_min_bytes);
+  if (std::getenv("RINGDP_BLOCKING_WAIT")) options.blocking_wait = env_number("RINGDP_BLOCKING_WAIT", 0) != 0;
   if (const char* backend = std::getenv("RINGDP_BACKEND"); backend && *backend) options.backend = backend;
   RINGDP_CHECK(options.backend == "auto" || options.backend == "mpi" || options.backend == "nccl",
                "unknown backend '", options.backend, "'; expected auto, mpi or nccl");
@@ -223,20 +235,19 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
     // The corrupt fault flips a bit from the host, so it applies where messages land in host memory.
     Call call{CollectiveContext{transport, dtype, ReduceOp::sum, position_, options_.segment_bytes,
                                 trace_, encode_tag(kind, dtype, sequence), requests_, corrupt && !device},
-              algorithm, count_delta, device != nullptr, [] {}, route};
+              algorithm, count_delta, device != nullptr, [] {}, route, [] {}};
     transport.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
-#if RINGDP_HAVE_NCCL
-    if (device && route == Route::nccl) {
-      auto& nccl = static_cast<NcclTransport&>(transport);
-      nccl.wait_for_compute();  // the inputs were written on the compute (default) stream
-      call.settle = [&nccl] { nccl.synchronize(); };
-    }
-#endif
 #if RINGDP_HAVE_CUDA
-    if (device && route == Route::mpi_cuda) {
-      auto& cuda = static_cast<MpiCudaTransport&>(transport);
-      cuda.wait_for_compute();
-      call.settle = [&cuda] { cuda.synchronize(); };
+    if (device) {
+      auto& cuda = static_cast<CudaStreamTransport&>(*device);
+      cuda.activate();          // this may be the worker thread: the device is per host thread
+      cuda.wait_for_compute();  // the inputs were written on the compute (default) stream
+      call.wait_device = [&cuda] { cuda.synchronize(); };
+      if (options_.blocking_wait) {
+        call.finish_device = [&cuda] { cuda.synchronize(); };
+      } else {
+        call.finish_device = [this, &cuda] { cuda.join_caller(position_.describe(), options_.timeout); };
+      }
     }
 #endif
     if (check_calls_ && size_ > 1 && kind != CollectiveKind::send && kind != CollectiveKind::recv) {
@@ -518,7 +529,7 @@ Work Communicator::barrier(CollectiveOptions opts) {
 // work that wrote them finishes first.
 #define RINGDP_MPI_NATIVE(mpi_call) \
   do {                              \
-    if (call.on_device) call.settle(); \
+    if (call.on_device) call.wait_device(); \
     native::mpi_call;               \
   } while (0)
 #else

@@ -40,6 +40,10 @@ struct CommOptions {
   /// Transport for CUDA tensors: "auto" (NCCL when built in, else MPI through host staging),
   /// "mpi" or "nccl". Host tensors always travel over MPI.
   std::string backend = "auto";
+  /// CUDA tensors: a collective returns once its work is enqueued and the caller's stream waits
+  /// for it (the host does not), and a watchdog thread enforces the timeout. true (or
+  /// RINGDP_BLOCKING_WAIT=1) makes every collective block the host until the GPU is done.
+  bool blocking_wait = false;
 };
 
 struct CollectiveOptions {

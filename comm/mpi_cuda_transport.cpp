@@ -33,28 +33,15 @@ const char* path_name(MpiCudaTransport::Path path) {
 }
 
 MpiCudaTransport::MpiCudaTransport(Transport& host, int local_rank, Path path, Window window)
-    : host_(host), path_(path), window_(window) {
+    : CudaStreamTransport(local_rank, "CUDA tensors over MPI"), host_(host), path_(path), window_(window) {
   RINGDP_CHECK(window.bytes > 0 && window.messages > 0, "MpiCudaTransport: empty staging window");
-  int devices = 0;
-  CUDA_CHECK(cudaGetDeviceCount(&devices));
-  RINGDP_CHECK(devices > 0, "CUDA tensors over MPI need a CUDA device; none is visible");
-  CUDA_CHECK(cudaSetDevice(local_rank % devices));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
 }
 
 MpiCudaTransport::~MpiCudaTransport() {
+  stop_watchdog();
   if (stream_) cudaStreamSynchronize(stream_);
   for (cudaEvent_t e : all_events_) cudaEventDestroy(e);
   for (Pinned& p : pinned_) cudaFreeHost(p.data);
-  if (compute_done_) cudaEventDestroy(compute_done_);
-  if (stream_) cudaStreamDestroy(stream_);
-}
-
-Transport::Buffer MpiCudaTransport::allocate(size_t bytes) {
-  void* p = nullptr;
-  CUDA_CHECK(cudaMalloc(&p, bytes));
-  return Buffer(p, [](void* q) { cudaFree(q); });
 }
 
 size_t MpiCudaTransport::pinned_bytes() const {
@@ -288,20 +275,6 @@ void MpiCudaTransport::reduce_into(void* dst, const void* src, int64_t count, DT
 
 void MpiCudaTransport::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
-}
-
-void MpiCudaTransport::wait_for_compute() {
-  CUDA_CHECK(cudaEventRecord(compute_done_, 0));
-  CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
-}
-
-void MpiCudaTransport::synchronize() {
-  for (uint32_t polls = 0;; ++polls) {
-    const cudaError_t state = cudaStreamQuery(stream_);
-    if (state == cudaSuccess) return;
-    if (state != cudaErrorNotReady) CUDA_CHECK(state);
-    if ((polls & 255u) == 255u && deadline_passed()) expire();
-  }
 }
 
 }  // namespace ringdp::comm

@@ -17,6 +17,7 @@
 // The inner transport is the communicator's host transport (MPI, or a world of one).
 #pragma once
 
+#include "comm/cuda_stream_transport.h"
 #include "comm/transport.h"
 #include "config.h"
 
@@ -28,7 +29,7 @@
 
 namespace ringdp::comm {
 
-class MpiCudaTransport final : public Transport {
+class MpiCudaTransport final : public CudaStreamTransport {
  public:
   enum class Path { cuda_aware, staged };
 
@@ -43,7 +44,6 @@ class MpiCudaTransport final : public Transport {
   int rank() const override { return host_.rank(); }
   int size() const override { return host_.size(); }
   Path path() const { return path_; }
-  cudaStream_t stream() const { return stream_; }
 
   Request isend(int peer, const void* data, size_t bytes, int tag) override;
   Request irecv(int peer, void* data, size_t bytes, int tag) override;
@@ -51,12 +51,6 @@ class MpiCudaTransport final : public Transport {
   bool test(Request& request) override;
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
-  Buffer allocate(size_t bytes) override;
-
-  /// Blocks until everything enqueued on the stream has finished, polling against the deadline.
-  void synchronize();
-  /// Makes the transport's stream wait for work already on the caller's (default) stream.
-  void wait_for_compute();
 
   /// Pinned bytes held for staging now (they are reused, never freed before the transport).
   size_t pinned_bytes() const;
@@ -95,8 +89,6 @@ class MpiCudaTransport final : public Transport {
 
   Transport& host_;
   Path path_;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t compute_done_ = nullptr;
   std::vector<Message> messages_;   // slot i is Request handle i + 1
   std::vector<int> free_slots_;
   std::deque<size_t> sends_;        // staged sends not yet handed to MPI, in the order issued

@@ -35,12 +35,7 @@ std::string nccl_version() {
 
 NcclTransport::NcclTransport(int rank, int size, int local_rank,
                              const std::function<void(void*, size_t)>& broadcast_id, std::chrono::milliseconds timeout)
-    : rank_(rank), size_(size) {
-  int devices = 0;
-  CUDA_CHECK(cudaGetDeviceCount(&devices));
-  RINGDP_CHECK(devices > 0, "the NCCL backend needs a CUDA device; none is visible");
-  device_ = local_rank % devices;
-  CUDA_CHECK(cudaSetDevice(device_));
+    : CudaStreamTransport(local_rank, "the NCCL backend"), rank_(rank), size_(size) {
   ncclUniqueId id;
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   broadcast_id(&id, sizeof id);
@@ -60,8 +55,6 @@ NcclTransport::NcclTransport(int rank, int size, int local_rank,
     }
   }
   NCCL_CHECK(state);
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
   CUDA_CHECK(cudaMalloc(&signal_byte_, 2));
   const char* debug = std::getenv("RINGDP_DEBUG");
   if (debug && rank_ == 0 && (std::strcmp(debug, "INFO") == 0 || std::strcmp(debug, "DETAIL") == 0)) {
@@ -70,9 +63,9 @@ NcclTransport::NcclTransport(int rank, int size, int local_rank,
 }
 
 NcclTransport::~NcclTransport() {
+  stop_watchdog();
+  if (stream_) cudaStreamSynchronize(stream_);
   if (comm_) ncclCommDestroy(comm_);
-  if (stream_) cudaStreamDestroy(stream_);
-  if (compute_done_) cudaEventDestroy(compute_done_);
   if (signal_byte_) cudaFree(signal_byte_);
 }
 
@@ -125,32 +118,16 @@ void NcclTransport::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
-Transport::Buffer NcclTransport::allocate(size_t bytes) {
-  void* p = nullptr;
-  CUDA_CHECK(cudaMalloc(&p, bytes));
-  return Buffer(p, [](void* q) { cudaFree(q); });
+void NcclTransport::check_async() {
+  if (!comm_) return;
+  ncclResult_t async = ncclSuccess;
+  NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+  NCCL_CHECK(async);
 }
 
-void NcclTransport::wait_for_compute() {
-  CUDA_CHECK(cudaEventRecord(compute_done_, 0));
-  CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
-}
-
-void NcclTransport::synchronize() {
-  flush();
-  for (uint32_t polls = 0;; ++polls) {
-    const cudaError_t state = cudaStreamQuery(stream_);
-    if (state == cudaSuccess) break;
-    if (state != cudaErrorNotReady) CUDA_CHECK(state);
-    ncclResult_t async = ncclSuccess;
-    NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
-    NCCL_CHECK(async);
-    if ((polls & 255u) == 255u && deadline_passed()) {
-      ncclCommAbort(comm_);  // unblocks the stream so the process can end cleanly
-      comm_ = nullptr;
-      expire();
-    }
-  }
+void NcclTransport::on_stuck() {
+  if (comm_) ncclCommAbort(comm_);
+  comm_ = nullptr;
 }
 
 }  // namespace ringdp::comm

@@ -2,12 +2,13 @@
 // isend/irecv only record the operation; the first wait of a step issues every recorded
 // ncclSend/ncclRecv inside one ncclGroupStart/End on the communicator's stream, and
 // reduce_into/copy are enqueued on the same stream, so a whole collective is enqueued without
-// host round trips. The host waits only in synchronize(), which polls the stream against the
-// deadline and calls ncclCommAbort before reporting when it passes.
+// host round trips. The stream, its join with the caller's and the watchdog are
+// CudaStreamTransport's; a stuck stream gets ncclCommAbort before the report.
 // Bootstrap (nccl_bootstrap): rank 0 creates the ncclUniqueId and MPI broadcasts it; each rank
 // uses GPU local_rank % device_count; non-blocking init so a stuck init can time out too.
 #pragma once
 
+#include "comm/cuda_stream_transport.h"
 #include "comm/transport.h"
 #include "config.h"
 
@@ -20,7 +21,7 @@
 
 namespace ringdp::comm {
 
-class NcclTransport final : public Transport {
+class NcclTransport final : public CudaStreamTransport {
  public:
   /// Every rank must call it. `broadcast_id` sends rank 0's ncclUniqueId to all ranks (MPI_Bcast
   /// under mpirun; nothing in a world of one). Throws a clear Error on failure (the "Duplicate
@@ -31,9 +32,7 @@ class NcclTransport final : public Transport {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  int device() const { return device_; }
   ncclComm_t comm() const { return comm_; }
-  cudaStream_t stream() const { return stream_; }
 
   Request isend(int peer, const void* data, size_t bytes, int tag) override;
   Request irecv(int peer, void* data, size_t bytes, int tag) override;
@@ -41,14 +40,11 @@ class NcclTransport final : public Transport {
   bool test(Request& request) override;
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
-  Buffer allocate(size_t bytes) override;  // device memory: NCCL moves device buffers only
-
-  /// Blocks until everything enqueued has finished, polling against the deadline.
-  void synchronize();
-  /// Makes the communicator's stream wait for work already on the caller's (default) stream.
-  void wait_for_compute();
 
  private:
+  void issue_pending() override { flush(); }
+  void check_async() override;  // ncclCommGetAsyncError
+  void on_stuck() override;     // ncclCommAbort: unblocks the stream so the process can end
   void flush();
   struct Pending {
     bool send;
@@ -58,10 +54,8 @@ class NcclTransport final : public Transport {
   };
   std::vector<Pending> pending_;
   ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t compute_done_ = nullptr;
   void* signal_byte_ = nullptr;  // device byte that zero-length messages carry
-  int rank_ = 0, size_ = 1, device_ = 0;
+  int rank_ = 0, size_ = 1;
 };
 
 /// NCCL's version as "2.28.9".

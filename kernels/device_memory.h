@@ -15,6 +15,9 @@ void cuda_free(void* ptr, int device);
 void* cuda_malloc_host(size_t bytes);  ///< pinned host memory for staging
 void cuda_free_host(void* ptr);
 
+/// Blocks until every stream of the current device is idle (benchmarks time with it).
+void cuda_device_synchronize();
+
 enum class CopyKind { host_to_device, device_to_host, device_to_device };
 void cuda_memcpy(void* dst, const void* src, size_t bytes, CopyKind kind);
 

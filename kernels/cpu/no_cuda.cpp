@@ -22,6 +22,7 @@ void cuda_free(void*, int) { no_cuda("cuda_free"); }
 void* cuda_malloc_host(size_t) { no_cuda("cuda_malloc_host"); }
 void cuda_free_host(void*) { no_cuda("cuda_free_host"); }
 void cuda_memcpy(void*, const void*, size_t, CopyKind) { no_cuda("cuda_memcpy"); }
+void cuda_device_synchronize() { no_cuda("cuda_device_synchronize"); }
 
 void linear_forward_cuda(const void*, const void*, const void*, void*, int64_t, int64_t, int64_t, DType, Stream) { no_cuda("linear_forward"); }
 void linear_backward_cuda(const void*, const void*, const void*, void*, void*, void*, int64_t, int64_t, int64_t, DType, Stream) { no_cuda("linear_backward"); }

@@ -51,4 +51,6 @@ void cuda_memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, k));
 }
 
+void cuda_device_synchronize() { CUDA_CHECK(cudaDeviceSynchronize()); }
+
 }  // namespace ringdp::kernels

@@ -1,0 +1,127 @@
+// Implements comm/cuda_stream_transport.h (the contract is documented there). Tested through its
+// two transports: tests/mpi/test_mpi_cuda_staging.cpp (emulator) and tests/gpu/device_check.sh.
+#include "comm/cuda_stream_transport.h"
+
+#if RINGDP_HAVE_CUDA || defined(RINGDP_CUDA_EMULATOR)
+#include <cstdio>
+#include <exception>
+
+#include "comm/mpi_runtime.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace ringdp::comm {
+
+CudaStreamTransport::CudaStreamTransport(int local_rank, const char* who) {
+  int devices = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&devices));
+  RINGDP_CHECK(devices > 0, who, " needs a CUDA device; none is visible");
+  device_ = local_rank % devices;
+  CUDA_CHECK(cudaSetDevice(device_));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
+}
+
+CudaStreamTransport::~CudaStreamTransport() {
+  stop_watchdog();
+  if (stream_) cudaStreamSynchronize(stream_);
+  for (cudaEvent_t e : all_events_) cudaEventDestroy(e);
+  if (compute_done_) cudaEventDestroy(compute_done_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaStreamTransport::stop_watchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+Transport::Buffer CudaStreamTransport::allocate(size_t bytes) {
+  void* p = nullptr;
+  CUDA_CHECK(cudaMalloc(&p, bytes));
+  return Buffer(p, [](void* q) { cudaFree(q); });
+}
+
+void CudaStreamTransport::activate() { CUDA_CHECK(cudaSetDevice(device_)); }
+
+void CudaStreamTransport::wait_for_compute() {
+  CUDA_CHECK(cudaEventRecord(compute_done_, nullptr));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
+}
+
+void CudaStreamTransport::synchronize() {
+  issue_pending();
+  for (uint32_t polls = 0;; ++polls) {
+    const cudaError_t state = cudaStreamQuery(stream_);
+    if (state == cudaSuccess) return;
+    if (state != cudaErrorNotReady) CUDA_CHECK(state);
+    check_async();
+    if ((polls & 255u) == 255u && deadline_passed()) {
+      on_stuck();
+      expire();
+    }
+  }
+}
+
+void CudaStreamTransport::join_caller(const std::string& what, std::chrono::milliseconds timeout) {
+  issue_pending();
+  std::unique_lock lock(mutex_);
+  cudaEvent_t done;
+  if (!spare_events_.empty()) {
+    done = spare_events_.back();
+    spare_events_.pop_back();
+  } else {
+    CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    all_events_.push_back(done);
+  }
+  CUDA_CHECK(cudaEventRecord(done, stream_));
+  CUDA_CHECK(cudaStreamWaitEvent(nullptr, done, 0));
+  outstanding_.push_back({done, Clock::now() + timeout, what});
+  if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch(); });
+  lock.unlock();
+  wake_.notify_one();
+}
+
+void CudaStreamTransport::watch() {
+  std::unique_lock lock(mutex_);
+  bool device_set = false;
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(outstanding_.empty() ? 1000 : 10));
+    if (outstanding_.empty()) continue;
+    if (!device_set) {
+      cudaSetDevice(device_);
+      device_set = true;
+    }
+    std::string failure;
+    try {
+      check_async();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    while (failure.empty() && !outstanding_.empty()) {
+      Outstanding& front = outstanding_.front();
+      const cudaError_t state = cudaEventQuery(front.done);
+      if (state == cudaSuccess) {
+        spare_events_.push_back(front.done);
+        outstanding_.pop_front();
+        continue;
+      }
+      if (state != cudaErrorNotReady) {
+        failure = front.what + " failed on the GPU: " + cudaGetErrorName(state) + ": " + cudaGetErrorString(state);
+      } else if (Clock::now() > front.deadline) {
+        failure = front.what + " did not finish on the GPU within the collective timeout (RINGDP_TIMEOUT)";
+      }
+      break;  // completion is in stream order: later ones cannot be done before this one
+    }
+    if (!failure.empty()) {
+      std::fprintf(stderr, "ringdp: rank %d: %s; ending the job\n", rank(), failure.c_str());
+      on_stuck();
+      abort_job(1);
+    }
+  }
+}
+
+}  // namespace ringdp::comm
+#endif

@@ -1,0 +1,91 @@
+// What the two transports of CUDA tensors (NcclTransport, MpiCudaTransport) share: a device, a
+// stream of their own, and how a collective on that stream is joined to the caller's.
+//
+//   caller's stream  ──[backward]──●compute_done              ┌──[optimizer step] …
+//                                   ╲ wait_for_compute()       │ (cudaStreamWaitEvent)
+//   transport stream                 ╲──[sends, receives, reductions]──●done
+//                                                                      ╰─ watchdog: done within the timeout?
+//
+// A collective begins by making the transport's stream wait for the caller's (legacy default)
+// stream, and ends with join_caller(): the caller's stream waits for the collective's completion
+// event and the host goes on at once. Only synchronize() blocks the host, and only when asked
+// (RINGDP_BLOCKING_WAIT=1, or a caller that needs the bytes on the host). Because nothing blocks,
+// a watchdog thread watches every outstanding completion event against the collective timeout
+// and the library's asynchronous errors, and ends the job with a message instead of a hang.
+#pragma once
+
+#include "comm/transport.h"
+#include "config.h"
+
+#if RINGDP_HAVE_CUDA || defined(RINGDP_CUDA_EMULATOR)
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ringdp::comm {
+
+class CudaStreamTransport : public Transport {
+ public:
+  ~CudaStreamTransport() override;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  Buffer allocate(size_t bytes) override;  // device memory: the algorithms' scratch lives there
+
+  /// Makes the calling host thread use the transport's device: cudaSetDevice is per thread, and
+  /// asynchronous collectives run on the communicator's worker thread.
+  void activate();
+  /// Makes the transport's stream wait for work already on the caller's (default) stream.
+  void wait_for_compute();
+  /// Blocks until everything enqueued on the stream has finished, polling against the deadline.
+  void synchronize();
+  /// Ends a collective without blocking the host: the caller's stream waits for its completion,
+  /// and the watchdog reports `what` if it has not completed within `timeout`.
+  void join_caller(const std::string& what, std::chrono::milliseconds timeout);
+
+ protected:
+  /// Selects device local_rank % device_count and creates the stream; `who` names the user of
+  /// the device in the error when there is none.
+  CudaStreamTransport(int local_rank, const char* who);
+  /// Hands recorded but not yet issued operations to the stream (NCCL's pending group); called
+  /// before the stream is waited for or joined.
+  virtual void issue_pending() {}
+  /// Throws when the library behind the transport has failed asynchronously (NCCL); polled by
+  /// every wait and by the watchdog.
+  virtual void check_async() {}
+  /// Called when the stream is stuck past its deadline, before the job ends (NCCL aborts its
+  /// communicator there, which unblocks the stream).
+  virtual void on_stuck() {}
+  /// Derived destructors call this first: the watchdog must not poll what they tear down.
+  void stop_watchdog();
+
+  cudaStream_t stream_ = nullptr;
+  int device_ = 0;
+
+ private:
+  void watch();
+
+  struct Outstanding {
+    cudaEvent_t done;
+    Clock::time_point deadline;
+    std::string what;
+  };
+  cudaEvent_t compute_done_ = nullptr;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Outstanding> outstanding_;
+  std::vector<cudaEvent_t> spare_events_;
+  std::vector<cudaEvent_t> all_events_;
+  bool stopping_ = false;
+  std::thread watchdog_;
+};
+
+}  // namespace ringdp::comm
+
+#endif

@@ -117,6 +117,8 @@ SharedSpan<T> dynamic_shared(const char* name) {
 
 /// Makes streams asynchronous (see runtime.cpp): enqueued work runs later, in order.
 void set_deferred_streams(bool on);
+/// Stops (or restarts) the deferred queue: enqueued work never runs, events never fire.
+void stall_streams(bool on);
 /// Runs `work` now, or queues it behind earlier stream work when streams are deferred.
 void enqueue(std::function<void()> work);
 

@@ -7,6 +7,7 @@
 // results without waiting for them, or that posts a send before its staging copy has finished,
 // then sees stale data, as it would on a GPU, only every time instead of now and then. One queue
 // for all streams orders more than CUDA does, so a missing cross-stream wait goes unseen.
+// stall_streams(true) stops the queue altogether: a GPU that never finishes, for watchdog tests.
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -24,6 +25,7 @@ namespace {
 
 struct Queue {
   bool deferred = false;
+  bool stalled = false;
   std::deque<std::function<void()>> work;
 };
 
@@ -34,7 +36,7 @@ Queue& queue() {
 
 bool run_one() {
   Queue& q = queue();
-  if (q.work.empty()) return false;
+  if (q.work.empty() || q.stalled) return false;
   std::function<void()> item = std::move(q.work.front());
   q.work.pop_front();
   item();
@@ -52,6 +54,8 @@ void set_deferred_streams(bool on) {
   drain();
   queue().deferred = on;
 }
+
+void stall_streams(bool on) { queue().stalled = on; }
 
 void enqueue(std::function<void()> work) {
   if (queue().deferred) {
@@ -126,5 +130,5 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   while (!event->reached && run_one()) {
   }
-  return cudaSuccess;
+  return event->reached ? cudaSuccess : cudaErrorNotReady;  // only a stalled queue leaves it unreached
 }

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "comm/algorithms.h"
@@ -212,6 +213,19 @@ TEST_CASE("a small staging window bounds pinned memory and still delivers everyt
   INFO("pinned staging bytes: " << narrow.pinned_bytes());
   // Four 4 KiB buffers each way at most, reused by every segment of every repeat.
   CHECK(narrow.pinned_bytes() <= 8 * 4096);
+}
+
+// Hidden: run alone by the "cuda_staging watchdog" test, which expects the job to end non-zero
+// with the watchdog's message. The collective's work is enqueued and joined; the "GPU" never
+// runs it; nothing on the host waits. Only the watchdog can notice.
+TEST_CASE("a collective stuck on the GPU ends the job through the watchdog", "[.stuck]") {
+  World& w = world();
+  DeviceBuffer a(DType::float32, 1024), b(DType::float32, 1024);
+  ringdp::emu::stall_streams(true);
+  w.device.copy(a.data, b.data, 1024 * sizeof(float));
+  w.device.join_caller("all_reduce #7 (test, 1024 x float32)", std::chrono::milliseconds(300));
+  std::this_thread::sleep_for(std::chrono::seconds(20));
+  FAIL("the watchdog did not end the job within 20 s");
 }
 
 int main(int argc, char** argv) {

@@ -111,48 +111,33 @@ MpiCudaTransport::Message& MpiCudaTransport::message_of(const Request& r) {
 }
 
 Request MpiCudaTransport::isend(int peer, const void* data, size_t bytes, int tag) {
-  Message m;
-  m.device = const_cast<void*>(data);
-  m.bytes = bytes;
-  m.peer = peer;
-  m.tag = tag;
-  if (path_ == Path::cuda_aware) {
-    // MPI reads device memory outside stream order: whatever wrote it must have finished.
-    if (bytes > 0) synchronize();
-    m.host = host_.isend(peer, data, bytes, tag);
-    m.state = Message::State::sending;
-  } else {
-    m.state = Message::State::queued;
-  }
-  const size_t slot = post(m);
-  if (m.state == Message::State::queued) {
-    // Even an empty message (the barrier's) queues behind earlier sends, to keep their order.
-    sends_.push_back(slot);
-    progress();
-  }
-  return Request{slot + 1, peer, tag, bytes, false};
+  return start(false, peer, const_cast<void*>(data), bytes, tag);
 }
 
-Request MpiCudaTransport::irecv(int peer, void* data, size_t bytes, int tag) {
+Request MpiCudaTransport::irecv(int peer, void* data, size_t bytes, int tag) { return start(true, peer, data, bytes, tag); }
+
+Request MpiCudaTransport::start(bool receive, int peer, void* data, size_t bytes, int tag) {
   Message m;
   m.device = data;
   m.bytes = bytes;
   m.peer = peer;
   m.tag = tag;
   if (path_ == Path::cuda_aware) {
-    // MPI will write device memory that enqueued work may still read: let that finish first.
+    // MPI touches device memory outside stream order: a send must not read what a queued kernel
+    // is still writing, a receive must not overwrite what a queued kernel is still reading.
     if (bytes > 0) synchronize();
-    m.host = host_.irecv(peer, data, bytes, tag);
-    m.state = Message::State::receiving;
+    m.host = receive ? host_.irecv(peer, data, bytes, tag) : host_.isend(peer, data, bytes, tag);
+    m.state = receive ? Message::State::receiving : Message::State::sending;
   } else {
     m.state = Message::State::queued;
   }
   const size_t slot = post(m);
   if (m.state == Message::State::queued) {
-    receives_.push_back(slot);
+    // Even an empty message (the barrier's) queues behind earlier ones, to keep their order.
+    (receive ? receives_ : sends_).push_back(slot);
     progress();
   }
-  return Request{slot + 1, peer, tag, bytes, true};
+  return Request{slot + 1, peer, tag, bytes, receive};
 }
 
 namespace {

@@ -75,6 +75,8 @@ class MpiCudaTransport final : public CudaStreamTransport {
     bool busy = false;
   };
 
+  /// isend and irecv: queues a staged message (issued by progress) or posts a CUDA-aware one.
+  Request start(bool receive, int peer, void* data, size_t bytes, int tag);
   size_t post(const Message& m);
   /// Moves a posted message (sending, receiving, copy_in) as far as it can go without blocking.
   void advance(Message& m);

@@ -263,8 +263,17 @@ Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t 
         abort_job(1);
       }
     }
-    body(call);
-    call.settle();
+    if (!device) {
+      body(call);
+      return;
+    }
+    try {
+      body(call);
+      call.settle();
+    } catch (const Error& e) {
+      // A CUDA or NCCL error names the call that failed; say which collective and step it was in.
+      throw Error(detail::concat(position_.describe(), " on rank ", rank_, ": ", e.what()));
+    }
   };
   Work work;
   std::unique_lock lock(queue_mutex_);

@@ -90,22 +90,23 @@ cudaError_t cudaFree(void* p) {
 }
 cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
 cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
+// CUDA accepts empty copies and sets with any pointer (even null); memmove and memset do not.
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
   drain();
-  std::memmove(dst, src, bytes);
+  if (bytes) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
-  enqueue([=] { std::memmove(dst, src, bytes); });
+  if (bytes) enqueue([=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   drain();
-  std::memset(p, value, bytes);
+  if (bytes) std::memset(p, value, bytes);
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
-  enqueue([=] { std::memset(p, value, bytes); });
+  if (bytes) enqueue([=] { std::memset(p, value, bytes); });
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { drain(); return cudaSuccess; }

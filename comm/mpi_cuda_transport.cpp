@@ -1,5 +1,5 @@
 // Implements comm/mpi_cuda_transport.h (the contract is documented there). Tested by
-// tests/mpi/test_mpi_cuda_staging.cpp (under mpirun, on the CPU emulator's asynchronous streams)
+// tests/mpi/test_mpi_device_transports.cpp (under mpirun, on the CPU emulator's asynchronous streams)
 // and tests/gpu/device_check.sh (the mpi suite on CUDA tensors, on a GPU).
 #include "comm/mpi_cuda_transport.h"
 

@@ -5,7 +5,7 @@
 #include "config.h"
 #include "kernels/reduce_into.h"
 
-#if RINGDP_HAVE_NCCL
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/mpi/nccl_emu
 #include <cuda_runtime.h>
 #include <nccl.h>
 

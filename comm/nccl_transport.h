@@ -12,7 +12,7 @@
 #include "comm/transport.h"
 #include "config.h"
 
-#if RINGDP_HAVE_NCCL
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/mpi/nccl_emu
 #include <cuda_runtime.h>
 #include <nccl.h>
 

@@ -117,6 +117,8 @@ SharedSpan<T> dynamic_shared(const char* name) {
 
 /// Makes streams asynchronous (see runtime.cpp): enqueued work runs later, in order.
 void set_deferred_streams(bool on);
+/// True when [p, p + bytes) lies inside one cudaMalloc allocation.
+bool is_device_memory(const void* p, size_t bytes);
 /// Stops (or restarts) the deferred queue: enqueued work never runs, events never fire.
 void stall_streams(bool on);
 /// Runs `work` now, or queues it behind earlier stream work when streams are deferred.

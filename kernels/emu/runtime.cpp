@@ -8,12 +8,17 @@
 // then sees stale data, as it would on a GPU, only every time instead of now and then. One queue
 // for all streams orders more than CUDA does, so a missing cross-stream wait goes unseen.
 // stall_streams(true) stops the queue altogether: a GPU that never finishes, for watchdog tests.
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
+#include <mutex>
 
 #include "kernels/emu/include/cuda_runtime.h"
+
+#include <algorithm>
 
 struct CUstream_emu {};
 struct CUevent_emu {
@@ -48,7 +53,29 @@ void drain() {
   }
 }
 
+// Device allocations (address -> bytes), so the runtime can refuse what a GPU would: a
+// host-to-device copy into host memory, or NCCL (tests/mpi/nccl_emu) handed a host buffer.
+struct Allocations {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> device;
+};
+
+Allocations& allocations() {
+  static Allocations a;
+  return a;
+}
+
 }  // namespace
+
+bool is_device_memory(const void* p, size_t bytes) {
+  Allocations& a = allocations();
+  std::lock_guard lock(a.mutex);
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  auto it = a.device.upper_bound(address);
+  if (it == a.device.begin()) return false;
+  --it;
+  return address + bytes <= it->first + it->second;
+}
 
 void set_deferred_streams(bool on) {
   drain();
@@ -74,29 +101,63 @@ using ringdp::emu::run_one;
 const char* cudaGetErrorName(cudaError_t e) {
   return e == cudaSuccess ? "cudaSuccess" : e == cudaErrorNotReady ? "cudaErrorNotReady" : "cudaErrorEmulated";
 }
-const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+const char* cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error"
+         : e == cudaErrorInvalidValue ? "invalid argument (the emulator: a copy whose kind names device memory that is not)"
+                                      : "emulated error";
+}
 cudaError_t cudaGetLastError() { return cudaSuccess; }
 cudaError_t cudaGetDeviceCount(int* count) { *count = 1; return cudaSuccess; }
 cudaError_t cudaSetDevice(int) { return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize() { drain(); return cudaSuccess; }
+namespace {
+void* aligned_bytes(size_t bytes) { return std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256); }
+
+// Where a copy's kind says device memory, it must be device memory (the GPU would fault).
+bool kind_matches(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  using ringdp::emu::is_device_memory;
+  const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  return bytes == 0 || ((!dst_device || is_device_memory(dst, bytes)) && (!src_device || is_device_memory(src, bytes)));
+}
+}  // namespace
+
 cudaError_t cudaMalloc(void** p, size_t bytes) {
-  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  *p = aligned_bytes(bytes);
+  if (!*p) return cudaErrorMemoryAllocation;
+  auto& a = ringdp::emu::allocations();
+  std::lock_guard lock(a.mutex);
+  a.device[reinterpret_cast<uintptr_t>(*p)] = bytes;
+  return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
   drain();  // as cudaFree does, so no queued work touches freed memory
+  {
+    auto& a = ringdp::emu::allocations();
+    std::lock_guard lock(a.mutex);
+    a.device.erase(reinterpret_cast<uintptr_t>(p));
+  }
   std::free(p);
   return cudaSuccess;
 }
-cudaError_t cudaMallocHost(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
-cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
+cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  *p = aligned_bytes(bytes);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFreeHost(void* p) {
+  drain();
+  std::free(p);
+  return cudaSuccess;
+}
 // CUDA accepts empty copies and sets with any pointer (even null); memmove and memset do not.
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (!kind_matches(dst, src, bytes, kind)) return cudaErrorInvalidValue;
   drain();
   if (bytes) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  if (!kind_matches(dst, src, bytes, kind)) return cudaErrorInvalidValue;
   if (bytes) enqueue([=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }

@@ -1,9 +1,14 @@
-// CUDA tensors over MPI, staged through pinned host memory (comm/mpi_cuda_transport.h), checked
-// without a GPU: real MPI between real processes, with "device" memory, copies, events and the
-// reduction kernel from the CPU emulator in its asynchronous mode, where stream work runs only
-// as the host polls. A send posted before its device-to-host copy has finished, or a reduction
-// that reads a segment before its host-to-device copy, gives wrong results here every time.
-// Every algorithm of comm/ runs on device pointers against independently computed references.
+// The two transports of CUDA tensors, checked without a GPU: real MPI between real processes,
+// with "device" memory, copies, events and the reduction kernel from the CPU emulator in its
+// asynchronous mode, where stream work runs only as the host polls.
+//   - MpiCudaTransport, staged through pinned host memory (comm/mpi_cuda_transport.h): a send
+//     posted before its device-to-host copy has finished, or a reduction that reads a segment
+//     before its host-to-device copy, gives wrong results here every time;
+//   - NcclTransport (comm/nccl_transport.h) over the NCCL stand-in of tests/mpi/nccl_emu, which
+//     runs each NCCL group as one item of the emulated stream: several ranks, which the one-GPU
+//     machine cannot give NCCL.
+// Every algorithm of comm/ runs on device pointers against independently computed references,
+// and NCCL's own collectives (the native baseline) too.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cuda_runtime.h>
@@ -17,6 +22,8 @@
 #include "comm/algorithms.h"
 #include "comm/mpi_cuda_transport.h"
 #include "comm/mpi_transport.h"
+#include "comm/native_nccl.h"
+#include "comm/nccl_transport.h"
 #include "comm/position.h"
 #include "kernels/emu/cuda_emu.h"
 #include "tests/support/mpi_test.h"
@@ -30,14 +37,21 @@ namespace {
 
 struct World {
   MpiTransport host{MPI_COMM_WORLD};
-  MpiCudaTransport device{host, 0, MpiCudaTransport::Path::staged};
+  MpiCudaTransport staged{host, 0, MpiCudaTransport::Path::staged};
+  NcclTransport nccl{host.rank(), host.size(), 0,
+                     [](void* id, size_t bytes) { MPI_Bcast(id, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD); },
+                     std::chrono::seconds(60)};
   Position position;
   std::vector<Request> requests;
   int tag = 0;
 
-  CollectiveContext context(DType dtype, ReduceOp op, size_t segment_bytes) {
+  /// Both transports, by name, for the loops of the tests.
+  std::vector<std::pair<const char*, CudaStreamTransport*>> transports() {
+    return {{"MPI staged", &staged}, {"NCCL (emulated)", &nccl}};
+  }
+  CollectiveContext context(CudaStreamTransport& device, DType dtype, ReduceOp op, size_t segment_bytes) {
     device.set_deadline(Transport::Clock::now() + std::chrono::seconds(60), [] {
-      std::fprintf(stderr, "test_mpi_cuda_staging: a collective exceeded 60 s\n");
+      std::fprintf(stderr, "test_mpi_device_transports: a collective exceeded 60 s\n");
       MPI_Abort(MPI_COMM_WORLD, 1);
     });
     return CollectiveContext{device, dtype, op, position, segment_bytes, false, ++tag % 4096, requests, false};
@@ -119,44 +133,46 @@ constexpr size_t kSegment = 256;
 
 }  // namespace
 
-TEST_CASE("ring and recursive-doubling all-reduce on staged device memory", "[staging]") {
+TEST_CASE("ring and recursive-doubling all-reduce on device memory", "[device]") {
   World& w = world();
   const int N = w.size();
+  for (auto [name, device] : w.transports())
   for (DType dtype : kDtypes)
     for (ReduceOp op : kOps)
       for (int64_t count : kCounts) {
         if (op == ReduceOp::prod && count > 1031) continue;  // products of 1..3 overflow past this
         for (bool in_place : {true, false}) {
-          CAPTURE(dtype_name(dtype), reduce_op_name(op), count, in_place, N);
+          CAPTURE(name, dtype_name(dtype), reduce_op_name(op), count, in_place, N);
           DeviceBuffer in(dtype, count), out(dtype, count);
           in.fill(w.rank(), op);
-          CollectiveContext ctx = w.context(dtype, op, kSegment);
+          CollectiveContext ctx = w.context(*device, dtype, op, kSegment);
           all_reduce_ring(ctx, in.data, in_place ? in.data : out.data, count);
-          w.device.synchronize();
+          device->synchronize();
           CHECK(wrong((in_place ? in : out).read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
           DeviceBuffer rd(dtype, count);
           rd.fill(w.rank(), op);
-          CollectiveContext ctx2 = w.context(dtype, op, kSegment);
+          CollectiveContext ctx2 = w.context(*device, dtype, op, kSegment);
           all_reduce_recursive_doubling(ctx2, rd.data, count);
-          w.device.synchronize();
+          device->synchronize();
           CHECK(wrong(rd.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
         }
       }
 }
 
-TEST_CASE("reduce, broadcast, all-gather and reduce-scatter on staged device memory", "[staging]") {
+TEST_CASE("reduce, broadcast, all-gather and reduce-scatter on device memory", "[device]") {
   World& w = world();
   const int N = w.size();
+  for (auto [name, device] : w.transports())
   for (DType dtype : kDtypes)
     for (int64_t count : kCounts)
       for (int root : {0, N - 1}) {
-        CAPTURE(dtype_name(dtype), count, root, N);
+        CAPTURE(name, dtype_name(dtype), count, root, N);
         const ReduceOp op = ReduceOp::sum;
         DeviceBuffer in(dtype, count), out(dtype, count);
         in.fill(w.rank(), op);
-        CollectiveContext ctx = w.context(dtype, op, kSegment);
+        CollectiveContext ctx = w.context(*device, dtype, op, kSegment);
         reduce_tree(ctx, in.data, out.data, count, root);
-        w.device.synchronize();
+        device->synchronize();
         if (w.rank() == root) CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
         CHECK(wrong(in.read(), [&](int64_t i) { return input_value(w.rank(), i, op); }) == 0);
 
@@ -164,38 +180,72 @@ TEST_CASE("reduce, broadcast, all-gather and reduce-scatter on staged device mem
           DeviceBuffer b(dtype, count);
           b.fill(root, op);  // what the root holds; the others are overwritten
           if (w.rank() != root) cudaMemset(b.data, 0x55, count * dtype_size(dtype));
-          CollectiveContext bctx = w.context(dtype, op, kSegment);
+          CollectiveContext bctx = w.context(*device, dtype, op, kSegment);
           if (chain) broadcast_chain(bctx, b.data, count, root); else broadcast_tree(bctx, b.data, count, root);
-          w.device.synchronize();
+          device->synchronize();
           CHECK(wrong(b.read(), [&](int64_t i) { return input_value(root, i, op); }) == 0);
         }
 
         DeviceBuffer chunk(dtype, count), gathered(dtype, count * N);
         chunk.fill(w.rank(), op, 0);
-        CollectiveContext gctx = w.context(dtype, op, kSegment);
+        CollectiveContext gctx = w.context(*device, dtype, op, kSegment);
         all_gather_ring(gctx, chunk.data, gathered.data, count);
-        w.device.synchronize();
+        device->synchronize();
         CHECK(wrong(gathered.read(), [&](int64_t i) { return input_value(static_cast<int>(i / std::max<int64_t>(count, 1)), i % std::max<int64_t>(count, 1), op); }) == 0);
 
         DeviceBuffer whole(dtype, count * N), mine(dtype, count);
         whole.fill(w.rank(), op);
-        CollectiveContext sctx = w.context(dtype, op, kSegment);
+        CollectiveContext sctx = w.context(*device, dtype, op, kSegment);
         reduce_scatter_ring(sctx, whole.data, mine.data, count);
-        w.device.synchronize();
+        device->synchronize();
         CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op); }) == 0);
       }
 }
 
-TEST_CASE("the barrier's zero-byte messages pass through the staging transport", "[staging]") {
+TEST_CASE("the barrier's zero-byte messages pass through both transports", "[device]") {
   World& w = world();
-  for (int i = 0; i < 20; ++i) {
-    CollectiveContext ctx = w.context(DType::float32, ReduceOp::sum, kSegment);
-    barrier_dissemination(ctx);
+  for (auto [name, device] : w.transports()) {
+    for (int i = 0; i < 20; ++i) {
+      CollectiveContext ctx = w.context(*device, DType::float32, ReduceOp::sum, kSegment);
+      barrier_dissemination(ctx);
+    }
+    device->synchronize();
   }
   SUCCEED();
 }
 
-TEST_CASE("a small staging window bounds pinned memory and still delivers everything in order", "[staging]") {
+TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[device]") {
+  World& w = world();
+  const int N = w.size();
+  ncclComm_t comm = w.nccl.comm();
+  cudaStream_t stream = w.nccl.stream();
+  for (DType dtype : kDtypes)
+    for (ReduceOp op : kOps)
+      for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{1031}}) {
+        CAPTURE(dtype_name(dtype), reduce_op_name(op), count, N);
+        DeviceBuffer in(dtype, count), out(dtype, count);
+        in.fill(w.rank(), op);
+        native_nccl::all_reduce(comm, stream, in.data, out.data, count, dtype, op);
+        DeviceBuffer red(dtype, count);
+        native_nccl::reduce(comm, stream, in.data, red.data, count, dtype, op, N - 1);
+        DeviceBuffer whole(dtype, count * N), mine(dtype, count), gathered(dtype, count * N);
+        whole.fill(w.rank(), op);
+        native_nccl::reduce_scatter(comm, stream, whole.data, mine.data, count, dtype, op);
+        native_nccl::all_gather(comm, stream, in.data, gathered.data, count, dtype);
+        DeviceBuffer b(dtype, count);
+        b.fill(0, op);
+        if (w.rank() != 0) cudaMemset(b.data, 0x55, count * dtype_size(dtype));
+        native_nccl::broadcast(comm, stream, b.data, count, dtype, 0);
+        w.nccl.synchronize();
+        CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+        if (w.rank() == N - 1) CHECK(wrong(red.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+        CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op); }) == 0);
+        CHECK(wrong(gathered.read(), [&](int64_t i) { return input_value(static_cast<int>(i / std::max<int64_t>(count, 1)), i % std::max<int64_t>(count, 1), op); }) == 0);
+        CHECK(wrong(b.read(), [&](int64_t i) { return input_value(0, i, op); }) == 0);
+      }
+}
+
+TEST_CASE("a small staging window bounds pinned memory and still delivers everything in order", "[device]") {
   World& w = world();
   // 4 messages or 16 KiB per direction, against a ring that posts a whole chunk's 4 KiB
   // segments at once: most of them wait their turn in the queue.
@@ -222,8 +272,8 @@ TEST_CASE("a collective stuck on the GPU ends the job through the watchdog", "[.
   World& w = world();
   DeviceBuffer a(DType::float32, 1024), b(DType::float32, 1024);
   ringdp::emu::stall_streams(true);
-  w.device.copy(a.data, b.data, 1024 * sizeof(float));
-  w.device.join_caller("all_reduce #7 (test, 1024 x float32)", std::chrono::milliseconds(300));
+  w.staged.copy(a.data, b.data, 1024 * sizeof(float));
+  w.staged.join_caller("all_reduce #7 (test, 1024 x float32)", std::chrono::milliseconds(300));
   std::this_thread::sleep_for(std::chrono::seconds(20));
   FAIL("the watchdog did not end the job within 20 s");
 }

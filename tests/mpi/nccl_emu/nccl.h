@@ -1,0 +1,54 @@
+// A stand-in for NCCL's header, for tests only: the calls comm/nccl_transport.cpp and
+// comm/native_nccl.cpp make, carried out over MPI on the CPU emulator's streams (nccl_emu.cpp).
+// It lets the mpi suite run NcclTransport with several real ranks, which the one-GPU machine
+// cannot (NCCL before 2.30 refuses two ranks on one device). It says nothing about NCCL's
+// speed or its own protocols; it checks how ringdp drives NCCL: groups, ordering on the stream,
+// device-memory buffers, the barrier's one-byte signals.
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+#define NCCL_MAJOR 2
+#define NCCL_MINOR 28
+#define NCCL_PATCH 0
+
+enum ncclResult_t { ncclSuccess = 0, ncclUnhandledCudaError, ncclSystemError, ncclInternalError, ncclInvalidArgument,
+                    ncclInvalidUsage, ncclRemoteError, ncclInProgress };
+enum ncclDataType_t { ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64, ncclFloat16, ncclFloat32,
+                      ncclFloat64, ncclBfloat16 };
+enum ncclRedOp_t { ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg };
+
+struct ncclUniqueId {
+  char internal[128];
+};
+using ncclComm_t = struct ncclComm*;
+struct ncclConfig_t {
+  int blocking;
+};
+#define NCCL_CONFIG_INITIALIZER \
+  { 1 }
+
+ncclResult_t ncclGetVersion(int* version);
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config);
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state);
+ncclResult_t ncclCommAbort(ncclComm_t comm);
+ncclResult_t ncclCommDestroy(ncclComm_t comm);
+const char* ncclGetErrorString(ncclResult_t result);
+const char* ncclGetLastError(ncclComm_t comm);
+ncclResult_t ncclGroupStart();
+ncclResult_t ncclGroupEnd();
+ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream);
+ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int root,
+                        ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
+                           cudaStream_t stream);
+ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
+                           cudaStream_t stream);
+ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t stream);

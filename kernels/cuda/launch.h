@@ -11,7 +11,7 @@
 #include "kernels/emu/cuda_emu.h"
 #define RINGDP_DYNAMIC_SHARED(type, name) auto name = ::ringdp::emu::dynamic_shared<type>(#name)
 #define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) \
-  (void)(stream), ::ringdp::emu::Launcher(#__VA_ARGS__, __VA_ARGS__, (grid), (block), (shared_bytes))
+  ::ringdp::emu::Launcher(#__VA_ARGS__, __VA_ARGS__, (grid), (block), (shared_bytes), (stream))
 #else
 #define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<(grid), (block), (shared_bytes), (stream)>>>
 #define RINGDP_DYNAMIC_SHARED(type, name) extern __shared__ type name[]

@@ -55,6 +55,8 @@ struct int4 { int x, y, z, w; };
 struct float2 { float x, y; };
 constexpr int warpSize = 32;
 
+struct CUstream_emu;  // cudaStream_t in the emulator's cuda_runtime.h
+
 namespace ringdp::emu {
 
 struct Fiber {
@@ -115,14 +117,17 @@ SharedSpan<T> dynamic_shared(const char* name) {
   return SharedSpan<T>(&run.dynamic_view);
 }
 
-/// Makes streams asynchronous (see runtime.cpp): enqueued work runs later, in order.
+/// Makes streams asynchronous (see runtime.cpp): enqueued work runs later, in order per stream.
 void set_deferred_streams(bool on);
+/// Which stream with runnable work moves next when the host polls.
+enum class StreamOrder { round_robin, newest_first, oldest_first };
+void set_stream_order(StreamOrder order);
 /// True when [p, p + bytes) lies inside one cudaMalloc allocation.
 bool is_device_memory(const void* p, size_t bytes);
 /// Stops (or restarts) the deferred queue: enqueued work never runs, events never fire.
 void stall_streams(bool on);
-/// Runs `work` now, or queues it behind earlier stream work when streams are deferred.
-void enqueue(std::function<void()> work);
+/// Runs `work` now, or queues it behind earlier work of `stream` when streams are deferred.
+void enqueue(CUstream_emu* stream, std::function<void()> work);
 
 template <typename... Params>
 struct Launcher {
@@ -130,13 +135,14 @@ struct Launcher {
   void (*kernel)(Params...);
   dim3 grid, block;
   size_t shared_bytes;
-  Launcher(const char* n, void (*k)(Params...), dim3 g, dim3 b, size_t shared)
-      : name(n), kernel(k), grid(g), block(b), shared_bytes(shared) {}
+  CUstream_emu* stream;
+  Launcher(const char* n, void (*k)(Params...), dim3 g, dim3 b, size_t shared, CUstream_emu* s)
+      : name(n), kernel(k), grid(g), block(b), shared_bytes(shared), stream(s) {}
   template <typename... Args>
   void operator()(Args&&... args) const {
     // The arguments are copied now, as a launch copies them, whenever the kernel runs.
     std::tuple<Params...> bound(static_cast<Params>(args)...);
-    enqueue([k = kernel, bound, n = name, g = grid, b = block, shared = shared_bytes] {
+    enqueue(stream, [k = kernel, bound, n = name, g = grid, b = block, shared = shared_bytes] {
       run_launch(n, g, b, shared, [k, &bound] { std::apply(k, bound); });
     });
   }

@@ -1,55 +1,105 @@
 // The emulator's CUDA runtime calls (see include/cuda_runtime.h), and its streams.
 //
 // Streams: by default every asynchronous call runs at once, which is all the kernel tests need.
-// With set_deferred_streams(true) the work of every stream (copies, memsets, kernel launches,
-// event records) goes into one queue and runs later, in order: one item each time the host polls
-// (cudaEventQuery, cudaStreamQuery), everything at a synchronising call. Code that reads device
-// results without waiting for them, or that posts a send before its staging copy has finished,
-// then sees stale data, as it would on a GPU, only every time instead of now and then. One queue
-// for all streams orders more than CUDA does, so a missing cross-stream wait goes unseen.
-// stall_streams(true) stops the queue altogether: a GPU that never finishes, for watchdog tests.
+// With set_deferred_streams(true) each stream (the default one included) gets its own queue of
+// work (copies, memsets, kernel launches, event records, waits for events), run later, in order
+// within the stream: one item each time the host polls (cudaEventQuery, cudaStreamQuery), and
+// everything at a synchronising call. Which stream moves next is set_stream_order's choice
+// (round robin, newest stream first, oldest first): code that reads device results without
+// waiting for them, posts a send before its staging copy has finished, or forgets a
+// cudaStreamWaitEvent between two streams then sees stale data, as on a GPU, only every time
+// instead of now and then. All streams here are non-blocking: the legacy default stream's
+// implicit synchronisation with other streams is not modelled (ringdp's streams opt out of it).
+// stall_streams(true) stops every queue: a GPU that never finishes, for watchdog tests.
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "kernels/emu/include/cuda_runtime.h"
 
 #include <algorithm>
+#include <atomic>
 
-struct CUstream_emu {};
+struct CUstream_emu {
+  uint64_t serial = 0;  // creation order, for set_stream_order
+};
 struct CUevent_emu {
-  bool reached = true;  // a never-recorded event counts as complete, as in CUDA
+  // Atomic: a watchdog thread may query an event while the host thread records it.
+  std::atomic<uint64_t> recorded{0}, fired{0};  // a never-recorded event counts as complete, as in CUDA
+  bool reached() const { return fired >= recorded; }
 };
 
 namespace ringdp::emu {
 namespace {
 
-struct Queue {
-  bool deferred = false;
-  bool stalled = false;
-  std::deque<std::function<void()>> work;
+struct Item {
+  std::function<void()> work;
+  CUevent_emu* wait_for = nullptr;  // a cudaStreamWaitEvent: blocks the stream until it fires
+  uint64_t generation = 0;
+  bool runnable() const { return !wait_for || wait_for->fired >= generation; }
 };
 
-Queue& queue() {
-  static Queue q;
+struct Queues {
+  bool deferred = false;
+  std::thread::id host;  // the only thread whose polls move work (the queues are not shared)
+  bool stalled = false;
+  StreamOrder order = StreamOrder::round_robin;
+  uint64_t next_serial = 1;
+  std::map<CUstream_emu*, std::deque<Item>> streams;  // nullptr: the default stream
+  CUstream_emu* last = nullptr;                       // the stream moved last (round robin)
+};
+
+Queues& queues() {
+  static Queues q;
   return q;
 }
 
+uint64_t serial_of(CUstream_emu* s) { return s ? s->serial : 0; }
+
 bool run_one() {
-  Queue& q = queue();
-  if (q.work.empty() || q.stalled) return false;
-  std::function<void()> item = std::move(q.work.front());
-  q.work.pop_front();
-  item();
+  Queues& q = queues();
+  // Another thread (a watchdog) sees events fire as the host's polls move the work; it moves none.
+  if (q.stalled || std::this_thread::get_id() != q.host) return false;
+  // The streams whose next item can run, in the order the policy prefers.
+  std::vector<CUstream_emu*> ready;
+  for (auto& [stream, items] : q.streams)
+    if (!items.empty() && items.front().runnable()) ready.push_back(stream);
+  if (ready.empty()) return false;
+  std::sort(ready.begin(), ready.end(), [](CUstream_emu* a, CUstream_emu* b) { return serial_of(a) < serial_of(b); });
+  CUstream_emu* pick = ready.front();
+  if (q.order == StreamOrder::newest_first) {
+    pick = ready.back();
+  } else if (q.order == StreamOrder::round_robin) {
+    auto after = std::find_if(ready.begin(), ready.end(), [&](CUstream_emu* s) { return serial_of(s) > serial_of(q.last); });
+    pick = after != ready.end() ? *after : ready.front();
+  }
+  q.last = pick;
+  std::deque<Item>& items = q.streams[pick];
+  Item item = std::move(items.front());
+  items.pop_front();
+  if (item.work) item.work();
+  return true;
+}
+
+bool all_empty() {
+  for (auto& [stream, items] : queues().streams)
+    if (!items.empty()) return false;
   return true;
 }
 
 void drain() {
   while (run_one()) {
+  }
+  if (!queues().stalled && !all_empty()) {
+    std::fprintf(stderr, "CUDA emulator: the streams are deadlocked: work waits for an event that no stream will "
+                         "record (a cudaStreamWaitEvent on an event recorded later?)\n");
+    std::abort();
   }
 }
 
@@ -78,15 +128,18 @@ bool is_device_memory(const void* p, size_t bytes) {
 }
 
 void set_deferred_streams(bool on) {
+  queues().host = std::this_thread::get_id();
   drain();
-  queue().deferred = on;
+  queues().deferred = on;
 }
 
-void stall_streams(bool on) { queue().stalled = on; }
+void set_stream_order(StreamOrder order) { queues().order = order; }
 
-void enqueue(std::function<void()> work) {
-  if (queue().deferred) {
-    queue().work.push_back(std::move(work));
+void stall_streams(bool on) { queues().stalled = on; }
+
+void enqueue(CUstream_emu* stream, std::function<void()> work) {
+  if (queues().deferred) {
+    queues().streams[stream].push_back(Item{std::move(work)});
   } else {
     work();
   }
@@ -156,9 +209,9 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   if (bytes) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   if (!kind_matches(dst, src, bytes, kind)) return cudaErrorInvalidValue;
-  if (bytes) enqueue([=] { std::memmove(dst, src, bytes); });
+  if (bytes) enqueue(stream, [=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* p, int value, size_t bytes) {
@@ -166,31 +219,45 @@ cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   if (bytes) std::memset(p, value, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
-  if (bytes) enqueue([=] { std::memset(p, value, bytes); });
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
+  if (bytes) enqueue(stream, [=] { std::memset(p, value, bytes); });
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { drain(); return cudaSuccess; }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) { *stream = new CUstream_emu; return cudaSuccess; }
-cudaError_t cudaStreamDestroy(cudaStream_t stream) { drain(); delete stream; return cudaSuccess; }
-cudaError_t cudaStreamQuery(cudaStream_t) {
-  run_one();
-  return ringdp::emu::queue().work.empty() ? cudaSuccess : cudaErrorNotReady;
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
+  *stream = new CUstream_emu{ringdp::emu::queues().next_serial++};
+  return cudaSuccess;
 }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }  // one queue: ordered already
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  drain();
+  ringdp::emu::queues().streams.erase(stream);
+  delete stream;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  run_one();
+  auto& streams = ringdp::emu::queues().streams;
+  auto it = streams.find(stream);
+  return it == streams.end() || it->second.empty() ? cudaSuccess : cudaErrorNotReady;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  if (!ringdp::emu::queues().deferred || event->reached()) return cudaSuccess;
+  ringdp::emu::queues().streams[stream].push_back(ringdp::emu::Item{nullptr, event, event->recorded});
+  return cudaSuccess;
+}
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { *event = new CUevent_emu; return cudaSuccess; }
 cudaError_t cudaEventDestroy(cudaEvent_t event) { delete event; return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
-  event->reached = false;
-  enqueue([event] { event->reached = true; });
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  const uint64_t generation = ++event->recorded;
+  enqueue(stream, [event, generation] { event->fired = std::max<uint64_t>(event->fired, generation); });
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  if (!event->reached) run_one();
-  return event->reached ? cudaSuccess : cudaErrorNotReady;
+  if (!event->reached()) run_one();
+  return event->reached() ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  while (!event->reached && run_one()) {
+  while (!event->reached() && run_one()) {
   }
-  return event->reached ? cudaSuccess : cudaErrorNotReady;  // only a stalled queue leaves it unreached
+  return event->reached() ? cudaSuccess : cudaErrorNotReady;  // only a stalled queue leaves it unreached
 }

@@ -214,6 +214,40 @@ TEST_CASE("the barrier's zero-byte messages pass through both transports", "[dev
   SUCCEED();
 }
 
+TEST_CASE("a collective waits for the caller's stream, and the caller's stream for the collective", "[device]") {
+  // The backward pass writes the input on the caller's (default) stream and the optimizer reads
+  // the result there, with no host wait in between: only the two event joins order them. Each
+  // stream order is the adversary of one join: newest first runs the transport's stream before
+  // the caller's (a missing wait_for_compute sends the input unwritten), oldest first runs the
+  // caller's first (a missing join_caller reads the result unreduced).
+  World& w = world();
+  const int64_t count = 3001;
+  const size_t bytes = count * sizeof(float);
+  using ringdp::emu::StreamOrder;
+  for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
+    for (auto [name, device] : w.transports()) {
+      CAPTURE(name, order == StreamOrder::newest_first ? "newest first" : "oldest first");
+      ringdp::emu::set_stream_order(order);
+      std::vector<float> in(count), out(count, -1.0f);
+      for (int64_t i = 0; i < count; ++i) in[i] = static_cast<float>(input_value(w.rank(), i, ReduceOp::sum));
+      DeviceBuffer buf(DType::float32, count);
+      cudaMemcpyAsync(buf.data, in.data(), bytes, cudaMemcpyHostToDevice, nullptr);
+      device->wait_for_compute();
+      CollectiveContext ctx = w.context(*device, DType::float32, ReduceOp::sum, kSegment);
+      all_reduce_ring(ctx, buf.data, buf.data, count);
+      device->join_caller("all_reduce (join test)", std::chrono::seconds(60));
+      cudaMemcpyAsync(out.data(), buf.data, bytes, cudaMemcpyDeviceToHost, nullptr);
+      cudaEvent_t caller_done;
+      cudaEventCreateWithFlags(&caller_done, cudaEventDisableTiming);
+      cudaEventRecord(caller_done, nullptr);
+      cudaEventSynchronize(caller_done);  // the caller's stream only
+      cudaEventDestroy(caller_done);
+      std::vector<double> got(out.begin(), out.end());
+      CHECK(wrong(got, [&](int64_t i) { return expected_value(w.size(), i, ReduceOp::sum); }) == 0);
+    }
+  ringdp::emu::set_stream_order(StreamOrder::round_robin);
+}
+
 TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[device]") {
   World& w = world();
   const int N = w.size();

@@ -30,6 +30,7 @@ struct Transfer {
 
 int g_group_depth = 0;
 std::string g_last_error;
+cudaStream_t g_group_stream = nullptr;  // the stream of the group's transfers (one stream per group)
 std::vector<Transfer> g_group;
 
 size_t type_bytes(ncclDataType_t t) {
@@ -73,7 +74,8 @@ void run_group(const std::vector<Transfer>& transfers) {
   MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
 }
 
-ncclResult_t add(Transfer t) {
+ncclResult_t add(Transfer t, cudaStream_t stream) {
+  g_group_stream = stream;
   // NCCL moves device memory (host buffers need registering, which ringdp never does).
   if (t.bytes > 0 && !ringdp::emu::is_device_memory(t.buffer, t.bytes)) {
     g_last_error = std::string(t.send ? "ncclSend" : "ncclRecv") + ": the buffer is not device memory";
@@ -145,20 +147,20 @@ ncclResult_t ncclGroupEnd() {
   if (g_group_depth == 0 && !g_group.empty()) {
     std::vector<Transfer> transfers;
     transfers.swap(g_group);
-    ringdp::emu::enqueue([transfers] { run_group(transfers); });
+    ringdp::emu::enqueue(g_group_stream, [transfers] { run_group(transfers); });
   }
   return ncclSuccess;
 }
-ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t) {
-  return add({true, const_cast<void*>(buf), count * type_bytes(type), peer, comm});
+ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream) {
+  return add({true, const_cast<void*>(buf), count * type_bytes(type), peer, comm}, stream);
 }
-ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t) {
-  return add({false, buf, count * type_bytes(type), peer, comm});
+ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream) {
+  return add({false, buf, count * type_bytes(type), peer, comm}, stream);
 }
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
-                           cudaStream_t) {
-  ringdp::emu::enqueue([=] {
+                           cudaStream_t stream) {
+  ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type);
     const std::vector<char> result = reduce_blocks(gather_all(send, bytes, comm), bytes, 0, count, type, op, comm->size);
     std::memcpy(recv, result.data(), bytes);
@@ -166,8 +168,8 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
   return ncclSuccess;
 }
 ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int root,
-                        ncclComm_t comm, cudaStream_t) {
-  ringdp::emu::enqueue([=] {
+                        ncclComm_t comm, cudaStream_t stream) {
+  ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type);
     const std::vector<char> result = reduce_blocks(gather_all(send, bytes, comm), bytes, 0, count, type, op, comm->size);
     if (comm->rank == root) std::memcpy(recv, result.data(), bytes);
@@ -175,16 +177,16 @@ ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType
   return ncclSuccess;
 }
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
-                           cudaStream_t) {
-  ringdp::emu::enqueue([=] {
+                           cudaStream_t stream) {
+  ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type);
     if (comm->rank == root && bytes) std::memmove(recv, send, bytes);
     MPI_Bcast(recv, static_cast<int>(bytes), MPI_BYTE, root, comm->comm);
   });
   return ncclSuccess;
 }
-ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t) {
-  ringdp::emu::enqueue([=] {
+ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t stream) {
+  ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type);
     const std::vector<char> all = gather_all(send, bytes, comm);
     if (bytes) std::memcpy(recv, all.data(), bytes * static_cast<size_t>(comm->size));
@@ -192,8 +194,8 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
   return ncclSuccess;
 }
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                               ncclComm_t comm, cudaStream_t) {
-  ringdp::emu::enqueue([=] {
+                               ncclComm_t comm, cudaStream_t stream) {
+  ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type), block = bytes * static_cast<size_t>(comm->size);
     const std::vector<char> result =
         reduce_blocks(gather_all(send, block, comm), block, bytes * static_cast<size_t>(comm->rank), count, type, op, comm->size);

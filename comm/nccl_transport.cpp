@@ -2,6 +2,7 @@
 #include "comm/nccl_transport.h"
 
 #if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/mpi/nccl_emu
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +57,9 @@ NcclTransport::NcclTransport(int rank, int size, int local_rank,
   }
   NCCL_CHECK(state);
   CUDA_CHECK(cudaMalloc(&signal_byte_, 2));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&reduce_stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&reduce_done_, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&transfers_now_, cudaEventDisableTiming));
   const char* debug = std::getenv("RINGDP_DEBUG");
   if (debug && rank_ == 0 && (std::strcmp(debug, "INFO") == 0 || std::strcmp(debug, "DETAIL") == 0)) {
     std::fprintf(stderr, "ringdp: NCCL %s, %d ranks, rank 0 on cuda:%d\n", nccl_version().c_str(), size_, device_);
@@ -64,43 +68,112 @@ NcclTransport::NcclTransport(int rank, int size, int local_rank,
 
 NcclTransport::~NcclTransport() {
   stop_watchdog();
+  if (reduce_stream_) cudaStreamSynchronize(reduce_stream_);
   if (stream_) cudaStreamSynchronize(stream_);
   if (comm_) ncclCommDestroy(comm_);
   if (signal_byte_) cudaFree(signal_byte_);
+  for (cudaEvent_t e : group_events_) cudaEventDestroy(e);
+  if (reduce_done_) cudaEventDestroy(reduce_done_);
+  if (transfers_now_) cudaEventDestroy(transfers_now_);
+  if (reduce_stream_) cudaStreamDestroy(reduce_stream_);
+}
+
+Request NcclTransport::post(const Pending& p) {
+  pending_.push_back(p);
+  return Request{(static_cast<uintptr_t>(batch_) << 32) | pending_.size()};
 }
 
 Request NcclTransport::isend(int peer, const void* data, size_t bytes, int) {
   // A zero-length message still has to arrive (the barrier's signals): one byte stands in.
-  if (bytes == 0) return Request{(pending_.push_back({true, peer, signal_byte_, 1}), pending_.size())};
-  pending_.push_back({true, peer, const_cast<void*>(data), bytes});
-  return Request{pending_.size()};
+  if (bytes == 0) return post({true, peer, signal_byte_, 1});
+  return post({true, peer, const_cast<void*>(data), bytes});
 }
 
 Request NcclTransport::irecv(int peer, void* data, size_t bytes, int) {
-  if (bytes == 0) return Request{(pending_.push_back({false, peer, static_cast<char*>(signal_byte_) + 1, 1}), pending_.size())};
-  pending_.push_back({false, peer, data, bytes});
-  return Request{pending_.size()};
+  if (bytes == 0) return post({false, peer, static_cast<char*>(signal_byte_) + 1, 1});
+  return post({false, peer, data, bytes});
+}
+
+void NcclTransport::join_reductions() {
+  if (!reductions_pending_) return;
+  CUDA_CHECK(cudaEventRecord(reduce_done_, reduce_stream_));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, reduce_done_, 0));
+  reductions_pending_ = false;
 }
 
 void NcclTransport::flush() {
   if (pending_.empty()) return;
-  NCCL_CHECK(ncclGroupStart());
-  for (const Pending& p : pending_) {
+  join_reductions();
+  std::vector<size_t> sends, receives;
+  int send_peer = -1, receive_peer = -1;
+  bool exchange = true;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    const Pending& p = pending_[i];
+    int& peer = p.send ? send_peer : receive_peer;
+    if (peer >= 0 && peer != p.peer) exchange = false;
+    peer = p.peer;
+    (p.send ? sends : receives).push_back(i);
+  }
+  // Segment k's send and receive pair up across the ring: every rank numbers a chunk's segments
+  // the same way, so group k here meets group k of both neighbours and no group waits on a later one.
+  const size_t groups = exchange ? std::max(sends.size(), receives.size()) : 1;
+  while (group_events_.size() < groups) {
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    group_events_.push_back(e);
+  }
+  group_of_.assign(pending_.size(), 0);
+  auto issue = [this](size_t i, int group) {
+    const Pending& p = pending_[i];
     if (p.send) NCCL_CHECK(ncclSend(p.data, p.bytes, ncclUint8, p.peer, comm_, stream_));
     else NCCL_CHECK(ncclRecv(p.data, p.bytes, ncclUint8, p.peer, comm_, stream_));
+    group_of_[i] = group;
+  };
+  for (size_t g = 0; g < groups; ++g) {
+    NCCL_CHECK(ncclGroupStart());
+    if (!exchange) {
+      for (size_t i = 0; i < pending_.size(); ++i) issue(i, 0);
+    } else {
+      if (g < receives.size()) issue(receives[g], static_cast<int>(g));
+      if (g < sends.size()) issue(sends[g], static_cast<int>(g));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+    CUDA_CHECK(cudaEventRecord(group_events_[g], stream_));
   }
-  NCCL_CHECK(ncclGroupEnd());
+  groups_in_last_ = static_cast<int>(groups);
   pending_.clear();
+  ++batch_;
+  dependency_ = nullptr;  // new transfers: a reduction now waits for the groups it is told about
+}
+
+cudaEvent_t NcclTransport::event_of(const Request& r) {
+  const uint64_t batch = r.handle >> 32;
+  const size_t index = (r.handle & 0xffffffffu) - 1;
+  if (batch == batch_) flush();  // still being collected
+  if (batch + 1 == batch_ && index < group_of_.size()) return group_events_[static_cast<size_t>(group_of_[index])];
+  // An older batch: its groups are done before the last group of the last batch is.
+  return group_events_[static_cast<size_t>(groups_in_last_ - 1)];
 }
 
 void NcclTransport::wait_all(std::span<Request> requests) {
-  // Ordering on the stream is the wait: whatever is enqueued next runs after the transfers.
+  // Ordering on the streams is the wait: the host does not block. A reduction enqueued next
+  // waits for the last of these requests' groups, not for the whole step.
   flush();
-  for (Request& r : requests) r.handle = 0;
+  int latest = -1;
+  for (Request& r : requests) {
+    if (r.handle == 0) continue;
+    cudaEvent_t e = event_of(r);
+    const int group = static_cast<int>(std::find(group_events_.begin(), group_events_.end(), e) - group_events_.begin());
+    if (group > latest) {
+      latest = group;
+      dependency_ = e;
+    }
+    r.handle = 0;
+  }
 }
 
 bool NcclTransport::test(Request& request) {
-  flush();
+  issue_pending();
   const cudaError_t state = cudaStreamQuery(stream_);
   if (state == cudaErrorNotReady) return false;
   CUDA_CHECK(state);
@@ -108,13 +181,26 @@ bool NcclTransport::test(Request& request) {
   return true;
 }
 
+void NcclTransport::issue_pending() {
+  flush();
+  join_reductions();
+}
+
 void NcclTransport::reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {
   flush();
-  kernels::reduce_into_cuda(dst, src, count, dtype, op, stream_);
+  cudaEvent_t after = dependency_;
+  if (!after) {  // not after a wait: after everything on the transfer stream so far
+    CUDA_CHECK(cudaEventRecord(transfers_now_, stream_));
+    after = transfers_now_;
+  }
+  CUDA_CHECK(cudaStreamWaitEvent(reduce_stream_, after, 0));
+  kernels::reduce_into_cuda(dst, src, count, dtype, op, reduce_stream_);
+  reductions_pending_ = true;
 }
 
 void NcclTransport::copy(void* dst, const void* src, size_t bytes) {
-  flush();
+  issue_pending();
+  dependency_ = nullptr;
   if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 

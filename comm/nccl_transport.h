@@ -1,8 +1,12 @@
 // Transport over NCCL point-to-point, for CUDA tensors. The algorithms in comm/ run unchanged:
-// isend/irecv only record the operation; the first wait of a step issues every recorded
-// ncclSend/ncclRecv inside one ncclGroupStart/End on the communicator's stream, and
-// reduce_into/copy are enqueued on the same stream, so a whole collective is enqueued without
-// host round trips. The stream, its join with the caller's and the watchdog are
+// isend/irecv only record the operation; the first wait of a step issues what was recorded on
+// the transfer stream. When the step is an exchange (every send to one peer, every receive from
+// one peer: the ring's segments, recursive doubling, the barrier), segment k's send and receive
+// form group k, and an event after each group lets the reduction of segment k run on a second
+// stream while segment k+1 is on the wire; any other pattern is one group. Before the next step's
+// transfers (and before a copy, a join or a sync) the transfer stream waits for the reductions,
+// since the next step sends what they produced and receives into what they read. A whole
+// collective is enqueued without host round trips. The stream, its join with the caller's and the watchdog are
 // CudaStreamTransport's; a stuck stream gets ncclCommAbort before the report.
 // Bootstrap (nccl_bootstrap): rank 0 creates the ncclUniqueId and MPI broadcasts it; each rank
 // uses GPU local_rank % device_count; non-blocking init so a stuck init can time out too.
@@ -42,17 +46,32 @@ class NcclTransport final : public CudaStreamTransport {
   void copy(void* dst, const void* src, size_t bytes) override;
 
  private:
-  void issue_pending() override { flush(); }
+  void issue_pending() override;
   void check_async() override;  // ncclCommGetAsyncError
   void on_stuck() override;     // ncclCommAbort: unblocks the stream so the process can end
-  void flush();
   struct Pending {
     bool send;
     int peer;
     void* data;
     size_t bytes;
   };
+  Request post(const Pending& p);
+  /// Issues the recorded sends and receives (see the file comment for the grouping).
+  void flush();
+  /// Makes the transfer stream wait for every reduction enqueued so far.
+  void join_reductions();
+  /// The event recorded after the group that carries request r.
+  cudaEvent_t event_of(const Request& r);
+
   std::vector<Pending> pending_;
+  uint64_t batch_ = 0;             // number of the batch being collected in pending_
+  std::vector<int> group_of_;      // last issued batch: request index -> its group
+  int groups_in_last_ = 0;
+  std::vector<cudaEvent_t> group_events_;  // event after group g of the last batch
+  cudaStream_t reduce_stream_ = nullptr;   // reductions, so segment k reduces while k+1 arrives
+  cudaEvent_t reduce_done_ = nullptr, transfers_now_ = nullptr;
+  bool reductions_pending_ = false;        // reductions enqueued since the last join
+  cudaEvent_t dependency_ = nullptr;       // what the next reduction waits for: the last waited group
   ncclComm_t comm_ = nullptr;
   void* signal_byte_ = nullptr;  // device byte that zero-length messages carry
   int rank_ = 0, size_ = 1;

@@ -133,73 +133,106 @@ constexpr size_t kSegment = 256;
 
 }  // namespace
 
+namespace {
+
+// The checks of one case, shared by the matrix over transports and the runs under each stream order.
+void check_all_reduce(World& w, CudaStreamTransport& device, DType dtype, ReduceOp op, int64_t count, bool in_place) {
+  const int N = w.size();
+  DeviceBuffer in(dtype, count), out(dtype, count);
+  in.fill(w.rank(), op);
+  CollectiveContext ctx = w.context(device, dtype, op, kSegment);
+  all_reduce_ring(ctx, in.data, in_place ? in.data : out.data, count);
+  device.synchronize();
+  CHECK(wrong((in_place ? in : out).read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+  DeviceBuffer rd(dtype, count);
+  rd.fill(w.rank(), op);
+  CollectiveContext ctx2 = w.context(device, dtype, op, kSegment);
+  all_reduce_recursive_doubling(ctx2, rd.data, count);
+  device.synchronize();
+  CHECK(wrong(rd.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+}
+
+void check_rooted_and_gathers(World& w, CudaStreamTransport& device, DType dtype, int64_t count, int root) {
+  const int N = w.size();
+  const ReduceOp op = ReduceOp::sum;
+  DeviceBuffer in(dtype, count), out(dtype, count);
+  in.fill(w.rank(), op);
+  CollectiveContext ctx = w.context(device, dtype, op, kSegment);
+  reduce_tree(ctx, in.data, out.data, count, root);
+  device.synchronize();
+  if (w.rank() == root) CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+  CHECK(wrong(in.read(), [&](int64_t i) { return input_value(w.rank(), i, op); }) == 0);
+
+  for (bool chain : {false, true}) {
+    DeviceBuffer b(dtype, count);
+    b.fill(root, op);  // what the root holds; the others are overwritten
+    if (w.rank() != root) cudaMemset(b.data, 0x55, count * dtype_size(dtype));
+    CollectiveContext bctx = w.context(device, dtype, op, kSegment);
+    if (chain) broadcast_chain(bctx, b.data, count, root); else broadcast_tree(bctx, b.data, count, root);
+    device.synchronize();
+    CHECK(wrong(b.read(), [&](int64_t i) { return input_value(root, i, op); }) == 0);
+  }
+
+  const int64_t width = std::max<int64_t>(count, 1);
+  DeviceBuffer chunk(dtype, count), gathered(dtype, count * N);
+  chunk.fill(w.rank(), op, 0);
+  CollectiveContext gctx = w.context(device, dtype, op, kSegment);
+  all_gather_ring(gctx, chunk.data, gathered.data, count);
+  device.synchronize();
+  CHECK(wrong(gathered.read(), [&](int64_t i) { return input_value(static_cast<int>(i / width), i % width, op); }) == 0);
+
+  DeviceBuffer whole(dtype, count * N), mine(dtype, count);
+  whole.fill(w.rank(), op);
+  CollectiveContext sctx = w.context(device, dtype, op, kSegment);
+  reduce_scatter_ring(sctx, whole.data, mine.data, count);
+  device.synchronize();
+  CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op); }) == 0);
+}
+
+}  // namespace
+
 TEST_CASE("ring and recursive-doubling all-reduce on device memory", "[device]") {
   World& w = world();
-  const int N = w.size();
   for (auto [name, device] : w.transports())
-  for (DType dtype : kDtypes)
-    for (ReduceOp op : kOps)
-      for (int64_t count : kCounts) {
-        if (op == ReduceOp::prod && count > 1031) continue;  // products of 1..3 overflow past this
-        for (bool in_place : {true, false}) {
-          CAPTURE(name, dtype_name(dtype), reduce_op_name(op), count, in_place, N);
-          DeviceBuffer in(dtype, count), out(dtype, count);
-          in.fill(w.rank(), op);
-          CollectiveContext ctx = w.context(*device, dtype, op, kSegment);
-          all_reduce_ring(ctx, in.data, in_place ? in.data : out.data, count);
-          device->synchronize();
-          CHECK(wrong((in_place ? in : out).read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
-          DeviceBuffer rd(dtype, count);
-          rd.fill(w.rank(), op);
-          CollectiveContext ctx2 = w.context(*device, dtype, op, kSegment);
-          all_reduce_recursive_doubling(ctx2, rd.data, count);
-          device->synchronize();
-          CHECK(wrong(rd.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+    for (DType dtype : kDtypes)
+      for (ReduceOp op : kOps)
+        for (int64_t count : kCounts) {
+          if (op == ReduceOp::prod && count > 1031) continue;  // products of 1..3 overflow past this
+          for (bool in_place : {true, false}) {
+            CAPTURE(name, dtype_name(dtype), reduce_op_name(op), count, in_place, w.size());
+            check_all_reduce(w, *device, dtype, op, count, in_place);
+          }
         }
-      }
 }
 
 TEST_CASE("reduce, broadcast, all-gather and reduce-scatter on device memory", "[device]") {
   World& w = world();
-  const int N = w.size();
   for (auto [name, device] : w.transports())
-  for (DType dtype : kDtypes)
-    for (int64_t count : kCounts)
-      for (int root : {0, N - 1}) {
-        CAPTURE(name, dtype_name(dtype), count, root, N);
-        const ReduceOp op = ReduceOp::sum;
-        DeviceBuffer in(dtype, count), out(dtype, count);
-        in.fill(w.rank(), op);
-        CollectiveContext ctx = w.context(*device, dtype, op, kSegment);
-        reduce_tree(ctx, in.data, out.data, count, root);
-        device->synchronize();
-        if (w.rank() == root) CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
-        CHECK(wrong(in.read(), [&](int64_t i) { return input_value(w.rank(), i, op); }) == 0);
-
-        for (bool chain : {false, true}) {
-          DeviceBuffer b(dtype, count);
-          b.fill(root, op);  // what the root holds; the others are overwritten
-          if (w.rank() != root) cudaMemset(b.data, 0x55, count * dtype_size(dtype));
-          CollectiveContext bctx = w.context(*device, dtype, op, kSegment);
-          if (chain) broadcast_chain(bctx, b.data, count, root); else broadcast_tree(bctx, b.data, count, root);
-          device->synchronize();
-          CHECK(wrong(b.read(), [&](int64_t i) { return input_value(root, i, op); }) == 0);
+    for (DType dtype : kDtypes)
+      for (int64_t count : kCounts)
+        for (int root : {0, w.size() - 1}) {
+          CAPTURE(name, dtype_name(dtype), count, root, w.size());
+          check_rooted_and_gathers(w, *device, dtype, count, root);
         }
+}
 
-        DeviceBuffer chunk(dtype, count), gathered(dtype, count * N);
-        chunk.fill(w.rank(), op, 0);
-        CollectiveContext gctx = w.context(*device, dtype, op, kSegment);
-        all_gather_ring(gctx, chunk.data, gathered.data, count);
-        device->synchronize();
-        CHECK(wrong(gathered.read(), [&](int64_t i) { return input_value(static_cast<int>(i / std::max<int64_t>(count, 1)), i % std::max<int64_t>(count, 1), op); }) == 0);
-
-        DeviceBuffer whole(dtype, count * N), mine(dtype, count);
-        whole.fill(w.rank(), op);
-        CollectiveContext sctx = w.context(*device, dtype, op, kSegment);
-        reduce_scatter_ring(sctx, whole.data, mine.data, count);
-        device->synchronize();
-        CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op); }) == 0);
-      }
+TEST_CASE("every algorithm under each order of the streams", "[device]") {
+  // NCCL's reductions run on a stream of their own, the staged copies and reductions on the
+  // transport's: running the streams in the two extreme orders finds a missing wait between them.
+  World& w = world();
+  using ringdp::emu::StreamOrder;
+  for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first}) {
+    ringdp::emu::set_stream_order(order);
+    for (auto [name, device] : w.transports())
+      for (DType dtype : {DType::float32, DType::bfloat16})
+        for (int64_t count : {int64_t{5}, int64_t{1031}, int64_t{20011}}) {
+          CAPTURE(name, order == StreamOrder::newest_first ? "newest first" : "oldest first", dtype_name(dtype), count);
+          for (ReduceOp op : {ReduceOp::sum, ReduceOp::max})
+            for (bool in_place : {true, false}) check_all_reduce(w, *device, dtype, op, count, in_place);
+          check_rooted_and_gathers(w, *device, dtype, count, w.size() - 1);
+        }
+  }
+  ringdp::emu::set_stream_order(StreamOrder::round_robin);
 }
 
 TEST_CASE("the barrier's zero-byte messages pass through both transports", "[device]") {

@@ -88,7 +88,8 @@ ncclResult_t add(Transfer t, cudaStream_t stream) {
 
 /// Every rank's `bytes` from `send`, in rank order (a copy first: send may alias the result).
 std::vector<char> gather_all(const void* send, size_t bytes, ncclComm_t comm) {
-  std::vector<char> mine(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
+  std::vector<char> mine(bytes + 1);
+  if (bytes) std::memcpy(mine.data(), send, bytes);
   std::vector<char> all(bytes * static_cast<size_t>(comm->size) + 1);
   MPI_Allgather(mine.data(), static_cast<int>(bytes), MPI_BYTE, all.data(), static_cast<int>(bytes), MPI_BYTE, comm->comm);
   return all;
@@ -163,7 +164,7 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
   ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type);
     const std::vector<char> result = reduce_blocks(gather_all(send, bytes, comm), bytes, 0, count, type, op, comm->size);
-    std::memcpy(recv, result.data(), bytes);
+    if (bytes) std::memcpy(recv, result.data(), bytes);
   });
   return ncclSuccess;
 }
@@ -172,7 +173,7 @@ ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType
   ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type);
     const std::vector<char> result = reduce_blocks(gather_all(send, bytes, comm), bytes, 0, count, type, op, comm->size);
-    if (comm->rank == root) std::memcpy(recv, result.data(), bytes);
+    if (comm->rank == root && bytes) std::memcpy(recv, result.data(), bytes);
   });
   return ncclSuccess;
 }

@@ -146,13 +146,13 @@ void NcclTransport::flush() {
   dependency_ = nullptr;  // new transfers: a reduction now waits for the groups it is told about
 }
 
-cudaEvent_t NcclTransport::event_of(const Request& r) {
+int NcclTransport::group_of(const Request& r) {
   const uint64_t batch = r.handle >> 32;
   const size_t index = (r.handle & 0xffffffffu) - 1;
   if (batch == batch_) flush();  // still being collected
-  if (batch + 1 == batch_ && index < group_of_.size()) return group_events_[static_cast<size_t>(group_of_[index])];
+  if (batch + 1 == batch_ && index < group_of_.size()) return group_of_[index];
   // An older batch: its groups are done before the last group of the last batch is.
-  return group_events_[static_cast<size_t>(groups_in_last_ - 1)];
+  return groups_in_last_ - 1;
 }
 
 void NcclTransport::wait_all(std::span<Request> requests) {
@@ -162,14 +162,10 @@ void NcclTransport::wait_all(std::span<Request> requests) {
   int latest = -1;
   for (Request& r : requests) {
     if (r.handle == 0) continue;
-    cudaEvent_t e = event_of(r);
-    const int group = static_cast<int>(std::find(group_events_.begin(), group_events_.end(), e) - group_events_.begin());
-    if (group > latest) {
-      latest = group;
-      dependency_ = e;
-    }
+    latest = std::max(latest, group_of(r));
     r.handle = 0;
   }
+  if (latest >= 0) dependency_ = group_events_[static_cast<size_t>(latest)];
 }
 
 bool NcclTransport::test(Request& request) {

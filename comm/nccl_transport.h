@@ -60,8 +60,8 @@ class NcclTransport final : public CudaStreamTransport {
   void flush();
   /// Makes the transfer stream wait for every reduction enqueued so far.
   void join_reductions();
-  /// The event recorded after the group that carries request r.
-  cudaEvent_t event_of(const Request& r);
+  /// The group of the last issued batch that carries request r (issuing it if still pending).
+  int group_of(const Request& r);
 
   std::vector<Pending> pending_;
   uint64_t batch_ = 0;             // number of the batch being collected in pending_

@@ -134,8 +134,8 @@ Request MpiCudaTransport::start(bool receive, int peer, void* data, size_t bytes
   const size_t slot = post(m);
   if (m.state == Message::State::queued) {
     // Even an empty message (the barrier's) queues behind earlier ones, to keep their order.
-    (receive ? receives_ : sends_).push_back(slot);
-    progress();
+    (receive ? queued_receives_ : queued_sends_).push_back(slot);
+    issue();  // starts the copy (or posts the receive) now if the window has room
   }
   return Request{slot + 1, peer, tag, bytes, receive};
 }
@@ -173,7 +173,7 @@ void MpiCudaTransport::advance(Message& m) {
   }
 }
 
-void MpiCudaTransport::progress() {
+void MpiCudaTransport::issue() {
   using S = Message::State;
   // Messages are issued in the order they were posted, never as their copies happen to finish:
   // a collective's receives take any tag, so MPI's in-order matching is what puts segment k into
@@ -182,9 +182,8 @@ void MpiCudaTransport::progress() {
   auto fits = [this](size_t in_flight_bytes, int in_flight, size_t bytes) {
     return bytes == 0 || in_flight == 0 || (in_flight < window_.messages && in_flight_bytes + bytes <= window_.bytes);
   };
-  for (size_t slot : sends_) {
-    Message& m = messages_[slot];
-    if (m.state != S::queued) continue;
+  while (!queued_sends_.empty()) {
+    Message& m = messages_[queued_sends_.front()];
     if (!fits(sending_bytes_, sending_, m.bytes)) break;
     if (m.bytes > 0) {
       m.pinned = acquire_pinned(m.bytes);
@@ -196,16 +195,18 @@ void MpiCudaTransport::progress() {
     m.event = acquire_event();
     CUDA_CHECK(cudaEventRecord(m.event, stream_));
     m.state = S::copy_out;
+    copying_sends_.push_back(queued_sends_.front());
+    queued_sends_.pop_front();
   }
-  while (!sends_.empty()) {
-    Message& m = messages_[sends_.front()];
-    if (m.state != S::copy_out || !fired(m.event)) break;
+  while (!copying_sends_.empty()) {
+    Message& m = messages_[copying_sends_.front()];
+    if (!fired(m.event)) break;
     m.host = host_.isend(m.peer, m.pinned >= 0 ? pinned_[static_cast<size_t>(m.pinned)].data : nullptr, m.bytes, m.tag);
     m.state = S::sending;
-    sends_.pop_front();
+    copying_sends_.pop_front();
   }
-  while (!receives_.empty()) {
-    Message& m = messages_[receives_.front()];
+  while (!queued_receives_.empty()) {
+    Message& m = messages_[queued_receives_.front()];
     if (!fits(receiving_bytes_, receiving_, m.bytes)) break;
     void* landing = nullptr;
     if (m.bytes > 0) {
@@ -216,8 +217,13 @@ void MpiCudaTransport::progress() {
     }
     m.host = host_.irecv(m.peer, landing, m.bytes, m.tag);
     m.state = S::receiving;
-    receives_.pop_front();
+    queued_receives_.pop_front();
   }
+}
+
+void MpiCudaTransport::progress() {
+  using S = Message::State;
+  issue();
   for (Message& m : messages_) {
     if (m.state == S::sending || m.state == S::receiving || m.state == S::copy_in) advance(m);
   }

@@ -80,8 +80,11 @@ class MpiCudaTransport final : public CudaStreamTransport {
   size_t post(const Message& m);
   /// Moves a posted message (sending, receiving, copy_in) as far as it can go without blocking.
   void advance(Message& m);
-  /// Issues queued messages in order as the window allows, then advances every message in
-  /// flight: a message nobody waits for still has to progress.
+  /// Issues queued messages in order as the window allows, and hands sends whose copy has
+  /// finished to MPI, in order.
+  void issue();
+  /// issue(), then advances every message in flight: a message nobody waits for still has to
+  /// progress.
   void progress();
   int acquire_pinned(size_t bytes);
   void release_pinned(Message& m, size_t& in_flight_bytes, int& in_flight);
@@ -93,8 +96,9 @@ class MpiCudaTransport final : public CudaStreamTransport {
   Path path_;
   std::vector<Message> messages_;   // slot i is Request handle i + 1
   std::vector<int> free_slots_;
-  std::deque<size_t> sends_;        // staged sends not yet handed to MPI, in the order issued
-  std::deque<size_t> receives_;     // staged receives not yet posted to MPI, in the order issued
+  std::deque<size_t> queued_sends_;     // staged sends waiting for room in the window, in order
+  std::deque<size_t> copying_sends_;    // staged sends whose copy out is under way, in order
+  std::deque<size_t> queued_receives_;  // staged receives waiting for room in the window, in order
   Window window_;
   size_t sending_bytes_ = 0, receiving_bytes_ = 0;  // staged bytes in flight, per direction
   int sending_ = 0, receiving_ = 0;                 // staged messages in flight, per direction

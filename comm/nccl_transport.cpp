@@ -104,7 +104,10 @@ void NcclTransport::join_reductions() {
 void NcclTransport::flush() {
   if (pending_.empty()) return;
   join_reductions();
-  std::vector<size_t> sends, receives;
+  std::vector<size_t>& sends = sends_;
+  std::vector<size_t>& receives = receives_;
+  sends.clear();
+  receives.clear();
   int send_peer = -1, receive_peer = -1;
   bool exchange = true;
   for (size_t i = 0; i < pending_.size(); ++i) {

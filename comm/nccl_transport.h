@@ -66,6 +66,7 @@ class NcclTransport final : public CudaStreamTransport {
   std::vector<Pending> pending_;
   uint64_t batch_ = 0;             // number of the batch being collected in pending_
   std::vector<int> group_of_;      // last issued batch: request index -> its group
+  std::vector<size_t> sends_, receives_;   // flush()'s split of pending_, kept to reuse its memory
   int groups_in_last_ = 0;
   std::vector<cudaEvent_t> group_events_;  // event after group g of the last batch
   cudaStream_t reduce_stream_ = nullptr;   // reductions, so segment k reduces while k+1 arrives

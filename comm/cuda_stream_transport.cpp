@@ -65,17 +65,28 @@ void CudaStreamTransport::synchronize() {
   }
 }
 
+cudaEvent_t CudaStreamTransport::acquire_event() {
+  std::lock_guard lock(events_mutex_);
+  if (!spare_events_.empty()) {
+    cudaEvent_t e = spare_events_.back();
+    spare_events_.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  all_events_.push_back(e);
+  return e;
+}
+
+void CudaStreamTransport::release_event(cudaEvent_t event) {
+  std::lock_guard lock(events_mutex_);
+  spare_events_.push_back(event);
+}
+
 void CudaStreamTransport::join_caller(const std::string& what, std::chrono::milliseconds timeout) {
   issue_pending();
+  cudaEvent_t done = acquire_event();
   std::unique_lock lock(mutex_);
-  cudaEvent_t done;
-  if (!spare_events_.empty()) {
-    done = spare_events_.back();
-    spare_events_.pop_back();
-  } else {
-    CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    all_events_.push_back(done);
-  }
   CUDA_CHECK(cudaEventRecord(done, stream_));
   CUDA_CHECK(cudaStreamWaitEvent(nullptr, done, 0));
   outstanding_.push_back({done, Clock::now() + timeout, what});
@@ -104,7 +115,7 @@ void CudaStreamTransport::watch() {
       Outstanding& front = outstanding_.front();
       const cudaError_t state = cudaEventQuery(front.done);
       if (state == cudaSuccess) {
-        spare_events_.push_back(front.done);
+        release_event(front.done);
         outstanding_.pop_front();
         continue;
       }

@@ -64,6 +64,10 @@ class CudaStreamTransport : public Transport {
   virtual void on_stuck() {}
   /// Derived destructors call this first: the watchdog must not poll what they tear down.
   void stop_watchdog();
+  /// Events without timing, pooled: created on first need, reused after release, destroyed with
+  /// the transport. Thread-safe (the watchdog releases the ones it has seen fire).
+  cudaEvent_t acquire_event();
+  void release_event(cudaEvent_t event);
 
   cudaStream_t stream_ = nullptr;
   int device_ = 0;
@@ -80,6 +84,7 @@ class CudaStreamTransport : public Transport {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Outstanding> outstanding_;
+  std::mutex events_mutex_;  // guards the two below; taken inside mutex_ (the watchdog), never around it
   std::vector<cudaEvent_t> spare_events_;
   std::vector<cudaEvent_t> all_events_;
   bool stopping_ = false;

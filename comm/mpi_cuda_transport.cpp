@@ -40,7 +40,6 @@ MpiCudaTransport::MpiCudaTransport(Transport& host, int local_rank, Path path, W
 MpiCudaTransport::~MpiCudaTransport() {
   stop_watchdog();
   if (stream_) cudaStreamSynchronize(stream_);
-  for (cudaEvent_t e : all_events_) cudaEventDestroy(e);
   for (Pinned& p : pinned_) cudaFreeHost(p.data);
 }
 
@@ -76,18 +75,6 @@ void MpiCudaTransport::release_pinned(Message& m, size_t& in_flight_bytes, int& 
   m.pinned = -1;
   in_flight_bytes -= m.bytes;
   --in_flight;
-}
-
-cudaEvent_t MpiCudaTransport::acquire_event() {
-  if (!events_.empty()) {
-    cudaEvent_t e = events_.back();
-    events_.pop_back();
-    return e;
-  }
-  cudaEvent_t e = nullptr;
-  CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  all_events_.push_back(e);
-  return e;
 }
 
 size_t MpiCudaTransport::post(const Message& m) {
@@ -230,7 +217,7 @@ void MpiCudaTransport::progress() {
 }
 
 void MpiCudaTransport::finish(Message& m) {
-  if (m.event) events_.push_back(m.event);
+  if (m.event) release_event(m.event);
   m = Message{};
   free_slots_.push_back(static_cast<int>(&m - messages_.data()));
 }

@@ -88,7 +88,6 @@ class MpiCudaTransport final : public CudaStreamTransport {
   void progress();
   int acquire_pinned(size_t bytes);
   void release_pinned(Message& m, size_t& in_flight_bytes, int& in_flight);
-  cudaEvent_t acquire_event();
   void finish(Message& m);
   Message& message_of(const Request& r);
 
@@ -103,8 +102,6 @@ class MpiCudaTransport final : public CudaStreamTransport {
   size_t sending_bytes_ = 0, receiving_bytes_ = 0;  // staged bytes in flight, per direction
   int sending_ = 0, receiving_ = 0;                 // staged messages in flight, per direction
   std::vector<Pinned> pinned_;
-  std::vector<cudaEvent_t> events_;  // idle events, reused
-  std::vector<cudaEvent_t> all_events_;
 };
 
 /// Whether this MPI moves device memory itself: RINGDP_MPI_CUDA_AWARE=0/1 decides when set,

@@ -104,10 +104,8 @@ void NcclTransport::join_reductions() {
 void NcclTransport::flush() {
   if (pending_.empty()) return;
   join_reductions();
-  std::vector<size_t>& sends = sends_;
-  std::vector<size_t>& receives = receives_;
-  sends.clear();
-  receives.clear();
+  sends_.clear();
+  receives_.clear();
   int send_peer = -1, receive_peer = -1;
   bool exchange = true;
   for (size_t i = 0; i < pending_.size(); ++i) {
@@ -115,11 +113,11 @@ void NcclTransport::flush() {
     int& peer = p.send ? send_peer : receive_peer;
     if (peer >= 0 && peer != p.peer) exchange = false;
     peer = p.peer;
-    (p.send ? sends : receives).push_back(i);
+    (p.send ? sends_ : receives_).push_back(i);
   }
   // Segment k's send and receive pair up across the ring: every rank numbers a chunk's segments
   // the same way, so group k here meets group k of both neighbours and no group waits on a later one.
-  const size_t groups = exchange ? std::max(sends.size(), receives.size()) : 1;
+  const size_t groups = exchange ? std::max(sends_.size(), receives_.size()) : 1;
   while (group_events_.size() < groups) {
     cudaEvent_t e = nullptr;
     CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -137,8 +135,8 @@ void NcclTransport::flush() {
     if (!exchange) {
       for (size_t i = 0; i < pending_.size(); ++i) issue(i, 0);
     } else {
-      if (g < receives.size()) issue(receives[g], static_cast<int>(g));
-      if (g < sends.size()) issue(sends[g], static_cast<int>(g));
+      if (g < receives_.size()) issue(receives_[g], static_cast<int>(g));
+      if (g < sends_.size()) issue(sends_[g], static_cast<int>(g));
     }
     NCCL_CHECK(ncclGroupEnd());
     CUDA_CHECK(cudaEventRecord(group_events_[g], stream_));

@@ -25,6 +25,7 @@
 #include "comm/native_nccl.h"
 #include "comm/nccl_transport.h"
 #include "comm/position.h"
+#include "kernels/elementwise.h"
 #include "kernels/emu/cuda_emu.h"
 #include "tests/support/mpi_test.h"
 
@@ -65,27 +66,6 @@ World& world() {
   return w;
 }
 
-void encode(DType dtype, double v, void* out) {
-  switch (dtype) {
-    case DType::float32: { const float f = static_cast<float>(v); std::memcpy(out, &f, 4); break; }
-    case DType::float64: std::memcpy(out, &v, 8); break;
-    case DType::int32: { const int32_t i = static_cast<int32_t>(v); std::memcpy(out, &i, 4); break; }
-    case DType::int64: { const int64_t i = static_cast<int64_t>(v); std::memcpy(out, &i, 8); break; }
-    case DType::bfloat16: { const bfloat16 b(static_cast<float>(v)); std::memcpy(out, &b, 2); break; }
-  }
-}
-
-double decode(DType dtype, const void* in) {
-  switch (dtype) {
-    case DType::float32: { float f; std::memcpy(&f, in, 4); return f; }
-    case DType::float64: { double d; std::memcpy(&d, in, 8); return d; }
-    case DType::int32: { int32_t i; std::memcpy(&i, in, 4); return i; }
-    case DType::int64: { int64_t i; std::memcpy(&i, in, 8); return static_cast<double>(i); }
-    case DType::bfloat16: { bfloat16 b; std::memcpy(&b, in, 2); return static_cast<float>(b); }
-  }
-  return 0;
-}
-
 /// A device buffer of n elements: input_value(rank, offset + i) for each i, or a poison pattern.
 struct DeviceBuffer {
   DType dtype;
@@ -97,15 +77,17 @@ struct DeviceBuffer {
   }
   ~DeviceBuffer() { cudaFree(data); }
   void fill(int rank, ReduceOp op, int64_t offset = 0) {
+    std::vector<double> values(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) values[i] = input_value(rank, offset + i, op);
     std::vector<unsigned char> host(n * dtype_size(dtype));
-    for (int64_t i = 0; i < n; ++i) encode(dtype, input_value(rank, offset + i, op), &host[i * dtype_size(dtype)]);
+    kernels::cast_cpu(values.data(), DType::float64, host.data(), dtype, n);
     cudaMemcpy(data, host.data(), host.size(), cudaMemcpyHostToDevice);
   }
   std::vector<double> read() const {
     std::vector<unsigned char> host(n * dtype_size(dtype));
     cudaMemcpy(host.data(), data, host.size(), cudaMemcpyDeviceToHost);  // waits for the stream
     std::vector<double> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out[i] = decode(dtype, &host[i * dtype_size(dtype)]);
+    kernels::cast_cpu(host.data(), dtype, out.data(), DType::float64, n);
     return out;
   }
 };

@@ -51,8 +51,9 @@ struct Queues {
   bool stalled = false;
   StreamOrder order = StreamOrder::round_robin;
   uint64_t next_serial = 1;
-  std::map<CUstream_emu*, std::deque<Item>> streams;  // nullptr: the default stream
-  CUstream_emu* last = nullptr;                       // the stream moved last (round robin)
+  // Keyed by creation order (0: the default stream), so the policies are walks over the map.
+  std::map<uint64_t, std::deque<Item>> streams;
+  uint64_t last = 0;  // the stream moved last (round robin)
 };
 
 Queues& queues() {
@@ -66,23 +67,23 @@ bool run_one() {
   Queues& q = queues();
   // Another thread (a watchdog) sees events fire as the host's polls move the work; it moves none.
   if (q.stalled || std::this_thread::get_id() != q.host) return false;
-  // The streams whose next item can run, in the order the policy prefers.
-  std::vector<CUstream_emu*> ready;
-  for (auto& [stream, items] : q.streams)
-    if (!items.empty() && items.front().runnable()) ready.push_back(stream);
-  if (ready.empty()) return false;
-  std::sort(ready.begin(), ready.end(), [](CUstream_emu* a, CUstream_emu* b) { return serial_of(a) < serial_of(b); });
-  CUstream_emu* pick = ready.front();
+  auto ready = [](const std::pair<const uint64_t, std::deque<Item>>& s) {
+    return !s.second.empty() && s.second.front().runnable();
+  };
+  auto pick = q.streams.end();
   if (q.order == StreamOrder::newest_first) {
-    pick = ready.back();
-  } else if (q.order == StreamOrder::round_robin) {
-    auto after = std::find_if(ready.begin(), ready.end(), [&](CUstream_emu* s) { return serial_of(s) > serial_of(q.last); });
-    pick = after != ready.end() ? *after : ready.front();
+    auto r = std::find_if(q.streams.rbegin(), q.streams.rend(), ready);
+    if (r != q.streams.rend()) pick = std::prev(r.base());
+  } else if (q.order == StreamOrder::oldest_first) {
+    pick = std::find_if(q.streams.begin(), q.streams.end(), ready);
+  } else {
+    pick = std::find_if(q.streams.upper_bound(q.last), q.streams.end(), ready);
+    if (pick == q.streams.end()) pick = std::find_if(q.streams.begin(), q.streams.end(), ready);
   }
-  q.last = pick;
-  std::deque<Item>& items = q.streams[pick];
-  Item item = std::move(items.front());
-  items.pop_front();
+  if (pick == q.streams.end()) return false;
+  q.last = pick->first;
+  Item item = std::move(pick->second.front());
+  pick->second.pop_front();
   if (item.work) item.work();
   return true;
 }
@@ -139,7 +140,7 @@ void stall_streams(bool on) { queues().stalled = on; }
 
 void enqueue(CUstream_emu* stream, std::function<void()> work) {
   if (queues().deferred) {
-    queues().streams[stream].push_back(Item{std::move(work)});
+    queues().streams[serial_of(stream)].push_back(Item{std::move(work)});
   } else {
     work();
   }
@@ -230,19 +231,19 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   drain();
-  ringdp::emu::queues().streams.erase(stream);
+  ringdp::emu::queues().streams.erase(ringdp::emu::serial_of(stream));
   delete stream;
   return cudaSuccess;
 }
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   run_one();
   auto& streams = ringdp::emu::queues().streams;
-  auto it = streams.find(stream);
+  auto it = streams.find(ringdp::emu::serial_of(stream));
   return it == streams.end() || it->second.empty() ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
   if (!ringdp::emu::queues().deferred || event->reached()) return cudaSuccess;
-  ringdp::emu::queues().streams[stream].push_back(ringdp::emu::Item{nullptr, event, event->recorded});
+  ringdp::emu::queues().streams[ringdp::emu::serial_of(stream)].push_back(ringdp::emu::Item{nullptr, event, event->recorded});
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { *event = new CUevent_emu; return cudaSuccess; }

@@ -1,19 +1,47 @@
 # Shared set-up for scripts/test and scripts/demo: Debian packages, PATH, meson configure.
 # Sourced, not run. Everything here is idempotent and fast when there is nothing to do.
+# Tested by tests/cli/setup.sh (the package check against a recording apt-get, and the error line).
 
 RINGDP_PACKAGES=(meson ninja-build pkg-config g++ python3 catch2 libopenblas-dev libopenmpi-dev
-  openmpi-bin libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev procps)
+  openmpi-bin libcli11-dev nlohmann-json3-dev zlib1g-dev procps git)
 
 ringdp_log() { printf 'ringdp: %s\n' "$*" >&2; }
 
+# Every failure names the step it happened in and what to do about it, in one line: under
+# `set -e` a failing command otherwise ends the script with no word at all (issue 14: a bare
+# machine saw exit 1 after 0 s and nothing printed). Scripts name their steps with ringdp_step.
+RINGDP_STEP="set-up" RINGDP_HINT="rerun with 'bash -x' to see the failing command"
+ringdp_step() { RINGDP_STEP=$1 RINGDP_HINT=$2; }
+ringdp_on_error() {
+  local rc=$1 command=$2 where=$3
+  # With errtrace the trap also fires in subshells; the outermost shell reports, once.
+  [ "$BASH_SUBSHELL" -eq 0 ] || return 0
+  printf 'ringdp: error: step "%s" failed: `%s` exited %s (%s); what to do: %s\n' \
+    "$RINGDP_STEP" "$command" "$rc" "$where" "$RINGDP_HINT" >&2
+}
+set -E
+trap 'ringdp_on_error $? "$BASH_COMMAND" "${BASH_SOURCE[0]}:$LINENO"' ERR
+
+# Prints the packages of "$@" that are not installed, one per line. dpkg-query exits 1 when it has
+# never heard of one of them (every package on a bare machine) yet still lists the others: its
+# status is not an answer, each name is checked in what it printed.
+ringdp_missing_packages() {
+  local listed pkg
+  listed=" $(dpkg-query -W -f='${db:Status-Status}:${Package} ' "$@" 2>/dev/null || true) "
+  for pkg in "$@"; do
+    [[ "$listed" == *" installed:$pkg "* ]] || printf '%s\n' "$pkg"
+  done
+}
+
 # Installs whatever of RINGDP_PACKAGES is missing: one dpkg-query when all are present.
 ringdp_ensure_packages() {
-  local missing=() pkg installed
-  # dpkg-query omits packages it has never heard of, so compare against the full list.
-  installed=" $(dpkg-query -W -f='${db:Status-Status}:${Package} ' "${RINGDP_PACKAGES[@]}" 2>/dev/null) "
-  for pkg in "${RINGDP_PACKAGES[@]}"; do
-    [[ "$installed" == *" installed:$pkg "* ]] || missing+=("$pkg")
-  done
+  ringdp_step "checking Debian packages" "this set-up needs a Debian-like machine with dpkg and apt-get"
+  if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
+    ringdp_log "error: no dpkg-query/apt-get here (not Debian?): install ${RINGDP_PACKAGES[*]} yourself, then rerun"
+    return 1
+  fi
+  local missing
+  mapfile -t missing < <(ringdp_missing_packages "${RINGDP_PACKAGES[@]}")
   [ ${#missing[@]} -eq 0 ] && return 0
   ringdp_log "installing missing Debian packages: ${missing[*]}"
   local sudo=()
@@ -21,8 +49,12 @@ ringdp_ensure_packages() {
     command -v sudo >/dev/null || { ringdp_log "error: need root or sudo to install ${missing[*]}"; return 1; }
     sudo=(sudo)
   fi
+  ringdp_step "apt-get update" "check network access to the Debian mirrors and /etc/apt/sources.list, then rerun"
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  ringdp_step "installing ${missing[*]}" \
+    "check that these names exist in your Debian release ('apt-cache policy NAME'), or install them by hand, then rerun"
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  ringdp_log "installed: ${missing[*]}"
 }
 
 # nvcc must be on PATH for meson to find it; NCCL and cudart live beside it.
@@ -47,6 +79,7 @@ ringdp_mpi_env() {
 ringdp_configure() {
   local dir=$1
   shift
+  ringdp_step "meson setup $dir" "read meson's message above (a missing dependency?); 'rm -rf $dir' and rerun if it is stale"
   if [ -f "$dir/build.ninja" ]; then
     local stamp="$dir/.ringdp-options" want="$*"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -57,4 +90,10 @@ ringdp_configure() {
     meson setup "$dir" "$@"
     printf '%s' "$*" >"$dir/.ringdp-options"
   fi
+}
+
+# ringdp_build BUILD_DIR: compile, naming the step if it fails.
+ringdp_build() {
+  ringdp_step "building in $1" "the compiler's error is above; fix it, or 'rm -rf $1' if the build folder is stale, then rerun"
+  ninja -C "$1"
 }

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The README's set-up as a new machine sees it: tests/cli/setup.sh CASE SOURCE_ROOT
+# Runs the real ringdp_ensure_packages (scripts/lib/setup.sh) under the scripts' own
+# `set -euo pipefail`, with apt-get (and sudo) replaced on PATH by recorders, and checks which
+# apt-get calls a package list leads to, and that a failure says which step failed, in one line.
+case_name=$1
+source_root=$(cd "$2" && pwd)
+source "$(dirname "$0")/common.sh"
+
+fakes="$work/bin"
+mkdir -p "$fakes"
+calls="$work/apt-get.calls"
+: >"$calls"
+# The recorder fails `install` when RECORD_FAIL_INSTALL is set, as apt-get does for a name it cannot find.
+cat >"$fakes/apt-get" <<EOF
+#!/bin/sh
+printf '%s\n' "\$*" >>"$calls"
+if [ "\$1" = install ] && [ -n "\${RECORD_FAIL_INSTALL:-}" ]; then
+  echo "E: Unable to locate package \$RECORD_FAIL_INSTALL" >&2; exit 100
+fi
+exit 0
+EOF
+printf '#!/bin/sh\nexec "$@"\n' >"$fakes/sudo"
+chmod +x "$fakes/apt-get" "$fakes/sudo"
+
+# ensure PACKAGES...: runs the set-up function as scripts/test does; sets $out and $rc.
+ensure() {
+  out=$(PATH="$fakes:$PATH" bash -c 'set -euo pipefail
+    source "$0/scripts/lib/setup.sh"
+    RINGDP_PACKAGES=("${@:1}")
+    ringdp_ensure_packages
+    echo "set-up finished"' "$source_root" "$@" 2>&1)
+  rc=$?
+}
+
+# Two names no Debian release has, between packages every Debian machine has installed.
+absent_a=ringdp-test-no-such-package-a
+absent_b=ringdp-test-no-such-package-b
+present=(bash coreutils dpkg)
+
+case "$case_name" in
+  missing)
+    ensure bash "$absent_a" coreutils "$absent_b" dpkg
+    [ $rc -eq 0 ] || fail "set-up exited $rc with packages missing: $out"
+    grep -qx "set-up finished" <<<"$out" || fail "set-up stopped before its end: $out"
+    [ "$(wc -l <"$calls")" -eq 2 ] || fail "expected 2 apt-get calls, got: $(cat "$calls")"
+    read -r first_verb _ < <(sed -n 1p "$calls")
+    [ "$first_verb" = update ] || fail "first apt-get call is not update: $(cat "$calls")"
+    second=$(sed -n 2p "$calls")
+    [ "${second%% *}" = install ] || fail "second apt-get call is not install: $second"
+    # Exactly the missing names, in list order: every argument that is not an option.
+    names=$(tr ' ' '\n' <<<"${second#install }" | grep -v '^-' | tr '\n' ' ')
+    [ "$names" = "$absent_a $absent_b " ] || fail "apt-get install got '$names', expected '$absent_a $absent_b '"
+    grep -qF "installing missing Debian packages: $absent_a $absent_b" <<<"$out" ||
+      fail "set-up did not say what it installs: $out"
+    echo "ok: apt-get update, then apt-get install $absent_a $absent_b; said so"
+    ;;
+  present)
+    ensure "${present[@]}"
+    [ $rc -eq 0 ] || fail "set-up exited $rc with every package present: $out"
+    [ ! -s "$calls" ] || fail "apt-get was called with every package present: $(cat "$calls")"
+    [ -z "$(grep -v '^set-up finished$' <<<"$out")" ] || fail "set-up printed something with nothing to do: $out"
+    echo "ok: nothing installed, nothing printed when ${present[*]} are installed"
+    ;;
+  error-line)
+    RECORD_FAIL_INSTALL=$absent_a ensure bash "$absent_a"
+    [ $rc -ne 0 ] || fail "set-up exited 0 although apt-get install failed: $out"
+    ! grep -q "set-up finished" <<<"$out" || fail "set-up went on after apt-get install failed: $out"
+    errors=$(grep -c '^ringdp: error:' <<<"$out")
+    [ "$errors" -eq 1 ] || fail "expected exactly one 'ringdp: error:' line, got $errors: $out"
+    line=$(grep '^ringdp: error:' <<<"$out")
+    for part in "installing $absent_a" "apt-get" "exited 100" "what to do:"; do
+      grep -qF -- "$part" <<<"$line" || fail "the error line does not say '$part': $line"
+    done
+    echo "ok: one line names the step and what to do: $line"
+    ;;
+  *) fail "unknown case '$case_name'" ;;
+esac

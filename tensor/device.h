@@ -1,6 +1,7 @@
 // Where a tensor's storage lives: the host ("cpu") or one CUDA device ("cuda:N").
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "kernels/emu/include/cuda_runtime.h"
 

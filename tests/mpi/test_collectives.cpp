@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <sstream>
+#include <utility>
 
 #include "tests/support/mpi_test.h"
 

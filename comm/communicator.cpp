@@ -9,15 +9,11 @@
 #include <thread>
 
 #include "comm/algorithms.h"
-#include "comm/cuda_stream_transport.h"
-#include "comm/fault.h"
 #include "comm/envelope.h"
 #include "comm/fingerprint.h"
 #include "comm/mpi_cuda_transport.h"
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
-#include "comm/native_mpi.h"
-#include "comm/native_nccl.h"
 #include "comm/nccl_transport.h"
 #include "config.h"
 #include "tensor/ops.h"
@@ -25,7 +21,6 @@
 namespace ringdp::comm {
 
 namespace {
-
 
 long long env_number(const char* name, long long fallback) {
   const char* value = std::getenv(name);
@@ -69,29 +64,22 @@ struct Communicator::Call {
   CollectiveContext ctx;
   Algorithm algorithm;
   int64_t count_delta = 0;  ///< RINGDP_FAULT count: run with this many elements more (or fewer)
-  bool on_device = false;   ///< device pointers throughout (NCCL, or MpiCudaTransport): no host copies
-  std::function<void()> finish_device;  ///< joins (or waits for) the enqueued device work
-  Route route = Route::host;
-  std::function<void()> wait_device;    ///< blocks the host until the device work is done
+  std::chrono::milliseconds timeout;
+  bool blocking_wait = false;
   bool settled = false;
 
   /// Ends the device part of the collective, once: from here the caller's stream (or, with
-  /// blocking_wait, the host) is ordered after it. No-op on the host path.
+  /// blocking_wait, the host) is ordered after it. No-op for host memory.
   void settle() {
-    if (settled) return;
+    if (settled || !ctx.transport.device_memory()) return;
     settled = true;
-    finish_device();
+    ctx.transport.end_collective(ctx.position.describe(), timeout, blocking_wait);
   }
 
-  /// The tensor the transport works on: itself over NCCL, a host copy over MPI.
-  Tensor view(const Tensor& t) const { return on_device ? t : host_view(t); }
-  /// The library's own collective runs whenever asked for, except in a host world of one, where
-  /// there is no MPI communicator (ringdp's algorithms are then the identity). NCCL has one even
-  /// at size 1, and running it there is how the GPU tests exercise it.
-  bool use_native(int world_size) const {
-    return algorithm == Algorithm::native && (world_size > 1 || route == Route::nccl);
-  }
-
+  /// The tensor the transport works on: itself in device memory, else a host copy.
+  Tensor view(const Tensor& t) const { return ctx.transport.device_memory() ? t : host_view(t); }
+  /// The library's own collective (`--algo native`); a world of one has its identity ones.
+  bool native() const { return algorithm == Algorithm::native; }
   /// The element count to run with: n, changed by an injected fault, kept within the tensor.
   int64_t effective(int64_t n) const { return std::clamp<int64_t>(n + count_delta, 0, n); }
 };
@@ -152,14 +140,7 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions opt
   check_calls_ = debug && std::strcmp(debug, "DETAIL") == 0;
 }
 
-Communicator::~Communicator() {
-  {
-    std::lock_guard lock(queue_mutex_);
-    stopping_ = true;
-  }
-  queue_cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
-}
+Communicator::~Communicator() = default;
 
 Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const {
   auto pick = [&](std::initializer_list<Algorithm> available, Algorithm fallback) {
@@ -195,124 +176,74 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
   return requested;
 }
 
-Work Communicator::submit(CollectiveKind kind, const Tensor& reference, int64_t count,
-                          Algorithm algorithm, bool async, std::function<void(Call&)> body, ReduceOp op, int root,
-                          Route route) {
+Work Communicator::submit(const Issue& issue, Body body) {
   const uint64_t sequence = sequence_++;
-  const DType dtype = reference.defined() ? reference.dtype() : DType::float32;
-  const FaultPlan& faults = FaultPlan::from_environment();
-  int64_t delay_ms = 0;
-  int64_t count_delta = 0;
-  bool corrupt = false;
-  if (!faults.empty()) {
-    if (faults.find(Fault::Kind::kill, rank_, sequence)) {
-      std::fprintf(stderr, "ringdp: rank %d: RINGDP_FAULT kill at %s #%llu\n", rank_, kind_name(kind),
-                   static_cast<unsigned long long>(sequence));
-      std::raise(SIGKILL);
-    }
-    if (faults.find(Fault::Kind::skip, rank_, sequence)) return Work::completed();
-    if (const Fault* f = faults.find(Fault::Kind::delay, rank_, sequence)) delay_ms = f->ms;
-    if (const Fault* f = faults.find(Fault::Kind::count, rank_, sequence)) count_delta = f->delta;
-    corrupt = faults.find(Fault::Kind::corrupt, rank_, sequence) != nullptr;
+  const FaultAction fault = FaultPlan::from_environment().action(rank_, sequence);
+  if (fault.kill) {
+    std::fprintf(stderr, "ringdp: rank %d: RINGDP_FAULT kill at %s #%llu\n", rank_, kind_name(issue.kind),
+                 static_cast<unsigned long long>(sequence));
+    std::raise(SIGKILL);
   }
-  auto task = [this, kind, sequence, dtype, count, algorithm, delay_ms, count_delta, corrupt, op, root, route,
-               body = std::move(body)] {
-    if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    position_ = Position{};
-    position_.kind = kind;
-    position_.sequence = sequence;
-    position_.algorithm = algorithm;
-    position_.count = count;
-    position_.dtype = dtype;
-    // MPI's own collectives take host copies of CUDA tensors unless MPI is CUDA-aware.
-    Transport* device = route == Route::nccl ? &nccl_transport() : route == Route::mpi_cuda ? &mpi_cuda_transport() : nullptr;
-#if RINGDP_HAVE_CUDA
-    if (route == Route::mpi_cuda && algorithm == Algorithm::native &&
-        static_cast<MpiCudaTransport*>(device)->path() != MpiCudaTransport::Path::cuda_aware)
-      device = nullptr;
-#endif
-    Transport& transport = device ? *device : *transport_;
-    // The corrupt fault flips a bit from the host, so it applies where messages land in host memory.
-    Call call{CollectiveContext{transport, dtype, ReduceOp::sum, position_, options_.segment_bytes,
-                                trace_, encode_tag(kind, dtype, sequence), requests_, corrupt && !device},
-              algorithm, count_delta, device != nullptr, [] {}, route, [] {}};
-    transport.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
-#if RINGDP_HAVE_CUDA
-    if (device) {
-      auto& cuda = static_cast<CudaStreamTransport&>(*device);
-      cuda.activate();          // this may be the worker thread: the device is per host thread
-      cuda.wait_for_compute();  // the inputs were written on the compute (default) stream
-      call.wait_device = [&cuda] { cuda.synchronize(); };
-      if (options_.blocking_wait) {
-        call.finish_device = [&cuda] { cuda.synchronize(); };
-      } else {
-        call.finish_device = [this, &cuda] { cuda.join_caller(position_.describe(), options_.timeout); };
-      }
-    }
-#endif
-    if (check_calls_ && size_ > 1 && kind != CollectiveKind::send && kind != CollectiveKind::recv) {
-      const Fingerprint mine{static_cast<int64_t>(kind), static_cast<int64_t>(op), static_cast<int64_t>(dtype),
-                             call.effective(count), root, static_cast<int64_t>(sequence)};
-      // A host-side check: its exchange runs over the host transport whatever the tensors' device.
-      transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
-      CollectiveContext host{*transport_, dtype, ReduceOp::sum, position_, options_.segment_bytes,
-                             trace_, call.ctx.tag, requests_, false};
-      const std::string mismatch = compare_fingerprints(host, mine);
-      if (!mismatch.empty()) {
-        std::fprintf(stderr, "ringdp: rank %d: %s; ending the job\n", rank_, mismatch.c_str());
-        abort_job(1);
-      }
-    }
-    if (!device) {
-      body(call);
-      return;
-    }
-    try {
-      body(call);
-      call.settle();
-    } catch (const Error& e) {
-      // A CUDA or NCCL error names the call that failed; say which collective and step it was in.
-      throw Error(detail::concat(position_.describe(), " on rank ", rank_, ": ", e.what()));
-    }
-  };
-  Work work;
-  std::unique_lock lock(queue_mutex_);
-  if (!async && queue_.empty() && !worker_busy_) {
-    lock.unlock();
-    std::lock_guard exec(exec_mutex_);
-    task();
-    return Work::completed();
-  }
-  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
-  queue_.push_back([task = std::move(task), work] {
-    try {
-      task();
-      work.mark_done();
-    } catch (...) {
-      work.mark_done(std::current_exception());
-    }
-  });
-  lock.unlock();
-  queue_cv_.notify_one();
-  if (!async) work.wait();
-  return work;
+  if (fault.skip) return Work::completed();
+  return queue_.run([this, issue, sequence, fault, body = std::move(body)] { execute(issue, sequence, fault, body); },
+                    issue.async);
 }
 
-void Communicator::worker_loop() {
-  std::unique_lock lock(queue_mutex_);
-  for (;;) {
-    queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, and everything issued has run
-    auto task = std::move(queue_.front());
-    queue_.pop_front();
-    worker_busy_ = true;
-    lock.unlock();
-    {
-      std::lock_guard exec(exec_mutex_);
-      task();
-    }
-    lock.lock();
-    worker_busy_ = false;
+void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, const Body& body) {
+  if (fault.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(fault.delay_ms));
+  position_ = Position{.kind = issue.kind, .sequence = sequence, .algorithm = issue.algorithm,
+                       .count = issue.count, .dtype = issue.dtype};
+  Transport& routed = transport_for(issue.route);
+  // The library's own collectives may live elsewhere: MPI without CUDA support takes host copies.
+  Transport& transport = issue.algorithm == Algorithm::native ? routed.native_transport() : routed;
+  Call call{.ctx = {.transport = transport,
+                    .dtype = issue.dtype,
+                    .op = ReduceOp::sum,
+                    .position = position_,
+                    .segment_bytes = options_.segment_bytes,
+                    .trace = trace_,
+                    .tag = encode_tag(issue.kind, issue.dtype, sequence),
+                    .requests = requests_,
+                    // The corrupt fault flips a bit from the host: only where messages land there.
+                    .corrupt_next_receive = fault.corrupt && !transport.device_memory()},
+            .algorithm = issue.algorithm,
+            .count_delta = fault.count_delta,
+            .timeout = options_.timeout,
+            .blocking_wait = options_.blocking_wait};
+  transport.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+  transport.begin_collective();
+  if (check_calls_ && size_ > 1 && issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv)
+    check_same_call(issue, sequence, call.effective(issue.count), call.ctx.tag);
+  if (!transport.device_memory()) {
+    body(call);
+    return;
+  }
+  try {
+    body(call);
+    call.settle();
+  } catch (const Error& e) {
+    // A CUDA or NCCL error names the call that failed; say which collective and step it was in.
+    throw Error(detail::concat(position_.describe(), " on rank ", rank_, ": ", e.what()));
+  }
+}
+
+void Communicator::check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag) {
+  const Fingerprint mine{static_cast<int64_t>(issue.kind), static_cast<int64_t>(issue.op),
+                         static_cast<int64_t>(issue.dtype), count, issue.root, static_cast<int64_t>(sequence)};
+  // A host-side check: its exchange runs over the host transport whatever the tensors' device.
+  transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+  CollectiveContext host{.transport = *transport_,
+                         .dtype = issue.dtype,
+                         .op = ReduceOp::sum,
+                         .position = position_,
+                         .segment_bytes = options_.segment_bytes,
+                         .trace = trace_,
+                         .tag = tag,
+                         .requests = requests_};
+  const std::string mismatch = compare_fingerprints(host, mine);
+  if (!mismatch.empty()) {
+    std::fprintf(stderr, "ringdp: rank %d: %s; ending the job\n", rank_, mismatch.c_str());
+    abort_job(1);
   }
 }
 
@@ -328,41 +259,38 @@ Communicator::Route Communicator::route_for(const Tensor& t) const {
   return RINGDP_HAVE_NCCL && options_.backend == "auto" ? Route::nccl : Route::mpi_cuda;
 }
 
-Transport& Communicator::nccl_transport() {
+Transport& Communicator::transport_for(Route route) {
+  switch (route) {
+    case Route::host:
+      return *transport_;
+    case Route::nccl:
 #if RINGDP_HAVE_NCCL
-  if (!nccl_transport_) {
-    std::function<void(void*, size_t)> broadcast_id = [](void*, size_t) {};
-#if RINGDP_HAVE_MPI
-    if (auto* mpi = dynamic_cast<MpiTransport*>(transport_.get())) {
-      MPI_Comm comm = mpi->comm();
-      broadcast_id = [comm](void* id, size_t bytes) { MPI_CHECK(MPI_Bcast(id, static_cast<int>(bytes), MPI_BYTE, 0, comm)); };
-    }
-#endif
-    nccl_transport_ = std::make_unique<NcclTransport>(rank_, size_, local_rank_, broadcast_id, options_.timeout);
-  }
-  return *nccl_transport_;
+      if (!nccl_transport_) {
+        Transport& host = *transport_;
+        nccl_transport_ = std::make_unique<NcclTransport>(
+            rank_, size_, local_rank_, [&host](void* id, size_t bytes) { host.bootstrap_broadcast(id, bytes); },
+            options_.timeout);
+      }
+      return *nccl_transport_;
 #else
-  RINGDP_FAIL("the NCCL transport is not built in");
+      RINGDP_FAIL("the NCCL transport is not built in");
 #endif
-}
-
-Transport& Communicator::mpi_cuda_transport() {
+    case Route::mpi_cuda:
 #if RINGDP_HAVE_CUDA
-  if (!mpi_cuda_transport_) {
-    bool over_mpi = false;
-#if RINGDP_HAVE_MPI
-    over_mpi = dynamic_cast<MpiTransport*>(transport_.get()) != nullptr;
-#endif
-    const auto path = over_mpi && mpi_cuda_aware() ? MpiCudaTransport::Path::cuda_aware : MpiCudaTransport::Path::staged;
-    mpi_cuda_transport_ = std::make_unique<MpiCudaTransport>(*transport_, local_rank_, path);
-    const char* debug = std::getenv("RINGDP_DEBUG");
-    if (debug && rank_ == 0 && (std::strcmp(debug, "INFO") == 0 || std::strcmp(debug, "DETAIL") == 0))
-      std::fprintf(stderr, "ringdp: CUDA tensors over MPI: %s\n", path_name(path));
-  }
-  return *mpi_cuda_transport_;
+      if (!mpi_cuda_transport_) {
+        const auto path = transport_->reads_device_memory() ? MpiCudaTransport::Path::cuda_aware
+                                                            : MpiCudaTransport::Path::staged;
+        mpi_cuda_transport_ = std::make_unique<MpiCudaTransport>(*transport_, local_rank_, path);
+        const char* debug = std::getenv("RINGDP_DEBUG");
+        if (debug && rank_ == 0 && (std::strcmp(debug, "INFO") == 0 || std::strcmp(debug, "DETAIL") == 0))
+          std::fprintf(stderr, "ringdp: CUDA tensors over MPI: %s\n", path_name(path));
+      }
+      return *mpi_cuda_transport_;
 #else
-  RINGDP_FAIL("CUDA tensors need a build with CUDA");
+      RINGDP_FAIL("CUDA tensors need a build with CUDA");
 #endif
+  }
+  RINGDP_FAIL("unknown route");
 }
 
 void Communicator::on_deadline() {
@@ -383,15 +311,16 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
                " elements, output ", output.numel());
   check_op(op, input.dtype());
   const Algorithm algorithm = resolve(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm);
-  return submit(CollectiveKind::all_reduce, input, input.numel(), algorithm, opts.async,
-                [this, input, output, op](Call& call) mutable {
+  const Issue issue{.kind = CollectiveKind::all_reduce, .dtype = input.dtype(), .count = input.numel(),
+                    .algorithm = algorithm, .op = op, .route = route_for(input), .async = opts.async};
+  return submit(issue, [this, input, output, op](Call& call) mutable {
     Tensor in = call.view(input);
     Tensor out = output.is_same(input) ? in : call.view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
     const int64_t n = call.effective(in.numel());
     Transport& transport = call.ctx.transport;
-    if (call.use_native(size_)) {
-      native_all_reduce(call, in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
+    if (call.native()) {
+      transport.native_all_reduce(in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
     } else if (call.algorithm == Algorithm::recursive_doubling) {
       transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
       all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n);
@@ -402,7 +331,7 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     call.settle();
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
-  }, op, -1, route_for(input));
+  });
 }
 
 Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptions opts) {
@@ -416,15 +345,16 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
                " elements, output ", output.numel());
   check_op(op, input.dtype());
   const Algorithm algorithm = resolve(CollectiveKind::reduce, input.nbytes(), opts.algorithm);
-  return submit(CollectiveKind::reduce, input, input.numel(), algorithm, opts.async,
-                [this, input, output, root, op](Call& call) mutable {
+  const Issue issue{.kind = CollectiveKind::reduce, .dtype = input.dtype(), .count = input.numel(),
+                    .algorithm = algorithm, .op = op, .root = root, .route = route_for(input), .async = opts.async};
+  return submit(issue, [this, input, output, root, op](Call& call) mutable {
     Tensor in = call.view(input);
     // Only root's output is written (the tree accumulates elsewhere on other ranks, and the
     // libraries ignore a non-root receive buffer), so other ranks pass their input in its place.
     Tensor out = (rank_ == root && !output.is_same(input)) ? call.view(output) : in;
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
-    if (call.use_native(size_)) {
-      native_reduce(call, in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op, root);
+    if (call.native()) {
+      call.ctx.transport.native_reduce(in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op, root);
     } else {
       reduce_tree(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()), root);
     }
@@ -433,7 +363,7 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
       if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
       write_back(output, out);
     }
-  }, op, root, route_for(input));
+  });
 }
 
 Work Communicator::broadcast(Tensor& tensor, int root, CollectiveOptions opts) {
@@ -446,22 +376,23 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
   RINGDP_CHECK(input.numel() == output.numel(), "broadcast: input has ", input.numel(),
                " elements, output ", output.numel());
   const Algorithm algorithm = resolve(CollectiveKind::broadcast, input.nbytes(), opts.algorithm);
-  return submit(CollectiveKind::broadcast, input, input.numel(), algorithm, opts.async,
-                [this, input, output, root](Call& call) mutable {
+  const Issue issue{.kind = CollectiveKind::broadcast, .dtype = input.dtype(), .count = input.numel(),
+                    .algorithm = algorithm, .root = root, .route = route_for(input), .async = opts.async};
+  return submit(issue, [this, input, output, root](Call& call) mutable {
     Tensor out = call.view(output);
     if (rank_ == root && !output.is_same(input)) {
       const Tensor in = call.view(input);
       call.ctx.transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
     }
-    if (call.use_native(size_)) {
-      native_broadcast(call, out.data_ptr(), out.numel(), out.dtype(), root);
+    if (call.native()) {
+      call.ctx.transport.native_broadcast(out.data_ptr(), out.numel(), out.dtype(), root);
     } else {
       if (call.algorithm == Algorithm::ring) broadcast_chain(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
       else broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
     }
     call.settle();
     write_back(output, out);
-  }, ReduceOp::sum, root, route_for(input));
+  });
 }
 
 Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOptions opts) {
@@ -469,18 +400,19 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
   RINGDP_CHECK(output.numel() == input.numel() * size_, "all_gather: output has ", output.numel(),
                " elements; expected ", size_, " ranks x ", input.numel(), " = ", input.numel() * size_);
   const Algorithm algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm);
-  return submit(CollectiveKind::all_gather, input, input.numel(), algorithm, opts.async,
-                [this, input, output](Call& call) mutable {
+  const Issue issue{.kind = CollectiveKind::all_gather, .dtype = input.dtype(), .count = input.numel(),
+                    .algorithm = algorithm, .route = route_for(input), .async = opts.async};
+  return submit(issue, [this, input, output](Call& call) mutable {
     const Tensor in = call.view(input);
     Tensor out = call.view(output);
-    if (call.use_native(size_)) {
-      native_all_gather(call, in.data_ptr(), out.data_ptr(), in.numel(), in.dtype());
+    if (call.native()) {
+      call.ctx.transport.native_all_gather(in.data_ptr(), out.data_ptr(), in.numel(), in.dtype());
     } else {
       all_gather_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()));
     }
     call.settle();
     write_back(output, out);
-  }, ReduceOp::sum, -1, route_for(input));
+  });
 }
 
 Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op, CollectiveOptions opts) {
@@ -489,85 +421,33 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
                " elements; expected ", size_, " ranks x ", output.numel(), " = ", output.numel() * size_);
   check_op(op, input.dtype());
   const Algorithm algorithm = resolve(CollectiveKind::reduce_scatter, input.nbytes(), opts.algorithm);
-  return submit(CollectiveKind::reduce_scatter, input, output.numel(), algorithm, opts.async,
-                [this, input, output, op](Call& call) mutable {
+  const Issue issue{.kind = CollectiveKind::reduce_scatter, .dtype = input.dtype(), .count = output.numel(),
+                    .algorithm = algorithm, .op = op, .route = route_for(input), .async = opts.async};
+  return submit(issue, [this, input, output, op](Call& call) mutable {
     const Tensor in = call.view(input);
     Tensor out = call.view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
-    if (call.use_native(size_)) {
-      native_reduce_scatter(call, in.data_ptr(), out.data_ptr(), out.numel(), in.dtype(), op);
+    if (call.native()) {
+      call.ctx.transport.native_reduce_scatter(in.data_ptr(), out.data_ptr(), out.numel(), in.dtype(), op);
     } else {
       reduce_scatter_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(out.numel()));
     }
     call.settle();
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
-  }, op, -1, route_for(input));
+  });
 }
 
 Work Communicator::barrier(CollectiveOptions opts) {
   const Algorithm algorithm = resolve(CollectiveKind::barrier, 0, opts.algorithm);
-  return submit(CollectiveKind::barrier, Tensor(), 0, algorithm, opts.async, [this](Call& call) {
-    if (call.use_native(size_)) {
-#if RINGDP_HAVE_MPI
-      native::barrier(static_cast<MpiTransport&>(*transport_).comm());
-#endif
+  const Issue issue{.kind = CollectiveKind::barrier, .algorithm = algorithm, .async = opts.async};
+  return submit(issue, [](Call& call) {
+    if (call.native()) {
+      call.ctx.transport.native_barrier();
     } else {
       barrier_dissemination(call.ctx);
     }
   });
-}
-
-// --- the libraries' own collectives: NCCL's for CUDA tensors on NCCL, MPI's otherwise ------------
-
-#if RINGDP_HAVE_NCCL
-#define RINGDP_NCCL_OR_MPI(nccl_call, mpi_call)                                        \
-  do {                                                                                 \
-    if (call.route == Route::nccl) {                                                   \
-      auto& nccl = static_cast<NcclTransport&>(call.ctx.transport);                   \
-      native_nccl::nccl_call;                                                          \
-      return;                                                                          \
-    }                                                                                  \
-    RINGDP_MPI_NATIVE(mpi_call);                                                       \
-  } while (0)
-#else
-#define RINGDP_NCCL_OR_MPI(nccl_call, mpi_call) RINGDP_MPI_NATIVE(mpi_call)
-#endif
-#if RINGDP_HAVE_MPI
-// With CUDA-aware MPI the pointers are device memory that MPI reads outside stream order, so the
-// work that wrote them finishes first.
-#define RINGDP_MPI_NATIVE(mpi_call) \
-  do {                              \
-    if (call.on_device) call.wait_device(); \
-    native::mpi_call;               \
-  } while (0)
-#else
-#define RINGDP_MPI_NATIVE(mpi_call) RINGDP_FAIL("native collectives need MPI")
-#endif
-
-void Communicator::native_all_reduce(Call& call, const void* in, void* out, int64_t n, DType dtype, ReduceOp op) {
-  RINGDP_NCCL_OR_MPI(all_reduce(nccl.comm(), nccl.stream(), in, out, n, dtype, op),
-                     all_reduce(static_cast<MpiTransport&>(*transport_).comm(), in, out, n, dtype, op));
-}
-
-void Communicator::native_reduce(Call& call, const void* in, void* out, int64_t n, DType dtype, ReduceOp op, int root) {
-  RINGDP_NCCL_OR_MPI(reduce(nccl.comm(), nccl.stream(), in, out, n, dtype, op, root),
-                     reduce(static_cast<MpiTransport&>(*transport_).comm(), in, out, n, dtype, op, root));
-}
-
-void Communicator::native_broadcast(Call& call, void* buf, int64_t n, DType dtype, int root) {
-  RINGDP_NCCL_OR_MPI(broadcast(nccl.comm(), nccl.stream(), buf, n, dtype, root),
-                     broadcast(static_cast<MpiTransport&>(*transport_).comm(), buf, n, dtype, root));
-}
-
-void Communicator::native_all_gather(Call& call, const void* in, void* out, int64_t chunk, DType dtype) {
-  RINGDP_NCCL_OR_MPI(all_gather(nccl.comm(), nccl.stream(), in, out, chunk, dtype),
-                     all_gather(static_cast<MpiTransport&>(*transport_).comm(), in, out, chunk, dtype));
-}
-
-void Communicator::native_reduce_scatter(Call& call, const void* in, void* out, int64_t chunk, DType dtype, ReduceOp op) {
-  RINGDP_NCCL_OR_MPI(reduce_scatter(nccl.comm(), nccl.stream(), in, out, chunk, dtype, op),
-                     reduce_scatter(static_cast<MpiTransport&>(*transport_).comm(), in, out, chunk, dtype, op));
 }
 
 Work Communicator::send(const Tensor& tensor, int peer, int tag, CollectiveOptions opts) {
@@ -593,8 +473,8 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
     Request request;
   };
   auto pending = std::make_shared<Pending>();
-  Work posted = submit(kind, tensor, tensor.numel(), Algorithm::native, async,
-                       [this, kind, tensor, peer, tag, pending, async](Call& call) mutable {
+  const Issue issue{.kind = kind, .dtype = tensor.dtype(), .count = tensor.numel(), .async = async};
+  Work posted = submit(issue, [this, kind, tensor, peer, tag, pending, async](Call& call) mutable {
     call.ctx.position.waiting_for_rank = peer;
     pending->host = host_view(tensor);
     pending->request = kind == CollectiveKind::send
@@ -606,13 +486,13 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
   });
   if (!async) return posted;
   auto finish = [this, kind, tensor, pending]() mutable {
-    std::lock_guard exec(exec_mutex_);
+    std::lock_guard exec(queue_.exec_mutex());
     transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
     transport_->wait(pending->request);
     if (kind == CollectiveKind::recv) write_back(tensor, pending->host);
   };
   auto poll = [this, pending] {
-    std::unique_lock exec(exec_mutex_, std::try_to_lock);
+    std::unique_lock exec(queue_.exec_mutex(), std::try_to_lock);
     return exec.owns_lock() && transport_->test(pending->request);
   };
   return Work::then(posted, std::move(finish), std::move(poll));

@@ -1,20 +1,19 @@
 // Communicator: the collectives on Tensors. Validates arguments before any message moves (so
-// bad input is an Error on every rank, not a hang), picks an algorithm, runs it over the
-// transport with a deadline, and orders everything issued on it: one worker thread runs
-// queued collectives in issue order; a blocking collective with nothing queued runs on the
-// caller's thread (a hand-off would cost more than a small all-reduce).
+// bad input is an Error on every rank, not a hang), picks an algorithm, and runs it over the
+// abstract Transport of the tensors' route with a deadline, in issue order (comm/call_queue.h).
+// It names no concrete transport except to create one.
 // Tested in tests/mpi/test_collectives.cpp under mpirun with 1-4 ranks.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
+#include <vector>
 
+#include "comm/call_queue.h"
+#include "comm/fault.h"
 #include "comm/position.h"
 #include "comm/transport.h"
 #include "comm/types.h"
@@ -89,26 +88,35 @@ class Communicator {
  private:
   Communicator(std::unique_ptr<Transport> transport, CommOptions options);
   struct Call;
+  using Body = std::function<void(Call&)>;
   /// Where a collective's tensors travel: host memory over MPI (or a world of one), CUDA memory
   /// over NCCL, or CUDA memory over MPI (MpiCudaTransport: CUDA-aware or staged).
   enum class Route { host, nccl, mpi_cuda };
-  Work submit(CollectiveKind kind, const Tensor& reference, int64_t count, Algorithm algorithm,
-              bool async, std::function<void(Call&)> body, ReduceOp op = ReduceOp::sum, int root = -1,
-              Route route = Route::host);
+  /// One collective as issued: what DETAIL compares across ranks and the watchdog names.
+  struct Issue {
+    CollectiveKind kind;
+    DType dtype = DType::float32;
+    int64_t count = 0;
+    Algorithm algorithm = Algorithm::native;
+    ReduceOp op = ReduceOp::sum;
+    int root = -1;
+    Route route = Route::host;
+    bool async = false;
+  };
+  /// Numbers the collective, carries out RINGDP_FAULT's plan for it, and queues it in issue order.
+  Work submit(const Issue& issue, Body body);
+  /// Runs one collective on whichever thread the queue chose: picks the transport, checks the
+  /// call against the other ranks' (DETAIL), runs the body, joins the caller's stream.
+  void execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, const Body& body);
+  /// RINGDP_DEBUG=DETAIL: ends the job, naming both calls, when another rank issued another one.
+  void check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag);
   /// Posts one send or receive; the async form completes it outside the ordered queue.
   Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async);
-  void worker_loop();
   [[noreturn]] void on_deadline();
   /// The route of a collective on `t` (checks the backend against the device).
   Route route_for(const Tensor& t) const;
-  // The libraries' own collectives, dispatched to NCCL or MPI by where the call runs.
-  void native_all_reduce(Call& call, const void* in, void* out, int64_t n, DType dtype, ReduceOp op);
-  void native_reduce(Call& call, const void* in, void* out, int64_t n, DType dtype, ReduceOp op, int root);
-  void native_broadcast(Call& call, void* buf, int64_t n, DType dtype, int root);
-  void native_all_gather(Call& call, const void* in, void* out, int64_t chunk, DType dtype);
-  void native_reduce_scatter(Call& call, const void* in, void* out, int64_t chunk, DType dtype, ReduceOp op);
-  Transport& nccl_transport();
-  Transport& mpi_cuda_transport();
+  /// The transport of a route; those of CUDA tensors are created by their first collective.
+  Transport& transport_for(Route route);
 
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Transport> nccl_transport_;      // created by the first CUDA collective on NCCL
@@ -119,16 +127,9 @@ class Communicator {
   bool trace_ = false;
   bool check_calls_ = false;  // RINGDP_DEBUG=DETAIL
   uint64_t sequence_ = 0;
-
-  std::mutex exec_mutex_;   // held while a collective runs: MPI calls are serialized
-  std::mutex queue_mutex_;
-  std::condition_variable queue_cv_;
-  std::deque<std::function<void()>> queue_;
-  bool worker_busy_ = false;
-  bool stopping_ = false;
-  std::thread worker_;
   Position position_;
   std::vector<Request> requests_;
+  CallQueue queue_;  // last: destroyed first, so queued calls still find everything above
 };
 
 }  // namespace ringdp::comm

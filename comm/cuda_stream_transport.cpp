@@ -83,6 +83,16 @@ void CudaStreamTransport::release_event(cudaEvent_t event) {
   spare_events_.push_back(event);
 }
 
+void CudaStreamTransport::begin_collective() {
+  activate();
+  wait_for_compute();
+}
+
+void CudaStreamTransport::end_collective(const std::string& what, std::chrono::milliseconds timeout, bool blocking) {
+  if (blocking) synchronize();
+  else join_caller(what, timeout);
+}
+
 void CudaStreamTransport::join_caller(const std::string& what, std::chrono::milliseconds timeout) {
   issue_pending();
   cudaEvent_t done = acquire_event();

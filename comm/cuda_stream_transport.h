@@ -38,13 +38,19 @@ class CudaStreamTransport : public Transport {
   cudaStream_t stream() const { return stream_; }
   Buffer allocate(size_t bytes) override;  // device memory: the algorithms' scratch lives there
 
+  bool device_memory() const override { return true; }
+  /// activate() then wait_for_compute().
+  void begin_collective() override;
+  /// join_caller(what, timeout), or synchronize() when `blocking`.
+  void end_collective(const std::string& what, std::chrono::milliseconds timeout, bool blocking) override;
+
   /// Makes the calling host thread use the transport's device: cudaSetDevice is per thread, and
   /// asynchronous collectives run on the communicator's worker thread.
   void activate();
   /// Makes the transport's stream wait for work already on the caller's (default) stream.
   void wait_for_compute();
   /// Blocks until everything enqueued on the stream has finished, polling against the deadline.
-  void synchronize();
+  void synchronize() override;
   /// Ends a collective without blocking the host: the caller's stream waits for its completion,
   /// and the watchdog reports `what` if it has not completed within `timeout`.
   void join_caller(const std::string& what, std::chrono::milliseconds timeout);

@@ -59,10 +59,19 @@ const FaultPlan& FaultPlan::from_environment() {
   return plan;
 }
 
-const Fault* FaultPlan::find(Fault::Kind kind, int rank, uint64_t op) const {
-  for (const Fault& f : faults_)
-    if (f.kind == kind && f.rank == rank && f.op == op) return &f;
-  return nullptr;
+FaultAction FaultPlan::action(int rank, uint64_t op) const {
+  FaultAction action;
+  for (const Fault& f : faults_) {
+    if (f.rank != rank || f.op != op) continue;
+    switch (f.kind) {
+      case Fault::Kind::kill: action.kill = true; break;
+      case Fault::Kind::skip: action.skip = true; break;
+      case Fault::Kind::corrupt: action.corrupt = true; break;
+      case Fault::Kind::delay: action.delay_ms = f.ms; break;
+      case Fault::Kind::count: action.count_delta = f.delta; break;
+    }
+  }
+  return action;
 }
 
 }  // namespace ringdp::comm

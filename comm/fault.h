@@ -26,12 +26,22 @@ struct Fault {
   int64_t delta = 0;
 };
 
+/// What the plan asks one rank to do at one collective; the communicator carries it out.
+struct FaultAction {
+  bool kill = false;         ///< SIGKILL before the collective is issued
+  bool skip = false;         ///< do not issue it at all
+  bool corrupt = false;      ///< flip a bit of the first received segment
+  int64_t delay_ms = 0;      ///< sleep this long before running it
+  int64_t count_delta = 0;   ///< run it with this many elements more (clamped to the tensor)
+};
+
 class FaultPlan {
  public:
   static FaultPlan parse(const std::string& text);
   /// RINGDP_FAULT, parsed once; empty when unset.
   static const FaultPlan& from_environment();
-  const Fault* find(Fault::Kind kind, int rank, uint64_t op) const;
+  /// Everything planned for `rank` at collective number `op` (all defaults when nothing is).
+  FaultAction action(int rank, uint64_t op) const;
   bool empty() const { return faults_.empty(); }
 
  private:

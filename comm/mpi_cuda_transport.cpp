@@ -10,23 +10,8 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/reduce_into.h"
 
-#if RINGDP_HAVE_MPI
-#include <mpi.h>
-#if __has_include(<mpi-ext.h>)
-#include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
-#endif
-#endif
 
 namespace ringdp::comm {
-
-bool mpi_cuda_aware() {
-  if (const char* env = std::getenv("RINGDP_MPI_CUDA_AWARE"); env && *env) return std::strcmp(env, "0") != 0;
-#if RINGDP_HAVE_MPI && defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
-  return MPIX_Query_cuda_support() == 1;
-#else
-  return false;
-#endif
-}
 
 const char* path_name(MpiCudaTransport::Path path) {
   return path == MpiCudaTransport::Path::cuda_aware ? "CUDA-aware MPI" : "staged through pinned host memory";
@@ -253,6 +238,31 @@ void MpiCudaTransport::reduce_into(void* dst, const void* src, int64_t count, DT
 
 void MpiCudaTransport::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+}
+
+void MpiCudaTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) {
+  synchronize();
+  host_.native_all_reduce(input, output, count, dtype, op);
+}
+
+void MpiCudaTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) {
+  synchronize();
+  host_.native_reduce(input, output, count, dtype, op, root);
+}
+
+void MpiCudaTransport::native_broadcast(void* buffer, int64_t count, DType dtype, int root) {
+  synchronize();
+  host_.native_broadcast(buffer, count, dtype, root);
+}
+
+void MpiCudaTransport::native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) {
+  synchronize();
+  host_.native_all_gather(input, output, chunk_count, dtype);
+}
+
+void MpiCudaTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) {
+  synchronize();
+  host_.native_reduce_scatter(input, output, chunk_count, dtype, op);
 }
 
 }  // namespace ringdp::comm

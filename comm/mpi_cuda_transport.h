@@ -52,6 +52,15 @@ class MpiCudaTransport final : public CudaStreamTransport {
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
 
+  // MPI's own collectives. CUDA-aware: on the device pointers, after the stream is done (MPI
+  // reads them outside stream order). Staged: the host transport's, on host copies (native_transport).
+  Transport& native_transport() override { return path_ == Path::cuda_aware ? *this : host_; }
+  void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
+  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) override;
+  void native_broadcast(void* buffer, int64_t count, DType dtype, int root) override;
+  void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
+  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) override;
+
   /// Pinned bytes held for staging now (they are reused, never freed before the transport).
   size_t pinned_bytes() const;
 
@@ -104,9 +113,6 @@ class MpiCudaTransport final : public CudaStreamTransport {
   std::vector<Pinned> pinned_;
 };
 
-/// Whether this MPI moves device memory itself: RINGDP_MPI_CUDA_AWARE=0/1 decides when set,
-/// else MPIX_Query_cuda_support() where the MPI has it (Open MPI), else false.
-bool mpi_cuda_aware();
 const char* path_name(MpiCudaTransport::Path path);
 
 }  // namespace ringdp::comm

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <unistd.h>
@@ -11,6 +12,9 @@
 #include "kernels/error.h"
 #if RINGDP_HAVE_MPI
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
+#endif
 #endif
 
 namespace ringdp::comm {
@@ -23,6 +27,15 @@ int env_int(const char* name, int fallback) {
   return value && *value ? std::atoi(value) : fallback;
 }
 }  // namespace
+
+bool mpi_cuda_aware() {
+  if (const char* env = std::getenv("RINGDP_MPI_CUDA_AWARE"); env && *env) return std::strcmp(env, "0") != 0;
+#if RINGDP_HAVE_MPI && defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
 
 bool launched_by_mpi_launcher() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");

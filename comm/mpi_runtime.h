@@ -15,6 +15,10 @@ int launcher_world_size();
 /// e.g. so that only rank 0 prints a command-line error every rank hits alike.
 int launcher_rank();
 
+/// Whether this MPI moves device memory itself: RINGDP_MPI_CUDA_AWARE=0/1 decides when set,
+/// else MPIX_Query_cuda_support() where the MPI has it (Open MPI), else false.
+bool mpi_cuda_aware();
+
 /// Initialises MPI if it is not yet; no-op without MPI built in.
 void mpi_ensure_initialized();
 bool mpi_is_initialized();

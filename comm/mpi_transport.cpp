@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "comm/envelope.h"
+#include "comm/mpi_runtime.h"
+#include "comm/native_mpi.h"
 
 namespace ringdp::comm {
 
@@ -131,6 +133,34 @@ void MpiTransport::reduce_into(void* dst, const void* src, int64_t count, DType 
 
 void MpiTransport::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) std::memmove(dst, src, bytes);
+}
+
+void MpiTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) {
+  native::all_reduce(comm_, input, output, count, dtype, op);
+}
+
+void MpiTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) {
+  native::reduce(comm_, input, output, count, dtype, op, root);
+}
+
+void MpiTransport::native_broadcast(void* buffer, int64_t count, DType dtype, int root) {
+  native::broadcast(comm_, buffer, count, dtype, root);
+}
+
+void MpiTransport::native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) {
+  native::all_gather(comm_, input, output, chunk_count, dtype);
+}
+
+void MpiTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) {
+  native::reduce_scatter(comm_, input, output, chunk_count, dtype, op);
+}
+
+void MpiTransport::native_barrier() { native::barrier(comm_); }
+
+bool MpiTransport::reads_device_memory() const { return mpi_cuda_aware(); }
+
+void MpiTransport::bootstrap_broadcast(void* data, size_t bytes) {
+  MPI_CHECK(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, 0, comm_));
 }
 
 }  // namespace ringdp::comm

@@ -27,6 +27,16 @@ class MpiTransport final : public Transport {
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
 
+  // MPI_Allreduce and the rest (comm/native_mpi.h), on the collectives' communicator.
+  void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
+  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) override;
+  void native_broadcast(void* buffer, int64_t count, DType dtype, int root) override;
+  void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
+  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) override;
+  void native_barrier() override;
+  bool reads_device_memory() const override;  // CUDA-aware MPI (mpi_cuda_aware())
+  void bootstrap_broadcast(void* data, size_t bytes) override;  // MPI_Bcast from rank 0
+
  private:
   void check_envelopes(std::span<Request> requests);
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "comm/mpi_runtime.h"
+#include "comm/native_nccl.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace ringdp::comm {
@@ -211,6 +212,26 @@ void NcclTransport::check_async() {
 void NcclTransport::on_stuck() {
   if (comm_) ncclCommAbort(comm_);
   comm_ = nullptr;
+}
+
+void NcclTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) {
+  native_nccl::all_reduce(comm_, stream_, input, output, count, dtype, op);
+}
+
+void NcclTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) {
+  native_nccl::reduce(comm_, stream_, input, output, count, dtype, op, root);
+}
+
+void NcclTransport::native_broadcast(void* buffer, int64_t count, DType dtype, int root) {
+  native_nccl::broadcast(comm_, stream_, buffer, count, dtype, root);
+}
+
+void NcclTransport::native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) {
+  native_nccl::all_gather(comm_, stream_, input, output, chunk_count, dtype);
+}
+
+void NcclTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) {
+  native_nccl::reduce_scatter(comm_, stream_, input, output, chunk_count, dtype, op);
 }
 
 }  // namespace ringdp::comm

@@ -45,6 +45,13 @@ class NcclTransport final : public CudaStreamTransport {
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
 
+  // NCCL's own collectives (comm/native_nccl.h) on the transfer stream; at world size 1 too.
+  void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
+  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) override;
+  void native_broadcast(void* buffer, int64_t count, DType dtype, int root) override;
+  void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
+  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) override;
+
  private:
   void issue_pending() override;
   void check_async() override;  // ncclCommGetAsyncError

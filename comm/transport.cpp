@@ -25,6 +25,31 @@ Transport::Buffer Transport::allocate(size_t bytes) {
                 [](void* p) { ::operator delete(p, std::align_val_t{64}); });
 }
 
+void Transport::native_all_reduce(const void*, void*, int64_t, DType, ReduceOp) {
+  RINGDP_FAIL("this transport has no library collectives of its own (--algo native)");
+}
+void Transport::native_reduce(const void*, void*, int64_t, DType, ReduceOp, int) {
+  RINGDP_FAIL("this transport has no library collectives of its own (--algo native)");
+}
+void Transport::native_broadcast(void*, int64_t, DType, int) {
+  RINGDP_FAIL("this transport has no library collectives of its own (--algo native)");
+}
+void Transport::native_all_gather(const void*, void*, int64_t, DType) {
+  RINGDP_FAIL("this transport has no library collectives of its own (--algo native)");
+}
+void Transport::native_reduce_scatter(const void*, void*, int64_t, DType, ReduceOp) {
+  RINGDP_FAIL("this transport has no library collectives of its own (--algo native)");
+}
+void Transport::native_barrier() {
+  RINGDP_FAIL("this transport has no library collectives of its own (--algo native)");
+}
+
+void Transport::end_collective(const std::string&, std::chrono::milliseconds, bool) {}
+
+void Transport::bootstrap_broadcast(void*, size_t) {
+  RINGDP_CHECK(size() == 1, "this transport cannot broadcast a bootstrap message to ", size(), " ranks");
+}
+
 void Transport::expire() {
   if (on_expiry_) on_expiry_();
   std::terminate();  // the handler ends the job; this is the backstop if it returned
@@ -44,6 +69,22 @@ void LocalTransport::reduce_into(void* dst, const void* src, int64_t count, DTyp
 
 void LocalTransport::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) std::memmove(dst, src, bytes);
+}
+
+void LocalTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp) {
+  copy(output, input, count * dtype_size(dtype));
+}
+
+void LocalTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp, int) {
+  copy(output, input, count * dtype_size(dtype));
+}
+
+void LocalTransport::native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) {
+  copy(output, input, chunk_count * dtype_size(dtype));
+}
+
+void LocalTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp) {
+  copy(output, input, chunk_count * dtype_size(dtype));
 }
 
 }  // namespace ringdp::comm

@@ -1,6 +1,9 @@
 // The point-to-point interface every algorithm in comm/ is written against: post nonblocking
 // sends and receives to peers, wait for a group of them, reduce and copy locally. Transports:
-// MpiTransport (MPI_Isend/Irecv/Testall), LocalTransport (a world of one); NCCL joins later.
+// MpiTransport (MPI_Isend/Irecv/Testall), LocalTransport (a world of one), and for CUDA tensors
+// NcclTransport and MpiCudaTransport (comm/cuda_stream_transport.h). The communicator sees only
+// this interface (as gloo's core sees only its transport): the libraries' own collectives (the
+// `native` baseline) and the device-stream hooks live here too, with host defaults.
 // Every wait has a deadline; passing it calls the communicator's expiry handler, which reports
 // the Position and ends the job, so no wait is unbounded.
 #pragma once
@@ -11,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kernels/reduce_into.h"
@@ -56,6 +60,37 @@ class Transport {
   using Buffer = std::unique_ptr<void, void (*)(void*)>;
   virtual Buffer allocate(size_t bytes);
 
+  // --- the library's own collectives: `--algo native`, the baseline, never used by the algorithms.
+  // Buffers may alias (in place); avg arrives as sum and the communicator divides. The defaults
+  // fail: a transport without a library behind it has no collectives of its own.
+  virtual void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op);
+  virtual void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root);
+  virtual void native_broadcast(void* buffer, int64_t count, DType dtype, int root);
+  virtual void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype);
+  virtual void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op);
+  virtual void native_barrier();
+  /// The transport whose native collectives take this one's tensors: itself, or the host transport
+  /// when the library cannot read this transport's memory (MPI without CUDA support); the
+  /// communicator then hands that one host copies.
+  virtual Transport& native_transport() { return *this; }
+
+  // --- devices: no-ops for host memory. The transports of CUDA tensors override them.
+  /// True when buffers are device memory: the communicator hands tensors over as they are.
+  virtual bool device_memory() const { return false; }
+  /// True when the library behind the transport reads and writes device memory itself.
+  virtual bool reads_device_memory() const { return false; }
+  /// Before a collective, on the thread that runs it: the device is selected per host thread,
+  /// and the transport's work is ordered after what the caller's stream has already enqueued.
+  virtual void begin_collective() {}
+  /// After it: the caller's stream waits for the collective (the host does not), or with
+  /// `blocking` the host waits too; a watchdog names `what` if it is late past `timeout`.
+  virtual void end_collective(const std::string& what, std::chrono::milliseconds timeout, bool blocking);
+  /// Blocks the host until everything the transport has enqueued is done.
+  virtual void synchronize() {}
+  /// Copies rank 0's `bytes` at `data` to every rank: how another transport bootstraps over this
+  /// one (NCCL's unique id). A world of one has nothing to send.
+  virtual void bootstrap_broadcast(void* data, size_t bytes);
+
   void set_deadline(Clock::time_point deadline, std::function<void()> on_expiry) {
     deadline_ = deadline;
     on_expiry_ = std::move(on_expiry);
@@ -86,6 +121,13 @@ class LocalTransport final : public Transport {
   bool test(Request&) override { return true; }
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
+  // A world of one's own collectives leave the one contribution where the output is.
+  void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp) override;
+  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp, int) override;
+  void native_broadcast(void*, int64_t, DType, int) override {}
+  void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
+  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp) override;
+  void native_barrier() override {}
 };
 
 }  // namespace ringdp::comm

@@ -1,0 +1,60 @@
+// Implements comm/call_queue.h (the contract is documented there). Tested by tests/mpi/test_comm_async.cpp.
+#include "comm/call_queue.h"
+
+#include <exception>
+#include <utility>
+
+namespace ringdp::comm {
+
+CallQueue::~CallQueue() {
+  {
+    std::lock_guard lock(queue_mutex_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+Work CallQueue::run(std::function<void()> call, bool async) {
+  std::unique_lock lock(queue_mutex_);
+  if (!async && queue_.empty() && !worker_busy_) {
+    lock.unlock();
+    std::lock_guard exec(exec_mutex_);
+    call();
+    return Work::completed();
+  }
+  Work work;
+  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  queue_.push_back([call = std::move(call), work] {
+    try {
+      call();
+      work.mark_done();
+    } catch (...) {
+      work.mark_done(std::current_exception());
+    }
+  });
+  lock.unlock();
+  queue_cv_.notify_one();
+  if (!async) work.wait();
+  return work;
+}
+
+void CallQueue::worker_loop() {
+  std::unique_lock lock(queue_mutex_);
+  for (;;) {
+    queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything issued has run
+    auto call = std::move(queue_.front());
+    queue_.pop_front();
+    worker_busy_ = true;
+    lock.unlock();
+    {
+      std::lock_guard exec(exec_mutex_);
+      call();
+    }
+    lock.lock();
+    worker_busy_ = false;
+  }
+}
+
+}  // namespace ringdp::comm

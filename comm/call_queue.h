@@ -1,0 +1,45 @@
+// CallQueue: the order of everything issued on one communicator. One worker thread runs queued
+// calls in issue order; a blocking call issued when nothing is queued or running runs on the
+// caller's thread instead (a hand-off costs microseconds, more than a whole small all-reduce on
+// one node). Whichever thread runs a call holds exec_mutex() meanwhile, so MPI sees one thread
+// at a time (MPI_THREAD_SERIALIZED). Tested through the communicator: tests/mpi/test_comm_async.cpp.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "comm/work.h"
+
+namespace ringdp::comm {
+
+class CallQueue {
+ public:
+  CallQueue() = default;
+  /// Runs what is still queued, then stops the worker.
+  ~CallQueue();
+  CallQueue(const CallQueue&) = delete;
+  CallQueue& operator=(const CallQueue&) = delete;
+
+  /// Runs `call` after everything issued before it. Blocking (`async` false): returns when it has
+  /// run, rethrowing its error. Asynchronous: returns at once; the Work completes (or carries the
+  /// error) when the worker has run it.
+  Work run(std::function<void()> call, bool async);
+  /// Held while a call runs; whoever else talks to the transport (a send's completion) takes it too.
+  std::mutex& exec_mutex() { return exec_mutex_; }
+
+ private:
+  void worker_loop();
+
+  std::mutex exec_mutex_;
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::deque<std::function<void()>> queue_;
+  bool worker_busy_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace ringdp::comm

@@ -128,6 +128,10 @@ bool is_device_memory(const void* p, size_t bytes);
 void stall_streams(bool on);
 /// Runs `work` now, or queues it behind earlier work of `stream` when streams are deferred.
 void enqueue(CUstream_emu* stream, std::function<void()> work);
+/// As CUDA checks a launch's configuration when it is made: a block of 0 or more than 1024
+/// threads, or a grid out of range, launches nothing and leaves cudaErrorInvalidConfiguration
+/// for this thread's next cudaGetLastError (which then resets it). Returns whether it is valid.
+bool accept_launch(dim3 grid, dim3 block);
 
 template <typename... Params>
 struct Launcher {
@@ -142,6 +146,7 @@ struct Launcher {
   void operator()(Args&&... args) const {
     // The arguments are copied now, as a launch copies them, whenever the kernel runs.
     std::tuple<Params...> bound(static_cast<Params>(args)...);
+    if (!accept_launch(grid, block)) return;
     enqueue(stream, [k = kernel, bound, n = name, g = grid, b = block, shared = shared_bytes] {
       run_launch(n, g, b, shared, [k, &bound] { std::apply(k, bound); });
     });

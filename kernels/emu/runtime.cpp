@@ -139,6 +139,18 @@ void set_stream_order(StreamOrder order) { queues().order = order; }
 
 void stall_streams(bool on) { queues().stalled = on; }
 
+namespace {
+thread_local cudaError_t g_last_error = cudaSuccess;  // per host thread, as CUDA keeps it
+}  // namespace
+
+bool accept_launch(dim3 grid, dim3 block) {
+  const unsigned long long threads = 1ull * block.x * block.y * block.z;
+  const bool valid = threads >= 1 && threads <= 1024 && block.z <= 64 && grid.x >= 1 && grid.y >= 1 &&
+                     grid.z >= 1 && grid.y <= 65535 && grid.z <= 65535;
+  if (!valid) g_last_error = cudaErrorInvalidConfiguration;
+  return valid;
+}
+
 void enqueue(CUstream_emu* stream, std::function<void()> work) {
   if (queues().deferred) {
     queues().streams[serial_of(stream)].push_back(Item{std::move(work)});
@@ -154,14 +166,20 @@ using ringdp::emu::enqueue;
 using ringdp::emu::run_one;
 
 const char* cudaGetErrorName(cudaError_t e) {
-  return e == cudaSuccess ? "cudaSuccess" : e == cudaErrorNotReady ? "cudaErrorNotReady" : "cudaErrorEmulated";
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    default: return "cudaErrorEmulated";
+  }
 }
 const char* cudaGetErrorString(cudaError_t e) {
   return e == cudaSuccess ? "no error"
          : e == cudaErrorInvalidValue ? "invalid argument (the emulator: a copy whose kind names device memory that is not)"
-                                      : "emulated error";
+         : e == cudaErrorInvalidConfiguration ? "invalid configuration argument"
+                                              : "emulated error";
 }
-cudaError_t cudaGetLastError() { return cudaSuccess; }
+cudaError_t cudaGetLastError() { return std::exchange(ringdp::emu::g_last_error, cudaSuccess); }
 cudaError_t cudaGetDeviceCount(int* count) { *count = 1; return cudaSuccess; }
 cudaError_t cudaSetDevice(int) { return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize() { drain(); return cudaSuccess; }

@@ -6,15 +6,15 @@
 namespace ringdp::autograd {
 
 Linear::Linear(LinearOptions options, uint64_t seed) : options_(options) {
-  RINGDP_CHECK(options.in_features_ > 0 && options.out_features_ > 0, "Linear(", options.in_features_,
-               ", ", options.out_features_, "): feature counts must be positive");
-  register_parameter("weight", weight, empty({options.out_features_, options.in_features_}, options.dtype_, options.device_));
-  if (options.bias_) register_parameter("bias", bias, empty({options.out_features_}, options.dtype_, options.device_));
+  RINGDP_CHECK(options.in_features() > 0 && options.out_features() > 0, "Linear(", options.in_features(),
+               ", ", options.out_features(), "): feature counts must be positive");
+  register_parameter("weight", weight, empty({options.out_features(), options.in_features()}, options.dtype(), options.device()));
+  if (options.bias()) register_parameter("bias", bias, empty({options.out_features()}, options.dtype(), options.device()));
   reset_parameters(seed);
 }
 
 void Linear::reset_parameters(uint64_t seed) {
-  const double bound = 1.0 / std::sqrt(static_cast<double>(options_.in_features_));
+  const double bound = 1.0 / std::sqrt(static_cast<double>(options_.in_features()));
   weight.copy_from(rand(weight.shape(), 2 * seed, -bound, bound, weight.dtype()));
   if (bias.defined()) bias.copy_from(rand(bias.shape(), 2 * seed + 1, -bound, bound, bias.dtype()));
 }

@@ -9,11 +9,20 @@
 
 namespace ringdp::autograd {
 
-struct LinearOptions {
+/// PyTorch's builder: `LinearOptions(10, 1).bias(false)` sets, `options.bias()` reads.
+class LinearOptions {
+ public:
   LinearOptions(int64_t in_features, int64_t out_features) : in_features_(in_features), out_features_(out_features) {}
   LinearOptions& bias(bool on) { bias_ = on; return *this; }
   LinearOptions& dtype(DType d) { dtype_ = d; return *this; }
   LinearOptions& device(Device d) { device_ = d; return *this; }
+  int64_t in_features() const { return in_features_; }
+  int64_t out_features() const { return out_features_; }
+  bool bias() const { return bias_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+
+ private:
   int64_t in_features_, out_features_;
   bool bias_ = true;
   DType dtype_ = DType::float32;

@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
     options.backend = config.backend;
     auto communicator = comm::Communicator::init(options);
-    return train::run_training(config, *communicator, communicator);
+    return train::run_training(config, communicator);
   } catch (const std::exception& e) {
     comm::fail_job("ringdp-train", e.what(), 1);
   }

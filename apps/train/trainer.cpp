@@ -43,7 +43,8 @@ Device pick_device(const std::string& requested) {
 }
 }  // namespace
 
-int run_training(const TrainConfig& config, comm::Communicator& comm, std::shared_ptr<comm::Communicator> shared) {
+int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
+  comm::Communicator& comm = *communicator;
   const int N = comm.size(), rank = comm.rank();
   const Device device = pick_device(config.device);
   RINGDP_CHECK(config.backend != "nccl" || RINGDP_HAVE_NCCL, "--backend nccl: ringdp was built without NCCL; use --backend mpi");
@@ -94,7 +95,7 @@ int run_training(const TrainConfig& config, comm::Communicator& comm, std::share
     }
   }
 
-  ddp::DistributedDataParallel ddp(model, shared, {.bucket_cap_mb = config.bucket_mb, .algorithm = config.algorithm});
+  ddp::DistributedDataParallel ddp(model, communicator, {.bucket_cap_mb = config.bucket_mb, .algorithm = config.algorithm});
   ddp::DistributedSampler sampler(data.features.size(0), rank, N, config.shuffle, config.seed);
   const int64_t shard = sampler.shard_size();
   const int64_t batch = config.batch_size > 0 ? std::min(config.batch_size, shard) : shard;

@@ -32,6 +32,6 @@ struct TrainConfig {
 };
 
 /// Trains and returns 0; throws ringdp::Error on failure.
-int run_training(const TrainConfig& config, comm::Communicator& comm, std::shared_ptr<comm::Communicator> shared);
+int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);
 
 }  // namespace ringdp::train

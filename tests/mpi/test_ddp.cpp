@@ -4,9 +4,11 @@
 // misuse is reported.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
-#include "apps/train/dataset.h"
 #include "autograd/layers.h"
 #include "autograd/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
@@ -18,6 +20,28 @@ using namespace ringdp::testing;
 using namespace ringdp::autograd;
 
 namespace {
+
+// A fixed regression set, the same on every rank (drawn from seeds; nothing of the trainer app's).
+struct Samples {
+  Tensor x;  ///< [samples, 5] float64
+  Tensor y;  ///< [samples, 1] float64
+};
+
+Samples make_samples(int64_t samples, uint64_t seed) {
+  return {randn({samples, 5}, seed, 0.0, 1.0, DType::float64), randn({samples, 1}, seed + 1, 0.0, 1.0, DType::float64)};
+}
+
+// Rows `indices` of the set, as `dtype` host tensors.
+void gather_rows(const Samples& data, const std::vector<int64_t>& indices, DType dtype, Tensor& x, Tensor& y) {
+  const int64_t F = data.x.size(1), B = static_cast<int64_t>(indices.size());
+  Tensor hx = empty({B, F}, DType::float64), hy = empty({B, 1}, DType::float64);
+  for (int64_t i = 0; i < B; ++i) {
+    std::copy_n(data.x.data<double>() + indices[i] * F, F, hx.data<double>() + i * F);
+    hy.data<double>()[i] = data.y.data<double>()[indices[i]];
+  }
+  x = hx.to(dtype);
+  y = hy.to(dtype);
+}
 
 std::shared_ptr<Module> make_model(bool mlp, DType dtype) {
   if (!mlp) return std::make_shared<Linear>(LinearOptions(5, 1).dtype(dtype), 3);
@@ -39,7 +63,7 @@ constexpr int64_t kSamples = 24, kPerRankBatch = 2, kEpochs = 3;
 // Trains with DDP on this rank's shard; returns the final parameters.
 std::vector<double> train_ddp(const Run& run) {
   auto& comm = world();
-  const train::Dataset data = train::synthetic_dataset(kSamples, 5, 11);
+  const Samples data = make_samples(kSamples, 11);
   auto model = make_model(run.mlp, run.dtype);
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
   ddp::DistributedDataParallel ddp(model, world_ptr(), {.bucket_cap_mb = run.bucket_mb, .first_bucket_mb = run.bucket_mb,
@@ -50,7 +74,7 @@ std::vector<double> train_ddp(const Run& run) {
     sampler.set_epoch(epoch);
     const auto mine = sampler.indices();
     for (size_t begin = 0; begin < mine.size(); begin += kPerRankBatch) {
-      train::gather_batch(data, {mine.begin() + begin, mine.begin() + begin + kPerRankBatch}, run.dtype, Device::cpu(), x, y);
+      gather_rows(data, {mine.begin() + begin, mine.begin() + begin + kPerRankBatch}, run.dtype, x, y);
       sgd.zero_grad();
       ddp.backward(mse_loss(ddp(x), y));
       sgd.step();
@@ -65,7 +89,7 @@ std::vector<double> train_ddp(const Run& run) {
 // One process, the whole global batch (N·b samples, in the same order), no communication.
 std::vector<double> train_reference(const Run& run) {
   const int N = world().size();
-  const train::Dataset data = train::synthetic_dataset(kSamples, 5, 11);
+  const Samples data = make_samples(kSamples, 11);
   auto model = make_model(run.mlp, run.dtype);
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
   ddp::DistributedSampler sampler(kSamples, 0, N, true, 5);
@@ -75,7 +99,7 @@ std::vector<double> train_reference(const Run& run) {
     const auto order = sampler.global_order();
     const int64_t global_batch = kPerRankBatch * N;
     for (size_t begin = 0; begin < order.size(); begin += global_batch) {
-      train::gather_batch(data, {order.begin() + begin, order.begin() + begin + global_batch}, run.dtype, Device::cpu(), x, y);
+      gather_rows(data, {order.begin() + begin, order.begin() + begin + global_batch}, run.dtype, x, y);
       sgd.zero_grad();
       mse_loss((*model)(x), y).backward();
       sgd.step();
@@ -134,11 +158,11 @@ TEST_CASE("buckets follow reverse registration order", "[ddp][buckets]") {
 }
 
 TEST_CASE("no_sync over two micro-batches equals one step on both", "[ddp][no_sync]") {
-  const train::Dataset data = train::synthetic_dataset(16, 5, 21);
+  const Samples data = make_samples(16, 21);
   auto& comm = world();
   Tensor xa, ya, xb, yb;
-  train::gather_batch(data, {2 * comm.rank(), 2 * comm.rank() + 1}, DType::float64, Device::cpu(), xa, ya);
-  train::gather_batch(data, {8 + comm.rank(), 12 + comm.rank() % 4}, DType::float64, Device::cpu(), xb, yb);
+  gather_rows(data, {2 * comm.rank(), 2 * comm.rank() + 1}, DType::float64, xa, ya);
+  gather_rows(data, {8 + comm.rank(), 12 + comm.rank() % 4}, DType::float64, xb, yb);
   auto params_after = [&](bool accumulate) {
     auto model = make_model(true, DType::float64);
     optim::SGD sgd(model->parameters(), optim::SGDOptions(0.1));

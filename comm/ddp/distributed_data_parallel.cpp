@@ -1,9 +1,11 @@
 // Implements comm/ddp/distributed_data_parallel.h (the contract is documented there). Tested by tests/mpi/test_ddp.cpp.
 #include "comm/ddp/distributed_data_parallel.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "autograd/node.h"
+#include "comm/ddp/bucket_assignment.h"
 #include "tensor/ops.h"
 
 namespace ringdp::ddp {
@@ -33,31 +35,21 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Modul
   RINGDP_CHECK(!params.empty(), "DDP: the module has no parameters");
   broadcast_and_verify();
 
-  // Buckets in reverse registration order, split by capacity, dtype and device.
+  std::vector<BucketParameter> sizes;
+  for (const auto& [name, p] : params) sizes.push_back({p.nbytes(), p.dtype(), p.device()});
   const double first_cap = std::min(options.first_bucket_mb, options.bucket_cap_mb) * 1024 * 1024;
-  const double cap = options.bucket_cap_mb * 1024 * 1024;
-  std::vector<int64_t> bucket_elements;
-  for (int i = static_cast<int>(params.size()) - 1; i >= 0; --i) {
-    const Tensor& p = params[i].second;
-    bool open_new = buckets_.empty();
-    if (!open_new) {
-      const Slot& previous = slots_[buckets_.back().slots.back()];
-      const double limit = buckets_.size() == 1 ? first_cap : cap;
-      const double used = static_cast<double>(bucket_elements.back() * dtype_size(previous.param.dtype()));
-      open_new = previous.param.dtype() != p.dtype() || !(previous.param.device() == p.device()) ||
-                 used + static_cast<double>(p.nbytes()) > limit;
+  const auto assignment = assign_buckets(sizes, options.bucket_cap_mb * 1024 * 1024, first_cap);
+  for (const std::vector<int>& members : assignment) {
+    Bucket& bucket = buckets_.emplace_back();
+    int64_t elements = 0;
+    for (int index : members) {
+      const auto& [name, p] = params[index];
+      slots_.push_back(Slot{name, p, static_cast<int>(buckets_.size()) - 1, elements});
+      bucket.slots.push_back(static_cast<int>(slots_.size()) - 1);
+      elements += p.numel();
     }
-    if (open_new) {
-      buckets_.emplace_back();
-      bucket_elements.push_back(0);
-    }
-    slots_.push_back(Slot{params[i].first, p, static_cast<int>(buckets_.size()) - 1, bucket_elements.back()});
-    buckets_.back().slots.push_back(static_cast<int>(slots_.size()) - 1);
-    bucket_elements.back() += p.numel();
-  }
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    const Tensor& first = slots_[buckets_[b].slots.front()].param;
-    buckets_[b].buffer = zeros({bucket_elements[b]}, first.dtype(), first.device());
+    const Tensor& first = params[members.front()].second;
+    bucket.buffer = zeros({elements}, first.dtype(), first.device());
   }
   for (size_t s = 0; s < slots_.size(); ++s) {
     Tensor param = slots_[s].param;

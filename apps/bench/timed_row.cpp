@@ -1,0 +1,80 @@
+// Implements apps/bench/timed_row.h (the contract is documented there). Tested by tests/cli/bench.sh (table, corrupt).
+#include "apps/bench/timed_row.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "kernels/device_memory.h"
+
+namespace ringdp::bench {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// Combines this rank's time across ranks as -a says: 0 rank 0, 1 mean, 2 min, 3 max.
+double combine(comm::Communicator& comm, double seconds, int average) {
+  if (average == 0) {
+    Tensor t = full({1}, seconds, DType::float64);
+    comm.broadcast(t, 0);
+    return t.item();
+  }
+  return over_ranks(comm, seconds, average == 2 ? ReduceOp::min : average == 3 ? ReduceOp::max : ReduceOp::avg);
+}
+}  // namespace
+
+const char* short_type(DType d) {
+  switch (d) {
+    case DType::float32: return "float";
+    case DType::float64: return "double";
+    case DType::int32: return "int32";
+    case DType::int64: return "int64";
+    case DType::bfloat16: return "bfloat16";
+  }
+  return "?";
+}
+
+Row time_row(const CollectiveSpec& spec, const Case& c, int64_t elements, const Timing& timing) {
+  comm::Communicator& comm = c.comm;
+  const int N = comm.size();
+  const int64_t in_count = spec.input_count(elements, N), out_count = spec.output_count(elements, N);
+  const int64_t count = std::max(in_count, out_count);
+  Row row{spec.name, comm::algorithm_name(c.algorithm), short_type(c.dtype), spec.has_op ? reduce_op_name(c.op) : "none",
+          spec.has_root ? c.root : -1, count * static_cast<int64_t>(dtype_size(c.dtype)), count,
+          {0, 0}, {0, 0}, {0, 0}, {0, 0}};
+  for (int in_place = 0; in_place < 2; ++in_place) {
+    Tensor input = zeros({in_count}, c.dtype, timing.device);
+    Tensor output = zeros({out_count}, c.dtype, timing.device);
+    if (in_place) {
+      // In place: the output is the input itself, or the rank's chunk of it.
+      if (spec.kind == comm::CollectiveKind::all_gather) input = output.flat_view(comm.rank() * in_count, in_count);
+      else if (spec.kind == comm::CollectiveKind::reduce_scatter) output = input.flat_view(comm.rank() * out_count, out_count);
+      else output = input;
+    }
+    fill_verifiable(spec, c, input);
+    for (int i = 0; i < timing.warmup; ++i) run_collective(spec, c, input, output, false);
+    comm.barrier();  // ours, not MPI_Barrier: covered by the watchdog
+    const auto start = Clock::now();
+    std::vector<comm::Work> works;
+    for (int i = 0; i < timing.iters; ++i) works.push_back(run_collective(spec, c, input, output, !timing.blocking));
+    for (auto& w : works) w.wait();
+    // A collective on CUDA tensors returns once enqueued: time the GPU's work, as nccl-tests does.
+    if (timing.device.is_cuda()) kernels::cuda_device_synchronize();
+    const double mine = std::chrono::duration<double>(Clock::now() - start).count() / timing.iters;
+    const double seconds = combine(comm, mine, timing.average);
+    int64_t wrong = 0;
+    for (int i = 0; i < timing.check; ++i) {
+      fill_verifiable(spec, c, input);
+      run_collective(spec, c, input, output, false);
+      wrong += count_wrong(spec, c, output);
+    }
+    wrong = static_cast<int64_t>(over_ranks(comm, static_cast<double>(wrong), ReduceOp::sum));
+    row.time_us[in_place] = seconds * 1e6;
+    row.algbw[in_place] = seconds > 0 ? static_cast<double>(row.bytes) / seconds / 1e9 : 0;
+    row.busbw[in_place] = row.algbw[in_place] * spec.bus_factor(N);
+    row.wrong[in_place] = timing.check ? wrong : -1;
+  }
+  return row;
+}
+
+}  // namespace ringdp::bench

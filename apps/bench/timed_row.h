@@ -1,0 +1,34 @@
+// One row of ringdp-bench's table: a collective at one size, dtype, op and algorithm, timed
+// out of place and in place (nccl-tests' two column groups), each then checked on verifiable
+// inputs. The times are combined across ranks as -a says; the wrong counts are summed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "apps/bench/collectives.h"
+
+namespace ringdp::bench {
+
+struct Row {
+  std::string collective, algorithm, dtype, op;
+  int root;
+  int64_t bytes, count;
+  double time_us[2], algbw[2], busbw[2];  ///< [0] out of place, [1] in place
+  int64_t wrong[2];                        ///< -1 when not checked
+};
+
+struct Timing {
+  int iters, warmup, check;
+  int average;    ///< across ranks: 0 rank 0, 1 mean, 2 min, 3 max
+  bool blocking;  ///< wait for each collective (else issue all iterations, then wait)
+  Device device;
+};
+
+/// nccl-tests' type names: float, double, int32, int64, bfloat16.
+const char* short_type(DType d);
+
+/// Times and checks one row; `elements` is the table's size in elements of c.dtype.
+Row time_row(const CollectiveSpec& spec, const Case& c, int64_t elements, const Timing& timing);
+
+}  // namespace ringdp::bench

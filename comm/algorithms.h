@@ -16,7 +16,8 @@
 
 #include "comm/position.h"
 #include "comm/transport.h"
-#include "kernels/reduce_into.h"
+#include "kernels/dtype.h"
+#include "kernels/reduce_op.h"
 
 namespace ringdp::comm {
 

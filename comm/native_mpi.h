@@ -4,7 +4,8 @@
 #pragma once
 
 #include "config.h"
-#include "kernels/reduce_into.h"
+#include "kernels/dtype.h"
+#include "kernels/reduce_op.h"
 
 #if RINGDP_HAVE_MPI
 #include <mpi.h>

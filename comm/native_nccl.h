@@ -3,7 +3,8 @@
 #pragma once
 
 #include "config.h"
-#include "kernels/reduce_into.h"
+#include "kernels/dtype.h"
+#include "kernels/reduce_op.h"
 
 #if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/mpi/nccl_emu
 #include <cuda_runtime.h>

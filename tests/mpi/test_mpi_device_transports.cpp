@@ -4,7 +4,7 @@
 //   - MpiCudaTransport, staged through pinned host memory (comm/mpi_cuda_transport.h): a send
 //     posted before its device-to-host copy has finished, or a reduction that reads a segment
 //     before its host-to-device copy, gives wrong results here every time;
-//   - NcclTransport (comm/nccl_transport.h) over the NCCL stand-in of tests/mpi/nccl_emu, which
+//   - NcclTransport (comm/nccl_transport.h) over the NCCL stand-in of testing/nccl, which
 //     runs each NCCL group as one item of the emulated stream: several ranks, which the one-GPU
 //     machine cannot give NCCL.
 // Every algorithm of comm/ runs on device pointers against independently computed references,
@@ -27,7 +27,7 @@
 #include "comm/nccl_transport.h"
 #include "comm/position.h"
 #include "kernels/elementwise.h"
-#include "kernels/emu/cuda_emu.h"
+#include "testing/cuda/cuda_emu.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;

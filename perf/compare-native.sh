@@ -3,7 +3,7 @@
 # These machines are noisy, so each configuration runs REPEATS times (alternating algorithms
 # inside every run via --algo all) and the table reports, per size, the median time of each
 # algorithm and the ratio of medians to native. Usage:
-#   bench/compare-native.sh [NP [REPEATS [MIN [MAX]]]]     (defaults: 2 5 8 64M)
+#   perf/compare-native.sh [NP [REPEATS [MIN [MAX]]]]     (defaults: 2 5 8 64M)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 np=${1:-2}

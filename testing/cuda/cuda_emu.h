@@ -1,6 +1,6 @@
 // A CPU emulator of the CUDA execution model, for tests only: the kernel sources in
 // kernels/cuda/ are instrumented by instrument.py (shared arrays, launch bounds; see there),
-// compiled by g++ with RINGDP_CUDA_EMULATOR defined and kernels/emu/include first on the include
+// compiled by g++ with RINGDP_CUDA_EMULATOR defined and testing/cuda/include first on the include
 // path, and run on the CPU under the cuda-emu suite.
 //
 // How it runs a launch: blocks run one after another on the calling thread; the threads of a
@@ -34,7 +34,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/emu/shared.h"
+#include "testing/cuda/shared.h"
 #include "kernels/error.h"
 
 #define __global__

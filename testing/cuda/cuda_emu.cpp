@@ -1,5 +1,5 @@
 // The emulator's scheduler and runtime shims (see cuda_emu.h).
-#include "kernels/emu/cuda_emu.h"
+#include "testing/cuda/cuda_emu.h"
 
 #include <cstdlib>
 #include <sstream>

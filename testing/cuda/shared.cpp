@@ -1,11 +1,11 @@
 // Bounds, race and init checks of emulated shared memory (see shared.h).
-#include "kernels/emu/shared.h"
+#include "testing/cuda/shared.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 
-#include "kernels/emu/cuda_emu.h"
+#include "testing/cuda/cuda_emu.h"
 
 namespace ringdp::emu {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/emu/cuda_emu.h"
+#include "testing/cuda/cuda_emu.h"
 #include "kernels/reduce_into.h"
 
 struct ncclComm {

@@ -22,7 +22,7 @@
 #include <thread>
 #include <utility>
 
-#include "kernels/emu/include/cuda_runtime.h"
+#include "testing/cuda/include/cuda_runtime.h"
 
 #include <algorithm>
 #include <atomic>
@@ -106,7 +106,7 @@ void drain() {
 }
 
 // Device allocations (address -> bytes), so the runtime can refuse what a GPU would: a
-// host-to-device copy into host memory, or NCCL (tests/mpi/nccl_emu) handed a host buffer.
+// host-to-device copy into host memory, or NCCL (testing/nccl) handed a host buffer.
 struct Allocations {
   std::mutex mutex;
   std::map<uintptr_t, size_t> device;

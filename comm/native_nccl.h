@@ -6,7 +6,7 @@
 #include "kernels/dtype.h"
 #include "kernels/reduce_op.h"
 
-#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/mpi/nccl_emu
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
 #include <cuda_runtime.h>
 #include <nccl.h>
 

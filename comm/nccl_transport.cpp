@@ -1,7 +1,7 @@
 // Implements comm/nccl_transport.h (the contract is documented there). Tested by tests/mpi/test_mpi_device_transports.cpp (several ranks, NCCL stand-in), tests/cuda/test_nccl_local.cpp and tests/gpu/device_check.sh (on a GPU).
 #include "comm/nccl_transport.h"
 
-#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/mpi/nccl_emu
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -16,7 +16,7 @@
 #include "comm/transport.h"
 #include "config.h"
 
-#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/mpi/nccl_emu
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
 #include <cuda_runtime.h>
 #include <nccl.h>
 

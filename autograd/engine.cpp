@@ -39,12 +39,13 @@ Tensor record(Tensor output, std::shared_ptr<Node> node) {
 }
 
 void backward(const Tensor& root, const Tensor& gradient) {
-  RINGDP_CHECK(root.requires_grad(), "backward() on a tensor that does not require grad "
+  RINGDP_CHECK(root.requires_grad(),
+               "backward() on a tensor that does not require grad "
                "(no input of the computation requires grad, or it ran under NoGradGuard)");
   Tensor seed = gradient;
   if (!seed.defined()) {
-    RINGDP_CHECK(root.numel() == 1, "backward() on a non-scalar tensor of shape ",
-                 shape_str(root.shape()), " needs a gradient argument of that shape");
+    RINGDP_CHECK(root.numel() == 1, "backward() on a non-scalar tensor of shape ", shape_str(root.shape()),
+                 " needs a gradient argument of that shape");
     seed = ones(root.shape(), root.dtype(), root.device());
   } else {
     ops::check_same_shape(root, seed, "backward gradient");
@@ -55,15 +56,17 @@ void backward(const Tensor& root, const Tensor& gradient) {
     Tensor buffer;
     int pending = 0;
   };
-  std::unordered_map<const Node*, int> pending;            // edges not yet delivered
+  std::unordered_map<const Node*, int> pending;  // edges not yet delivered
   std::unordered_map<const Node*, Tensor> node_gradients;
   std::map<const void*, LeafState> leaves;
   std::vector<Node*> stack;
 
   auto finish_leaf = [](LeafState& state) {
     Tensor grad = state.leaf.grad();
-    if (grad.defined()) ops::add_(grad, state.buffer);
-    else state.leaf.set_grad(state.buffer.clone());
+    if (grad.defined())
+      ops::add_(grad, state.buffer);
+    else
+      state.leaf.set_grad(state.buffer.clone());
     for (const GradHook& hook : state.leaf.hooks()) hook(state.leaf);
   };
 
@@ -80,8 +83,8 @@ void backward(const Tensor& root, const Tensor& gradient) {
   while (!stack.empty()) {
     Node* node = stack.back();
     stack.pop_back();
-    RINGDP_CHECK(!node->released, "backward through a graph that has already been freed (",
-                 node->name(), "): call backward() once per forward, or run the forward again");
+    RINGDP_CHECK(!node->released, "backward through a graph that has already been freed (", node->name(),
+                 "): call backward() once per forward, or run the forward again");
     for (const Tensor& input : node->inputs) {
       if (!input.defined() || !input.requires_grad()) continue;
       if (Node* next = input.grad_fn().get()) {
@@ -110,7 +113,8 @@ void backward(const Tensor& root, const Tensor& gradient) {
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       const Tensor& input = node->inputs[i];
       if (!input.defined() || !input.requires_grad()) continue;
-      RINGDP_CHECK(i < grads.size() && grads[i].defined(), node->name(), " produced no gradient for input ", i);
+      RINGDP_CHECK(i < grads.size() && grads[i].defined(), node->name(), " produced no gradient for input ",
+                   i);
       if (Node* next = input.grad_fn().get()) {
         accumulate(node_gradients[next], grads[i]);
         if (--pending[next] == 0) ready.push(next);

@@ -1,4 +1,5 @@
-// Implements autograd/functions.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp (finite differences).
+// Implements autograd/functions.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp
+// (finite differences).
 #include "autograd/functions.h"
 
 #include "autograd/node.h"

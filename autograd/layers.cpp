@@ -8,8 +8,11 @@ namespace ringdp::autograd {
 Linear::Linear(LinearOptions options, uint64_t seed) : options_(options) {
   RINGDP_CHECK(options.in_features() > 0 && options.out_features() > 0, "Linear(", options.in_features(),
                ", ", options.out_features(), "): feature counts must be positive");
-  register_parameter("weight", weight, empty({options.out_features(), options.in_features()}, options.dtype(), options.device()));
-  if (options.bias()) register_parameter("bias", bias, empty({options.out_features()}, options.dtype(), options.device()));
+  register_parameter(
+      "weight", weight,
+      empty({options.out_features(), options.in_features()}, options.dtype(), options.device()));
+  if (options.bias())
+    register_parameter("bias", bias, empty({options.out_features()}, options.dtype(), options.device()));
   reset_parameters(seed);
 }
 

@@ -12,10 +12,20 @@ namespace ringdp::autograd {
 /// PyTorch's builder: `LinearOptions(10, 1).bias(false)` sets, `options.bias()` reads.
 class LinearOptions {
  public:
-  LinearOptions(int64_t in_features, int64_t out_features) : in_features_(in_features), out_features_(out_features) {}
-  LinearOptions& bias(bool on) { bias_ = on; return *this; }
-  LinearOptions& dtype(DType d) { dtype_ = d; return *this; }
-  LinearOptions& device(Device d) { device_ = d; return *this; }
+  LinearOptions(int64_t in_features, int64_t out_features)
+      : in_features_(in_features), out_features_(out_features) {}
+  LinearOptions& bias(bool on) {
+    bias_ = on;
+    return *this;
+  }
+  LinearOptions& dtype(DType d) {
+    dtype_ = d;
+    return *this;
+  }
+  LinearOptions& device(Device d) {
+    device_ = d;
+    return *this;
+  }
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
   bool bias() const { return bias_; }
@@ -67,7 +77,9 @@ class Sequential : public Module {
 class MSELoss {
  public:
   explicit MSELoss(Reduction reduction = Reduction::mean) : reduction_(reduction) {}
-  Tensor operator()(const Tensor& pred, const Tensor& target) const { return mse_loss(pred, target, reduction_); }
+  Tensor operator()(const Tensor& pred, const Tensor& target) const {
+    return mse_loss(pred, target, reduction_);
+  }
 
  private:
   Reduction reduction_;

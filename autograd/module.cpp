@@ -1,4 +1,5 @@
-// Implements autograd/module.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp (names, state dicts).
+// Implements autograd/module.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp
+// (names, state dicts).
 #include "autograd/module.h"
 
 #include <set>

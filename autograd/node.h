@@ -22,7 +22,7 @@ struct Node {
   virtual void release_saved() {}
 
   std::vector<Tensor> inputs;
-  uint64_t sequence;   ///< creation order: the engine runs later nodes first, as PyTorch does
+  uint64_t sequence;  ///< creation order: the engine runs later nodes first, as PyTorch does
   bool released = false;
 };
 

@@ -1,4 +1,5 @@
-// Implements autograd/sgd.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp (hand-computed steps).
+// Implements autograd/sgd.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp
+// (hand-computed steps).
 #include "autograd/sgd.h"
 
 #include "tensor/ops.h"
@@ -19,8 +20,8 @@ void SGD::step() {
     Tensor& p = params_[i];
     const Tensor grad = p.grad();
     if (!grad.defined()) continue;
-    kernels::SgdStep rule{options_.lr_, options_.momentum_, options_.dampening_, options_.weight_decay_,
-                          options_.nesterov_, false};
+    kernels::SgdStep rule{options_.lr_,           options_.momentum_, options_.dampening_,
+                          options_.weight_decay_, options_.nesterov_, false};
     Tensor* buffer = nullptr;
     if (options_.momentum_ != 0) {
       if (!momentum_buffers_[i].defined()) {
@@ -43,7 +44,8 @@ void SGD::zero_grad() {
 autograd::StateDict SGD::state_dict() const {
   autograd::StateDict out;
   for (size_t i = 0; i < momentum_buffers_.size(); ++i)
-    if (momentum_buffers_[i].defined()) out.emplace_back("momentum_buffer." + std::to_string(i), momentum_buffers_[i]);
+    if (momentum_buffers_[i].defined())
+      out.emplace_back("momentum_buffer." + std::to_string(i), momentum_buffers_[i]);
   return out;
 }
 

@@ -10,10 +10,22 @@ namespace ringdp::optim {
 
 struct SGDOptions {
   explicit SGDOptions(double lr) : lr_(lr) {}
-  SGDOptions& momentum(double m) { momentum_ = m; return *this; }
-  SGDOptions& dampening(double d) { dampening_ = d; return *this; }
-  SGDOptions& weight_decay(double wd) { weight_decay_ = wd; return *this; }
-  SGDOptions& nesterov(bool on) { nesterov_ = on; return *this; }
+  SGDOptions& momentum(double m) {
+    momentum_ = m;
+    return *this;
+  }
+  SGDOptions& dampening(double d) {
+    dampening_ = d;
+    return *this;
+  }
+  SGDOptions& weight_decay(double wd) {
+    weight_decay_ = wd;
+    return *this;
+  }
+  SGDOptions& nesterov(bool on) {
+    nesterov_ = on;
+    return *this;
+  }
   double lr_, momentum_ = 0, dampening_ = 0, weight_decay_ = 0;
   bool nesterov_ = false;
 };

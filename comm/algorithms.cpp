@@ -19,8 +19,8 @@ int64_t CollectiveContext::segment_elements() const {
   return std::max<int64_t>(1, static_cast<int64_t>(segment_bytes / element_bytes()));
 }
 
-void CollectiveContext::enter_step(int step, int steps, const char* phase, int send_peer,
-                                   int send_chunk, int recv_peer, int recv_chunk, const char* action) {
+void CollectiveContext::enter_step(int step, int steps, const char* phase, int send_peer, int send_chunk,
+                                   int recv_peer, int recv_chunk, const char* action) {
   position.step = step;
   position.steps = steps;
   position.phase = phase;
@@ -29,17 +29,21 @@ void CollectiveContext::enter_step(int step, int steps, const char* phase, int s
   if (!trace) return;
   char sent[48] = "", received[64] = "";
   if (send_peer >= 0) {
-    if (send_chunk >= 0) std::snprintf(sent, sizeof sent, "send chunk %d -> rank %d", send_chunk, send_peer);
-    else std::snprintf(sent, sizeof sent, "send -> rank %d", send_peer);
+    if (send_chunk >= 0)
+      std::snprintf(sent, sizeof sent, "send chunk %d -> rank %d", send_chunk, send_peer);
+    else
+      std::snprintf(sent, sizeof sent, "send -> rank %d", send_peer);
   }
   if (recv_peer >= 0) {
-    if (recv_chunk >= 0) std::snprintf(received, sizeof received, "recv chunk %d <- rank %d, %s", recv_chunk, recv_peer, action);
-    else std::snprintf(received, sizeof received, "recv <- rank %d, %s", recv_peer, action);
+    if (recv_chunk >= 0)
+      std::snprintf(received, sizeof received, "recv chunk %d <- rank %d, %s", recv_chunk, recv_peer, action);
+    else
+      std::snprintf(received, sizeof received, "recv <- rank %d, %s", recv_peer, action);
   }
   std::fprintf(stderr, "ringdp trace: rank %d %s #%llu %s step %d/%d %-14s %s%s%s\n", rank(),
                kind_name(position.kind), static_cast<unsigned long long>(position.sequence),
-               algorithm_name(position.algorithm), step, steps, phase, sent,
-               (*sent && *received) ? "; " : "", received);
+               algorithm_name(position.algorithm), step, steps, phase, sent, (*sent && *received) ? "; " : "",
+               received);
 }
 
 }  // namespace ringdp::comm

@@ -24,11 +24,11 @@ namespace ringdp::comm {
 struct CollectiveContext {
   Transport& transport;
   DType dtype;
-  ReduceOp op;            ///< avg arrives here as sum; the communicator divides at the end
+  ReduceOp op;  ///< avg arrives here as sum; the communicator divides at the end
   Position& position;
-  size_t segment_bytes;   ///< pipelining unit of the ring (bytes, rounded to whole elements)
-  bool trace;             ///< RINGDP_TRACE=1: one line per step on stderr
-  int tag;                ///< MPI tag of this collective's messages
+  size_t segment_bytes;  ///< pipelining unit of the ring (bytes, rounded to whole elements)
+  bool trace;  ///< RINGDP_TRACE=1: one line per step on stderr
+  int tag;  ///< MPI tag of this collective's messages
   std::vector<Request>& requests;  ///< reused request list
   bool corrupt_next_receive = false;  ///< RINGDP_FAULT corrupt: flip a bit of the next segment
 
@@ -41,8 +41,8 @@ struct CollectiveContext {
   }
   int64_t segment_elements() const;
   /// Records the step for the watchdog and prints it when tracing.
-  void enter_step(int step, int steps, const char* phase, int send_peer, int send_chunk,
-                  int recv_peer, int recv_chunk, const char* action);
+  void enter_step(int step, int steps, const char* phase, int send_peer, int send_chunk, int recv_peer,
+                  int recv_chunk, const char* action);
 };
 
 /// The ring's chunk layout: count split into N chunks whose sizes differ by at most one
@@ -66,11 +66,11 @@ void exchange_segmented(CollectiveContext& ctx, int send_peer, const void* send,
   requests.clear();
   const int64_t recv_segments = (recv_count + seg - 1) / seg;
   for (int64_t off = 0; off < recv_count; off += seg)
-    requests.push_back(ctx.transport.irecv(recv_peer, ctx.at(recv, off),
-                                           std::min(seg, recv_count - off) * eb, ctx.tag));
+    requests.push_back(
+        ctx.transport.irecv(recv_peer, ctx.at(recv, off), std::min(seg, recv_count - off) * eb, ctx.tag));
   for (int64_t off = 0; off < send_count; off += seg)
-    requests.push_back(ctx.transport.isend(send_peer, ctx.at(send, off),
-                                           std::min(seg, send_count - off) * eb, ctx.tag));
+    requests.push_back(
+        ctx.transport.isend(send_peer, ctx.at(send, off), std::min(seg, send_count - off) * eb, ctx.tag));
   for (int64_t k = 0; k < recv_segments; ++k) {
     ctx.transport.wait(requests[k]);
     const int64_t off = k * seg;

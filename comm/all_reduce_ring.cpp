@@ -44,14 +44,16 @@ void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64
     char* target = ctx.at(out, layout.offset(recv_chunk));
     const char* mine = ctx.at(input, layout.offset(recv_chunk));
     if (in_place) {
-      exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, scratch, layout.length(recv_chunk),
-                         [&](int64_t off, int64_t len) {
-                           ctx.transport.reduce_into(ctx.at(target, off), ctx.at(scratch, off), len, ctx.dtype, ctx.op);
+      exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, scratch,
+                         layout.length(recv_chunk), [&](int64_t off, int64_t len) {
+                           ctx.transport.reduce_into(ctx.at(target, off), ctx.at(scratch, off), len,
+                                                     ctx.dtype, ctx.op);
                          });
     } else {
-      exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, target, layout.length(recv_chunk),
-                         [&](int64_t off, int64_t len) {
-                           ctx.transport.reduce_into(ctx.at(target, off), ctx.at(mine, off), len, ctx.dtype, ctx.op);
+      exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, target,
+                         layout.length(recv_chunk), [&](int64_t off, int64_t len) {
+                           ctx.transport.reduce_into(ctx.at(target, off), ctx.at(mine, off), len, ctx.dtype,
+                                                     ctx.op);
                          });
     }
   }
@@ -59,8 +61,8 @@ void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64
     const int send_chunk = ((r + 1 - s) % N + N) % N;
     const int recv_chunk = ((r - s) % N + N) % N;
     ctx.enter_step(N + s, steps, "all-gather", right, send_chunk, left, recv_chunk, "store");
-    exchange_segmented(ctx, right, ctx.at(out, layout.offset(send_chunk)), layout.length(send_chunk),
-                       left, ctx.at(out, layout.offset(recv_chunk)), layout.length(recv_chunk),
+    exchange_segmented(ctx, right, ctx.at(out, layout.offset(send_chunk)), layout.length(send_chunk), left,
+                       ctx.at(out, layout.offset(recv_chunk)), layout.length(recv_chunk),
                        [](int64_t, int64_t) {});
   }
 }

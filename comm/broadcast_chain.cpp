@@ -22,12 +22,14 @@ void broadcast_chain(CollectiveContext& ctx, void* buf, int64_t count, int root)
   ctx.enter_step(1, 1, "chain", next, -1, previous, -1, "forward");
   if (previous >= 0) {
     for (int64_t k = 0; k < segments; ++k)
-      requests.push_back(ctx.transport.irecv(previous, ctx.at(buf, k * seg), std::min(seg, count - k * seg) * eb, ctx.tag));
+      requests.push_back(
+          ctx.transport.irecv(previous, ctx.at(buf, k * seg), std::min(seg, count - k * seg) * eb, ctx.tag));
   }
   for (int64_t k = 0; k < segments; ++k) {
     if (previous >= 0) ctx.transport.wait(requests[k]);
     if (next >= 0)
-      requests.push_back(ctx.transport.isend(next, ctx.at(buf, k * seg), std::min(seg, count - k * seg) * eb, ctx.tag));
+      requests.push_back(
+          ctx.transport.isend(next, ctx.at(buf, k * seg), std::min(seg, count - k * seg) * eb, ctx.tag));
   }
   const size_t sends_from = previous >= 0 ? static_cast<size_t>(segments) : 0;
   ctx.transport.wait_all(std::span<Request>(requests).subspan(sends_from));

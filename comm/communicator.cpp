@@ -1,10 +1,11 @@
-// Implements comm/communicator.h (the contract is documented there). Tested by tests/mpi/ (collectives, async, errors) and tests/cli/bench.sh.
+// Implements comm/communicator.h (the contract is documented there). Tested by tests/mpi/ (collectives,
+// async, errors) and tests/cli/bench.sh.
 #include "comm/communicator.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -46,8 +47,8 @@ void check_pair(const Tensor& input, const Tensor& output, const char* what) {
   RINGDP_CHECK(input.defined() && output.defined(), what, ": undefined tensor");
   RINGDP_CHECK(input.dtype() == output.dtype(), what, ": input dtype ", dtype_name(input.dtype()),
                " differs from output dtype ", dtype_name(output.dtype()));
-  RINGDP_CHECK(input.device() == output.device(), what, ": input on ", input.device().str(),
-               ", output on ", output.device().str(), "; both must be on one device");
+  RINGDP_CHECK(input.device() == output.device(), what, ": input on ", input.device().str(), ", output on ",
+               output.device().str(), "; both must be on one device");
 }
 
 // Where a collective works on host copies (host tensors; CUDA tensors given to MPI's own
@@ -87,7 +88,8 @@ struct Communicator::Call {
 std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   // The environment overrides the caller: it is how a user changes a deadline without a rebuild.
   if (std::getenv("RINGDP_TIMEOUT")) options.timeout = std::chrono::seconds(env_number("RINGDP_TIMEOUT", 0));
-  if (std::getenv("RINGDP_TIMEOUT_MS")) options.timeout = std::chrono::milliseconds(env_number("RINGDP_TIMEOUT_MS", 0));
+  if (std::getenv("RINGDP_TIMEOUT_MS"))
+    options.timeout = std::chrono::milliseconds(env_number("RINGDP_TIMEOUT_MS", 0));
   RINGDP_CHECK(options.timeout.count() > 0, "the collective timeout must be positive");
   options.segment_bytes = env_number("RINGDP_SEGMENT_BYTES", options.segment_bytes);
   options.recursive_doubling_max_bytes =
@@ -97,7 +99,8 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   if (const char* backend = std::getenv("RINGDP_BACKEND"); backend && *backend) options.backend = backend;
   RINGDP_CHECK(options.backend == "auto" || options.backend == "mpi" || options.backend == "nccl",
                "unknown backend '", options.backend, "'; expected auto, mpi or nccl");
-  RINGDP_CHECK(options.backend != "nccl" || RINGDP_HAVE_NCCL, "backend nccl: ringdp was built without NCCL "
+  RINGDP_CHECK(options.backend != "nccl" || RINGDP_HAVE_NCCL,
+               "backend nccl: ringdp was built without NCCL "
                "(configure with -Dnccl=enabled on a machine with CUDA and NCCL)");
   const bool under_launcher = launched_by_mpi_launcher() && !options.force_local;
 #if RINGDP_HAVE_MPI
@@ -105,7 +108,8 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     mpi_ensure_initialized();
     auto transport = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
     MPI_Comm node;
-    MPI_CHECK(MPI_Comm_split_type(transport->comm(), MPI_COMM_TYPE_SHARED, transport->rank(), MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Comm_split_type(transport->comm(), MPI_COMM_TYPE_SHARED, transport->rank(), MPI_INFO_NULL,
+                                  &node));
     int local_rank = 0, local_size = 1;
     MPI_CHECK(MPI_Comm_rank(node, &local_rank));
     MPI_CHECK(MPI_Comm_size(node, &local_size));
@@ -123,8 +127,10 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     return comm;
   }
 #else
-  RINGDP_CHECK(!under_launcher || launcher_world_size() == 1, "ringdp was built without MPI but was "
-               "started by mpirun with ", launcher_world_size(), " ranks; rebuild with -Dmpi=enabled");
+  RINGDP_CHECK(!under_launcher || launcher_world_size() == 1,
+               "ringdp was built without MPI but was "
+               "started by mpirun with ",
+               launcher_world_size(), " ranks; rebuild with -Dmpi=enabled");
 #endif
   if (options.segment_bytes == 0) options.segment_bytes = 1024 * 1024;
   return std::shared_ptr<Communicator>(new Communicator(std::make_unique<LocalTransport>(), options));
@@ -149,29 +155,26 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
       if (a == requested) return a;
     std::string names;
     for (Algorithm a : available) names += std::string(names.empty() ? "" : ", ") + algorithm_name(a);
-    RINGDP_FAIL(kind_name(kind), " has no ", algorithm_name(requested), " algorithm; available: ",
-                names, ", auto");
+    RINGDP_FAIL(kind_name(kind), " has no ", algorithm_name(requested), " algorithm; available: ", names,
+                ", auto");
   };
   switch (kind) {
     case CollectiveKind::all_reduce:
-      return pick({Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native},
-                  bytes <= options_.recursive_doubling_max_bytes ? Algorithm::recursive_doubling
-                                                                  : Algorithm::ring);
-    case CollectiveKind::reduce:
-      return pick({Algorithm::tree, Algorithm::native}, Algorithm::tree);
+      return pick(
+          {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native},
+          bytes <= options_.recursive_doubling_max_bytes ? Algorithm::recursive_doubling : Algorithm::ring);
+    case CollectiveKind::reduce: return pick({Algorithm::tree, Algorithm::native}, Algorithm::tree);
     case CollectiveKind::broadcast:
       // `ring` names the pipelined chain: the ring with its last link missing.
       return pick({Algorithm::tree, Algorithm::ring, Algorithm::native},
                   bytes < options_.chain_broadcast_min_bytes ? Algorithm::tree : Algorithm::ring);
     case CollectiveKind::all_gather:
-    case CollectiveKind::reduce_scatter:
-      return pick({Algorithm::ring, Algorithm::native}, Algorithm::ring);
+    case CollectiveKind::reduce_scatter: return pick({Algorithm::ring, Algorithm::native}, Algorithm::ring);
     case CollectiveKind::barrier:
       // The dissemination barrier is our only one; `tree` and `ring` name nothing here.
       return pick({Algorithm::recursive_doubling, Algorithm::native}, Algorithm::recursive_doubling);
     case CollectiveKind::send:
-    case CollectiveKind::recv:
-      return Algorithm::native;
+    case CollectiveKind::recv: return Algorithm::native;
   }
   return requested;
 }
@@ -185,14 +188,19 @@ Work Communicator::submit(const Issue& issue, Body body) {
     std::raise(SIGKILL);
   }
   if (fault.skip) return Work::completed();
-  return queue_.run([this, issue, sequence, fault, body = std::move(body)] { execute(issue, sequence, fault, body); },
-                    issue.async);
+  return queue_.run(
+      [this, issue, sequence, fault, body = std::move(body)] { execute(issue, sequence, fault, body); },
+      issue.async);
 }
 
-void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, const Body& body) {
+void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault,
+                           const Body& body) {
   if (fault.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(fault.delay_ms));
-  position_ = Position{.kind = issue.kind, .sequence = sequence, .algorithm = issue.algorithm,
-                       .count = issue.count, .dtype = issue.dtype};
+  position_ = Position{.kind = issue.kind,
+                       .sequence = sequence,
+                       .algorithm = issue.algorithm,
+                       .count = issue.count,
+                       .dtype = issue.dtype};
   Transport& routed = transport_for(issue.route);
   // The library's own collectives may live elsewhere: MPI without CUDA support takes host copies.
   Transport& transport = issue.algorithm == Algorithm::native ? routed.native_transport() : routed;
@@ -228,8 +236,12 @@ void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAct
 }
 
 void Communicator::check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag) {
-  const Fingerprint mine{static_cast<int64_t>(issue.kind), static_cast<int64_t>(issue.op),
-                         static_cast<int64_t>(issue.dtype), count, issue.root, static_cast<int64_t>(sequence)};
+  const Fingerprint mine{static_cast<int64_t>(issue.kind),
+                         static_cast<int64_t>(issue.op),
+                         static_cast<int64_t>(issue.dtype),
+                         count,
+                         issue.root,
+                         static_cast<int64_t>(sequence)};
   // A host-side check: its exchange runs over the host transport whatever the tensors' device.
   transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
   CollectiveContext host{.transport = *transport_,
@@ -249,7 +261,8 @@ void Communicator::check_same_call(const Issue& issue, uint64_t sequence, int64_
 
 Communicator::Route Communicator::route_for(const Tensor& t) const {
   if (options_.backend == "nccl") {
-    RINGDP_CHECK(RINGDP_HAVE_NCCL, "--backend nccl: ringdp was built without NCCL (configure with -Dnccl=enabled "
+    RINGDP_CHECK(RINGDP_HAVE_NCCL,
+                 "--backend nccl: ringdp was built without NCCL (configure with -Dnccl=enabled "
                  "on a machine with CUDA and NCCL)");
     RINGDP_CHECK(!t.defined() || t.device().is_cuda(), "--backend nccl needs CUDA tensors; got a tensor on ",
                  t.device().str(), " (use --backend mpi or auto for host tensors)");
@@ -261,15 +274,14 @@ Communicator::Route Communicator::route_for(const Tensor& t) const {
 
 Transport& Communicator::transport_for(Route route) {
   switch (route) {
-    case Route::host:
-      return *transport_;
+    case Route::host: return *transport_;
     case Route::nccl:
 #if RINGDP_HAVE_NCCL
       if (!nccl_transport_) {
         Transport& host = *transport_;
         nccl_transport_ = std::make_unique<NcclTransport>(
-            rank_, size_, local_rank_, [&host](void* id, size_t bytes) { host.bootstrap_broadcast(id, bytes); },
-            options_.timeout);
+            rank_, size_, local_rank_,
+            [&host](void* id, size_t bytes) { host.bootstrap_broadcast(id, bytes); }, options_.timeout);
       }
       return *nccl_transport_;
 #else
@@ -307,12 +319,17 @@ Work Communicator::all_reduce(Tensor& tensor, ReduceOp op, CollectiveOptions opt
 
 Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, CollectiveOptions opts) {
   check_pair(input, output, "all_reduce");
-  RINGDP_CHECK(input.numel() == output.numel(), "all_reduce: input has ", input.numel(),
-               " elements, output ", output.numel());
+  RINGDP_CHECK(input.numel() == output.numel(), "all_reduce: input has ", input.numel(), " elements, output ",
+               output.numel());
   check_op(op, input.dtype());
   const Algorithm algorithm = resolve(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm);
-  const Issue issue{.kind = CollectiveKind::all_reduce, .dtype = input.dtype(), .count = input.numel(),
-                    .algorithm = algorithm, .op = op, .route = route_for(input), .async = opts.async};
+  const Issue issue{.kind = CollectiveKind::all_reduce,
+                    .dtype = input.dtype(),
+                    .count = input.numel(),
+                    .algorithm = algorithm,
+                    .op = op,
+                    .route = route_for(input),
+                    .async = opts.async};
   return submit(issue, [this, input, output, op](Call& call) mutable {
     Tensor in = call.view(input);
     Tensor out = output.is_same(input) ? in : call.view(output);
@@ -325,7 +342,8 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
       transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
       all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n);
     } else {
-      if (n < in.numel()) transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());  // an injected count fault
+      if (n < in.numel())
+        transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());  // an injected count fault
       all_reduce_ring(call.ctx, in.data_ptr(), out.data_ptr(), n);
     }
     call.settle();
@@ -338,15 +356,22 @@ Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptio
   return reduce(tensor, tensor, root, op, opts);
 }
 
-Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceOp op, CollectiveOptions opts) {
+Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceOp op,
+                          CollectiveOptions opts) {
   check_pair(input, output, "reduce");
   check_root(root, size_, "reduce");
-  RINGDP_CHECK(input.numel() == output.numel(), "reduce: input has ", input.numel(),
-               " elements, output ", output.numel());
+  RINGDP_CHECK(input.numel() == output.numel(), "reduce: input has ", input.numel(), " elements, output ",
+               output.numel());
   check_op(op, input.dtype());
   const Algorithm algorithm = resolve(CollectiveKind::reduce, input.nbytes(), opts.algorithm);
-  const Issue issue{.kind = CollectiveKind::reduce, .dtype = input.dtype(), .count = input.numel(),
-                    .algorithm = algorithm, .op = op, .root = root, .route = route_for(input), .async = opts.async};
+  const Issue issue{.kind = CollectiveKind::reduce,
+                    .dtype = input.dtype(),
+                    .count = input.numel(),
+                    .algorithm = algorithm,
+                    .op = op,
+                    .root = root,
+                    .route = route_for(input),
+                    .async = opts.async};
   return submit(issue, [this, input, output, root, op](Call& call) mutable {
     Tensor in = call.view(input);
     // Only root's output is written (the tree accumulates elsewhere on other ranks, and the
@@ -373,11 +398,16 @@ Work Communicator::broadcast(Tensor& tensor, int root, CollectiveOptions opts) {
 Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, CollectiveOptions opts) {
   check_pair(input, output, "broadcast");
   check_root(root, size_, "broadcast");
-  RINGDP_CHECK(input.numel() == output.numel(), "broadcast: input has ", input.numel(),
-               " elements, output ", output.numel());
+  RINGDP_CHECK(input.numel() == output.numel(), "broadcast: input has ", input.numel(), " elements, output ",
+               output.numel());
   const Algorithm algorithm = resolve(CollectiveKind::broadcast, input.nbytes(), opts.algorithm);
-  const Issue issue{.kind = CollectiveKind::broadcast, .dtype = input.dtype(), .count = input.numel(),
-                    .algorithm = algorithm, .root = root, .route = route_for(input), .async = opts.async};
+  const Issue issue{.kind = CollectiveKind::broadcast,
+                    .dtype = input.dtype(),
+                    .count = input.numel(),
+                    .algorithm = algorithm,
+                    .root = root,
+                    .route = route_for(input),
+                    .async = opts.async};
   return submit(issue, [this, input, output, root](Call& call) mutable {
     Tensor out = call.view(output);
     if (rank_ == root && !output.is_same(input)) {
@@ -387,8 +417,10 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
     if (call.native()) {
       call.ctx.transport.native_broadcast(out.data_ptr(), out.numel(), out.dtype(), root);
     } else {
-      if (call.algorithm == Algorithm::ring) broadcast_chain(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
-      else broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
+      if (call.algorithm == Algorithm::ring)
+        broadcast_chain(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
+      else
+        broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), root);
     }
     call.settle();
     write_back(output, out);
@@ -400,8 +432,12 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
   RINGDP_CHECK(output.numel() == input.numel() * size_, "all_gather: output has ", output.numel(),
                " elements; expected ", size_, " ranks x ", input.numel(), " = ", input.numel() * size_);
   const Algorithm algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm);
-  const Issue issue{.kind = CollectiveKind::all_gather, .dtype = input.dtype(), .count = input.numel(),
-                    .algorithm = algorithm, .route = route_for(input), .async = opts.async};
+  const Issue issue{.kind = CollectiveKind::all_gather,
+                    .dtype = input.dtype(),
+                    .count = input.numel(),
+                    .algorithm = algorithm,
+                    .route = route_for(input),
+                    .async = opts.async};
   return submit(issue, [this, input, output](Call& call) mutable {
     const Tensor in = call.view(input);
     Tensor out = call.view(output);
@@ -421,8 +457,13 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
                " elements; expected ", size_, " ranks x ", output.numel(), " = ", output.numel() * size_);
   check_op(op, input.dtype());
   const Algorithm algorithm = resolve(CollectiveKind::reduce_scatter, input.nbytes(), opts.algorithm);
-  const Issue issue{.kind = CollectiveKind::reduce_scatter, .dtype = input.dtype(), .count = output.numel(),
-                    .algorithm = algorithm, .op = op, .route = route_for(input), .async = opts.async};
+  const Issue issue{.kind = CollectiveKind::reduce_scatter,
+                    .dtype = input.dtype(),
+                    .count = output.numel(),
+                    .algorithm = algorithm,
+                    .op = op,
+                    .route = route_for(input),
+                    .async = opts.async};
   return submit(issue, [this, input, output, op](Call& call) mutable {
     const Tensor in = call.view(input);
     Tensor out = call.view(output);
@@ -477,9 +518,10 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
   Work posted = submit(issue, [this, kind, tensor, peer, tag, pending, async](Call& call) mutable {
     call.ctx.position.waiting_for_rank = peer;
     pending->host = host_view(tensor);
-    pending->request = kind == CollectiveKind::send
-        ? transport_->isend(peer, pending->host.data_ptr(), pending->host.nbytes(), kUserTagBase + tag)
-        : transport_->irecv(peer, pending->host.data_ptr(), pending->host.nbytes(), kUserTagBase + tag);
+    pending->request =
+        kind == CollectiveKind::send
+            ? transport_->isend(peer, pending->host.data_ptr(), pending->host.nbytes(), kUserTagBase + tag)
+            : transport_->irecv(peer, pending->host.data_ptr(), pending->host.nbytes(), kUserTagBase + tag);
     if (async) return;
     transport_->wait(pending->request);
     if (kind == CollectiveKind::recv) write_back(tensor, pending->host);

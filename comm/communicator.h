@@ -66,17 +66,20 @@ class Communicator {
   const CommOptions& options() const { return options_; }
 
   Work all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::sum, CollectiveOptions opts = {});
-  Work all_reduce(const Tensor& input, Tensor& output, ReduceOp op = ReduceOp::sum, CollectiveOptions opts = {});
+  Work all_reduce(const Tensor& input, Tensor& output, ReduceOp op = ReduceOp::sum,
+                  CollectiveOptions opts = {});
   /// The result lands on root; other ranks' tensors are left unchanged.
   Work reduce(Tensor& tensor, int root, ReduceOp op = ReduceOp::sum, CollectiveOptions opts = {});
-  Work reduce(const Tensor& input, Tensor& output, int root, ReduceOp op = ReduceOp::sum, CollectiveOptions opts = {});
+  Work reduce(const Tensor& input, Tensor& output, int root, ReduceOp op = ReduceOp::sum,
+              CollectiveOptions opts = {});
   Work broadcast(Tensor& tensor, int root, CollectiveOptions opts = {});
   /// Root's input lands in every rank's output.
   Work broadcast(const Tensor& input, Tensor& output, int root, CollectiveOptions opts = {});
   /// output holds size() · input.numel() elements; rank r's input lands at [r·n, (r+1)·n).
   Work all_gather(const Tensor& input, Tensor& output, CollectiveOptions opts = {});
   /// input holds size() · output.numel() elements; rank r gets the reduction of chunk r.
-  Work reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op = ReduceOp::sum, CollectiveOptions opts = {});
+  Work reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op = ReduceOp::sum,
+                      CollectiveOptions opts = {});
   Work barrier(CollectiveOptions opts = {});
   Work send(const Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
   Work recv(Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
@@ -119,7 +122,7 @@ class Communicator {
   Transport& transport_for(Route route);
 
   std::unique_ptr<Transport> transport_;
-  std::unique_ptr<Transport> nccl_transport_;      // created by the first CUDA collective on NCCL
+  std::unique_ptr<Transport> nccl_transport_;  // created by the first CUDA collective on NCCL
   std::unique_ptr<Transport> mpi_cuda_transport_;  // created by the first CUDA collective on MPI
   CommOptions options_;
   const char* backend_ = "local";

@@ -88,9 +88,12 @@ void CudaStreamTransport::begin_collective() {
   wait_for_compute();
 }
 
-void CudaStreamTransport::end_collective(const std::string& what, std::chrono::milliseconds timeout, bool blocking) {
-  if (blocking) synchronize();
-  else join_caller(what, timeout);
+void CudaStreamTransport::end_collective(const std::string& what, std::chrono::milliseconds timeout,
+                                         bool blocking) {
+  if (blocking)
+    synchronize();
+  else
+    join_caller(what, timeout);
 }
 
 void CudaStreamTransport::join_caller(const std::string& what, std::chrono::milliseconds timeout) {
@@ -130,7 +133,8 @@ void CudaStreamTransport::watch() {
         continue;
       }
       if (state != cudaErrorNotReady) {
-        failure = front.what + " failed on the GPU: " + cudaGetErrorName(state) + ": " + cudaGetErrorString(state);
+        failure =
+            front.what + " failed on the GPU: " + cudaGetErrorName(state) + ": " + cudaGetErrorString(state);
       } else if (Clock::now() > front.deadline) {
         failure = front.what + " did not finish on the GPU within the collective timeout (RINGDP_TIMEOUT)";
       }

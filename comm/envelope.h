@@ -27,7 +27,8 @@ inline std::string describe_tag(int tag) {
   const int v = tag - 1;
   const auto kind = static_cast<CollectiveKind>((v >> 3) & 7);
   std::string text = std::string(kind_name(kind)) + " #" + std::to_string(v >> 6);
-  if (kind != CollectiveKind::barrier) text += std::string(" (") + dtype_name(static_cast<DType>(v & 7)) + ")";
+  if (kind != CollectiveKind::barrier)
+    text += std::string(" (") + dtype_name(static_cast<DType>(v & 7)) + ")";
   return text;
 }
 

@@ -1,4 +1,5 @@
-// Implements comm/fault.h (the contract is documented there). Tested by tests/cli/bench.sh and tests/cli/train.sh (every fault kind).
+// Implements comm/fault.h (the contract is documented there). Tested by tests/cli/bench.sh and
+// tests/cli/train.sh (every fault kind).
 #include "comm/fault.h"
 
 #include <cstdlib>
@@ -12,7 +13,8 @@ namespace {
 int64_t parse_number(const std::string& text, const std::string& part) {
   char* end = nullptr;
   const long long value = std::strtoll(text.c_str(), &end, 10);
-  RINGDP_CHECK(!text.empty() && end && *end == '\0', "RINGDP_FAULT: '", part, "': '", text, "' is not an integer");
+  RINGDP_CHECK(!text.empty() && end && *end == '\0', "RINGDP_FAULT: '", part, "': '", text,
+               "' is not an integer");
   return value;
 }
 }  // namespace
@@ -27,23 +29,37 @@ FaultPlan FaultPlan::parse(const std::string& text) {
     std::string kind;
     std::getline(fields, kind, ':');
     Fault fault{};
-    if (kind == "delay") fault.kind = Fault::Kind::delay;
-    else if (kind == "skip") fault.kind = Fault::Kind::skip;
-    else if (kind == "count") fault.kind = Fault::Kind::count;
-    else if (kind == "corrupt") fault.kind = Fault::Kind::corrupt;
-    else if (kind == "kill") fault.kind = Fault::Kind::kill;
-    else RINGDP_FAIL("RINGDP_FAULT: unknown fault '", kind, "' in '", item, "'; expected delay, skip, count, corrupt or kill");
+    if (kind == "delay")
+      fault.kind = Fault::Kind::delay;
+    else if (kind == "skip")
+      fault.kind = Fault::Kind::skip;
+    else if (kind == "count")
+      fault.kind = Fault::Kind::count;
+    else if (kind == "corrupt")
+      fault.kind = Fault::Kind::corrupt;
+    else if (kind == "kill")
+      fault.kind = Fault::Kind::kill;
+    else
+      RINGDP_FAIL("RINGDP_FAULT: unknown fault '", kind, "' in '", item,
+                  "'; expected delay, skip, count, corrupt or kill");
     bool has_rank = false, has_op = false;
     std::string field;
     while (std::getline(fields, field, ':')) {
       const auto eq = field.find('=');
       RINGDP_CHECK(eq != std::string::npos, "RINGDP_FAULT: '", field, "' in '", item, "' is not key=value");
       const std::string key = field.substr(0, eq), value = field.substr(eq + 1);
-      if (key == "rank") { fault.rank = static_cast<int>(parse_number(value, item)); has_rank = true; }
-      else if (key == "op") { fault.op = static_cast<uint64_t>(parse_number(value, item)); has_op = true; }
-      else if (key == "ms") fault.ms = parse_number(value, item);
-      else if (key == "delta") fault.delta = parse_number(value, item);
-      else RINGDP_FAIL("RINGDP_FAULT: unknown key '", key, "' in '", item, "'; expected rank, op, ms or delta");
+      if (key == "rank") {
+        fault.rank = static_cast<int>(parse_number(value, item));
+        has_rank = true;
+      } else if (key == "op") {
+        fault.op = static_cast<uint64_t>(parse_number(value, item));
+        has_op = true;
+      } else if (key == "ms")
+        fault.ms = parse_number(value, item);
+      else if (key == "delta")
+        fault.delta = parse_number(value, item);
+      else
+        RINGDP_FAIL("RINGDP_FAULT: unknown key '", key, "' in '", item, "'; expected rank, op, ms or delta");
     }
     RINGDP_CHECK(has_rank && has_op, "RINGDP_FAULT: '", item, "' needs rank=R and op=K");
     plan.faults_.push_back(fault);

@@ -28,11 +28,11 @@ struct Fault {
 
 /// What the plan asks one rank to do at one collective; the communicator carries it out.
 struct FaultAction {
-  bool kill = false;         ///< SIGKILL before the collective is issued
-  bool skip = false;         ///< do not issue it at all
-  bool corrupt = false;      ///< flip a bit of the first received segment
-  int64_t delay_ms = 0;      ///< sleep this long before running it
-  int64_t count_delta = 0;   ///< run it with this many elements more (clamped to the tensor)
+  bool kill = false;  ///< SIGKILL before the collective is issued
+  bool skip = false;  ///< do not issue it at all
+  bool corrupt = false;  ///< flip a bit of the first received segment
+  int64_t delay_ms = 0;  ///< sleep this long before running it
+  int64_t count_delta = 0;  ///< run it with this many elements more (clamped to the tensor)
 };
 
 class FaultPlan {

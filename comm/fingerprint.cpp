@@ -11,7 +11,8 @@ std::string Fingerprint::describe() const {
   out << kind_name(static_cast<CollectiveKind>(kind)) << " #" << sequence;
   if (kind == static_cast<int64_t>(CollectiveKind::barrier)) return out.str();
   out << " (";
-  if (kind == static_cast<int64_t>(CollectiveKind::all_reduce) || kind == static_cast<int64_t>(CollectiveKind::reduce) ||
+  if (kind == static_cast<int64_t>(CollectiveKind::all_reduce) ||
+      kind == static_cast<int64_t>(CollectiveKind::reduce) ||
       kind == static_cast<int64_t>(CollectiveKind::reduce_scatter))
     out << reduce_op_name(static_cast<ReduceOp>(op)) << ", ";
   out << count << " x " << dtype_name(static_cast<DType>(dtype));

@@ -10,7 +10,6 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/reduce_into.h"
 
-
 namespace ringdp::comm {
 
 const char* path_name(MpiCudaTransport::Path path) {
@@ -76,9 +75,9 @@ size_t MpiCudaTransport::post(const Message& m) {
 }
 
 MpiCudaTransport::Message& MpiCudaTransport::message_of(const Request& r) {
-  RINGDP_CHECK(r.handle >= 1 && r.handle <= messages_.size() &&
-                   messages_[r.handle - 1].state != Message::State::idle,
-               "MpiCudaTransport: request ", r.handle, " is not in flight");
+  RINGDP_CHECK(
+      r.handle >= 1 && r.handle <= messages_.size() && messages_[r.handle - 1].state != Message::State::idle,
+      "MpiCudaTransport: request ", r.handle, " is not in flight");
   return messages_[r.handle - 1];
 }
 
@@ -86,7 +85,9 @@ Request MpiCudaTransport::isend(int peer, const void* data, size_t bytes, int ta
   return start(false, peer, const_cast<void*>(data), bytes, tag);
 }
 
-Request MpiCudaTransport::irecv(int peer, void* data, size_t bytes, int tag) { return start(true, peer, data, bytes, tag); }
+Request MpiCudaTransport::irecv(int peer, void* data, size_t bytes, int tag) {
+  return start(true, peer, data, bytes, tag);
+}
 
 Request MpiCudaTransport::start(bool receive, int peer, void* data, size_t bytes, int tag) {
   Message m;
@@ -152,7 +153,8 @@ void MpiCudaTransport::issue() {
   // receive k. At most one window of each direction is staged at once (always at least one
   // message), which bounds the pinned memory whatever the tensor's size.
   auto fits = [this](size_t in_flight_bytes, int in_flight, size_t bytes) {
-    return bytes == 0 || in_flight == 0 || (in_flight < window_.messages && in_flight_bytes + bytes <= window_.bytes);
+    return bytes == 0 || in_flight == 0 ||
+           (in_flight < window_.messages && in_flight_bytes + bytes <= window_.bytes);
   };
   while (!queued_sends_.empty()) {
     Message& m = messages_[queued_sends_.front()];
@@ -173,7 +175,8 @@ void MpiCudaTransport::issue() {
   while (!copying_sends_.empty()) {
     Message& m = messages_[copying_sends_.front()];
     if (!fired(m.event)) break;
-    m.host = host_.isend(m.peer, m.pinned >= 0 ? pinned_[static_cast<size_t>(m.pinned)].data : nullptr, m.bytes, m.tag);
+    m.host = host_.isend(m.peer, m.pinned >= 0 ? pinned_[static_cast<size_t>(m.pinned)].data : nullptr,
+                         m.bytes, m.tag);
     m.state = S::sending;
     copying_sends_.pop_front();
   }
@@ -211,7 +214,8 @@ void MpiCudaTransport::wait_all(std::span<Request> requests) {
   for (uint32_t polls = 0;; ++polls) {
     progress();
     bool all = true;
-    for (const Request& r : requests) all = all && (r.handle == 0 || message_of(r).state == Message::State::done);
+    for (const Request& r : requests)
+      all = all && (r.handle == 0 || message_of(r).state == Message::State::done);
     if (all) break;
     if ((polls & 255u) == 255u && deadline_passed()) expire();
   }
@@ -240,12 +244,14 @@ void MpiCudaTransport::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
-void MpiCudaTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) {
+void MpiCudaTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype,
+                                         ReduceOp op) {
   synchronize();
   host_.native_all_reduce(input, output, count, dtype, op);
 }
 
-void MpiCudaTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) {
+void MpiCudaTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                                     int root) {
   synchronize();
   host_.native_reduce(input, output, count, dtype, op, root);
 }
@@ -260,7 +266,8 @@ void MpiCudaTransport::native_all_gather(const void* input, void* output, int64_
   host_.native_all_gather(input, output, chunk_count, dtype);
 }
 
-void MpiCudaTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) {
+void MpiCudaTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count,
+                                             DType dtype, ReduceOp op) {
   synchronize();
   host_.native_reduce_scatter(input, output, chunk_count, dtype, op);
 }

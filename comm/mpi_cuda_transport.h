@@ -35,10 +35,11 @@ class MpiCudaTransport final : public CudaStreamTransport {
 
   struct Window {
     size_t bytes = 8u << 20;  ///< staged bytes in flight per direction (at least one message)
-    int messages = 64;        ///< staged messages in flight per direction
+    int messages = 64;  ///< staged messages in flight per direction
   };
   MpiCudaTransport(Transport& host, int local_rank, Path path, Window window);
-  MpiCudaTransport(Transport& host, int local_rank, Path path) : MpiCudaTransport(host, local_rank, path, Window{}) {}
+  MpiCudaTransport(Transport& host, int local_rank, Path path)
+      : MpiCudaTransport(host, local_rank, path, Window{}) {}
   ~MpiCudaTransport() override;
 
   int rank() const override { return host_.rank(); }
@@ -56,10 +57,12 @@ class MpiCudaTransport final : public CudaStreamTransport {
   // reads them outside stream order). Staged: the host transport's, on host copies (native_transport).
   Transport& native_transport() override { return path_ == Path::cuda_aware ? *this : host_; }
   void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
-  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) override;
+  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                     int root) override;
   void native_broadcast(void* buffer, int64_t count, DType dtype, int root) override;
   void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
-  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) override;
+  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
+                             ReduceOp op) override;
 
   /// Pinned bytes held for staging now (they are reused, never freed before the transport).
   size_t pinned_bytes() const;
@@ -71,11 +74,11 @@ class MpiCudaTransport final : public CudaStreamTransport {
   // collects it.
   struct Message {
     enum class State { idle, queued, copy_out, sending, receiving, copy_in, done } state = State::idle;
-    Request host;          // the inner transport's request
+    Request host;  // the inner transport's request
     void* device = nullptr;
     size_t bytes = 0;
     int peer = -1, tag = 0;
-    int pinned = -1;       // index into pinned_ while the message holds a staging buffer
+    int pinned = -1;  // index into pinned_ while the message holds a staging buffer
     cudaEvent_t event = nullptr;
   };
   struct Pinned {
@@ -102,14 +105,14 @@ class MpiCudaTransport final : public CudaStreamTransport {
 
   Transport& host_;
   Path path_;
-  std::vector<Message> messages_;   // slot i is Request handle i + 1
+  std::vector<Message> messages_;  // slot i is Request handle i + 1
   std::vector<int> free_slots_;
-  std::deque<size_t> queued_sends_;     // staged sends waiting for room in the window, in order
-  std::deque<size_t> copying_sends_;    // staged sends whose copy out is under way, in order
+  std::deque<size_t> queued_sends_;  // staged sends waiting for room in the window, in order
+  std::deque<size_t> copying_sends_;  // staged sends whose copy out is under way, in order
   std::deque<size_t> queued_receives_;  // staged receives waiting for room in the window, in order
   Window window_;
   size_t sending_bytes_ = 0, receiving_bytes_ = 0;  // staged bytes in flight, per direction
-  int sending_ = 0, receiving_ = 0;                 // staged messages in flight, per direction
+  int sending_ = 0, receiving_ = 0;  // staged messages in flight, per direction
   std::vector<Pinned> pinned_;
 };
 

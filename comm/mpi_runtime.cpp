@@ -1,12 +1,13 @@
-// Implements comm/mpi_runtime.h (the contract is documented there). Tested by tests/cli (error exits, rank failure).
+// Implements comm/mpi_runtime.h (the contract is documented there). Tested by tests/cli (error exits, rank
+// failure).
 #include "comm/mpi_runtime.h"
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
-#include <unistd.h>
 
 #include "config.h"
 #include "kernels/error.h"
@@ -41,13 +42,9 @@ bool launched_by_mpi_launcher() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
 }
 
-int launcher_world_size() {
-  return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 1));
-}
+int launcher_world_size() { return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 1)); }
 
-int launcher_rank() {
-  return env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", 0));
-}
+int launcher_rank() { return env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", 0)); }
 
 #if RINGDP_HAVE_MPI
 void mpi_ensure_initialized() {
@@ -58,8 +55,8 @@ void mpi_ensure_initialized() {
     if (already) return;
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
-    RINGDP_CHECK(provided >= MPI_THREAD_SERIALIZED, "the MPI library provides thread level ",
-                 provided, "; ringdp needs MPI_THREAD_SERIALIZED (", MPI_THREAD_SERIALIZED, ")");
+    RINGDP_CHECK(provided >= MPI_THREAD_SERIALIZED, "the MPI library provides thread level ", provided,
+                 "; ringdp needs MPI_THREAD_SERIALIZED (", MPI_THREAD_SERIALIZED, ")");
     // Return codes instead of MPI's default abort, so failures become ringdp::Errors.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::atexit([] {

@@ -1,4 +1,5 @@
-// Implements comm/mpi_transport.h (the contract is documented there). Tested by tests/mpi/ and tests/cli/bench.sh envelope.
+// Implements comm/mpi_transport.h (the contract is documented there). Tested by tests/mpi/ and
+// tests/cli/bench.sh envelope.
 #include "comm/mpi_transport.h"
 
 #if RINGDP_HAVE_MPI
@@ -34,9 +35,9 @@ void mpi_check(int rc, const char* call, const char* file, int line) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   char host[MPI_MAX_PROCESSOR_NAME] = {};
   MPI_Get_processor_name(host, &length);
-  detail::throw_check_failure(file, line, nullptr,
-                              detail::concat("MPI call `", call, "` failed on rank ", rank, " (",
-                                             host, "): ", text));
+  detail::throw_check_failure(
+      file, line, nullptr,
+      detail::concat("MPI call `", call, "` failed on rank ", rank, " (", host, "): ", text));
 }
 
 MpiTransport::MpiTransport(MPI_Comm comm) {
@@ -61,7 +62,8 @@ Request MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
   const bool user = tag >= kUserTagBase;
   MPI_Request request;
-  MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, user ? user_comm_ : comm_, &request));
+  MPI_CHECK(
+      MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, user ? user_comm_ : comm_, &request));
   return from_mpi(request, Request{0, peer, tag, bytes, false});
 }
 
@@ -87,8 +89,9 @@ void MpiTransport::wait_all(std::span<Request> requests) {
     if (rc == MPI_ERR_IN_STATUS) {
       for (size_t i = 0; i < statuses_.size(); ++i) {
         if (statuses_[i].MPI_ERROR == MPI_ERR_TRUNCATE && requests[i].receive) {
-          RINGDP_FAIL("rank ", rank_, " expected ", requests[i].bytes, " bytes of ", describe_tag(requests[i].tag),
-                      " from rank ", requests[i].peer, " and got a longer message: the ranks passed different "
+          RINGDP_FAIL("rank ", rank_, " expected ", requests[i].bytes, " bytes of ",
+                      describe_tag(requests[i].tag), " from rank ", requests[i].peer,
+                      " and got a longer message: the ranks passed different "
                       "counts (or called different collectives)");
         }
       }
@@ -107,12 +110,13 @@ void MpiTransport::check_envelopes(std::span<Request> requests) {
     const Request& r = requests[i];
     if (!r.receive) continue;
     const MPI_Status& status = statuses_[i];
-    RINGDP_CHECK(status.MPI_TAG == r.tag, "rank ", rank_, " is in ", describe_tag(r.tag), " but rank ", r.peer,
-                 " sent it a message of ", describe_tag(status.MPI_TAG), ": the ranks called different collectives");
+    RINGDP_CHECK(status.MPI_TAG == r.tag, "rank ", rank_, " is in ", describe_tag(r.tag), " but rank ",
+                 r.peer, " sent it a message of ", describe_tag(status.MPI_TAG),
+                 ": the ranks called different collectives");
     int received = 0;
     MPI_Get_count(&status, MPI_BYTE, &received);
-    RINGDP_CHECK(static_cast<size_t>(received) == r.bytes, "rank ", rank_, " expected ", r.bytes, " bytes of ",
-                 describe_tag(r.tag), " from rank ", r.peer, " and got ", received,
+    RINGDP_CHECK(static_cast<size_t>(received) == r.bytes, "rank ", rank_, " expected ", r.bytes,
+                 " bytes of ", describe_tag(r.tag), " from rank ", r.peer, " and got ", received,
                  ": the ranks passed different counts");
   }
 }
@@ -135,11 +139,13 @@ void MpiTransport::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) std::memmove(dst, src, bytes);
 }
 
-void MpiTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) {
+void MpiTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype,
+                                     ReduceOp op) {
   native::all_reduce(comm_, input, output, count, dtype, op);
 }
 
-void MpiTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) {
+void MpiTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                                 int root) {
   native::reduce(comm_, input, output, count, dtype, op, root);
 }
 
@@ -151,7 +157,8 @@ void MpiTransport::native_all_gather(const void* input, void* output, int64_t ch
   native::all_gather(comm_, input, output, chunk_count, dtype);
 }
 
-void MpiTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) {
+void MpiTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
+                                         ReduceOp op) {
   native::reduce_scatter(comm_, input, output, chunk_count, dtype, op);
 }
 

@@ -29,10 +29,12 @@ class MpiTransport final : public Transport {
 
   // MPI_Allreduce and the rest (comm/native_mpi.h), on the collectives' communicator.
   void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
-  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) override;
+  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                     int root) override;
   void native_broadcast(void* buffer, int64_t count, DType dtype, int root) override;
   void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
-  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) override;
+  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
+                             ReduceOp op) override;
   void native_barrier() override;
   bool reads_device_memory() const override;  // CUDA-aware MPI (mpi_cuda_aware())
   void bootstrap_broadcast(void* data, size_t bytes) override;  // MPI_Bcast from rank 0
@@ -40,7 +42,7 @@ class MpiTransport final : public Transport {
  private:
   void check_envelopes(std::span<Request> requests);
 
-  MPI_Comm comm_;       // collectives' messages
+  MPI_Comm comm_;  // collectives' messages
   MPI_Comm user_comm_;  // send/recv of user tags: never matched by a collective's ANY_TAG receive
   int rank_ = 0;
   int size_ = 1;

@@ -1,4 +1,5 @@
-// Implements comm/native_mpi.h (the contract is documented there). Tested by tests/mpi/test_collectives.cpp (algorithm native).
+// Implements comm/native_mpi.h (the contract is documented there). Tested by tests/mpi/test_collectives.cpp
+// (algorithm native).
 #include "comm/native_mpi.h"
 
 #if RINGDP_HAVE_MPI
@@ -27,8 +28,8 @@ void bf16_op(void* in, void* inout, int* len, MPI_Datatype*) {
 
 MPI_Op bf16_mpi_op(ReduceOp op) {
   static MPI_Op ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
-  static MPI_User_function* fns[4] = {bf16_op<ReduceOp::sum>, bf16_op<ReduceOp::prod>,
-                                      bf16_op<ReduceOp::min>, bf16_op<ReduceOp::max>};
+  static MPI_User_function* fns[4] = {bf16_op<ReduceOp::sum>, bf16_op<ReduceOp::prod>, bf16_op<ReduceOp::min>,
+                                      bf16_op<ReduceOp::max>};
   const int index = op == ReduceOp::avg ? 0 : static_cast<int>(op);
   if (ops[index] == MPI_OP_NULL) MPI_CHECK(MPI_Op_create(fns[index], /*commute=*/1, &ops[index]));
   return ops[index];
@@ -78,9 +79,10 @@ void all_gather(MPI_Comm comm, const void* input, void* out, int64_t chunk_count
                           mpi_type(dtype), comm));
 }
 
-void reduce_scatter(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype, ReduceOp op) {
-  MPI_CHECK(MPI_Reduce_scatter_block(input, out, mpi_count(chunk_count), mpi_type(dtype),
-                                     mpi_op(op, dtype), comm));
+void reduce_scatter(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype,
+                    ReduceOp op) {
+  MPI_CHECK(
+      MPI_Reduce_scatter_block(input, out, mpi_count(chunk_count), mpi_type(dtype), mpi_op(op, dtype), comm));
 }
 
 void barrier(MPI_Comm comm) { MPI_CHECK(MPI_Barrier(comm)); }

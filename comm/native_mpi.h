@@ -17,7 +17,8 @@ void all_reduce(MPI_Comm comm, const void* input, void* out, int64_t count, DTyp
 void reduce(MPI_Comm comm, const void* input, void* out, int64_t count, DType dtype, ReduceOp op, int root);
 void broadcast(MPI_Comm comm, void* buf, int64_t count, DType dtype, int root);
 void all_gather(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype);
-void reduce_scatter(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype, ReduceOp op);
+void reduce_scatter(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype,
+                    ReduceOp op);
 void barrier(MPI_Comm comm);
 
 }  // namespace ringdp::comm::native

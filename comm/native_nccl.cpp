@@ -1,4 +1,5 @@
-// Implements comm/native_nccl.h (the contract is documented there). Tested by tests/mpi/test_mpi_device_transports.cpp (NCCL stand-in) and tests/cuda/test_nccl_local.cpp (on a GPU).
+// Implements comm/native_nccl.h (the contract is documented there). Tested by
+// tests/mpi/test_mpi_device_transports.cpp (NCCL stand-in) and tests/cuda/test_nccl_local.cpp (on a GPU).
 #include "comm/native_nccl.h"
 
 #if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
@@ -26,19 +27,23 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 }
 }  // namespace
 
-void all_reduce(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t count, DType dtype, ReduceOp op) {
+void all_reduce(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t count,
+                DType dtype, ReduceOp op) {
   NCCL_CHECK(ncclAllReduce(input, out, count, nccl_type(dtype), nccl_op(op), comm, stream));
 }
-void reduce(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t count, DType dtype, ReduceOp op, int root) {
+void reduce(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t count, DType dtype,
+            ReduceOp op, int root) {
   NCCL_CHECK(ncclReduce(input, out, count, nccl_type(dtype), nccl_op(op), root, comm, stream));
 }
 void broadcast(ncclComm_t comm, cudaStream_t stream, void* buf, int64_t count, DType dtype, int root) {
   NCCL_CHECK(ncclBroadcast(buf, buf, count, nccl_type(dtype), root, comm, stream));
 }
-void all_gather(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t chunk_count, DType dtype) {
+void all_gather(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t chunk_count,
+                DType dtype) {
   NCCL_CHECK(ncclAllGather(input, out, chunk_count, nccl_type(dtype), comm, stream));
 }
-void reduce_scatter(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t chunk_count, DType dtype, ReduceOp op) {
+void reduce_scatter(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t chunk_count,
+                    DType dtype, ReduceOp op) {
   NCCL_CHECK(ncclReduceScatter(input, out, chunk_count, nccl_type(dtype), nccl_op(op), comm, stream));
 }
 

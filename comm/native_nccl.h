@@ -12,11 +12,15 @@
 
 namespace ringdp::comm::native_nccl {
 
-void all_reduce(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t count, DType dtype, ReduceOp op);
-void reduce(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t count, DType dtype, ReduceOp op, int root);
+void all_reduce(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t count,
+                DType dtype, ReduceOp op);
+void reduce(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t count, DType dtype,
+            ReduceOp op, int root);
 void broadcast(ncclComm_t comm, cudaStream_t stream, void* buf, int64_t count, DType dtype, int root);
-void all_gather(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t chunk_count, DType dtype);
-void reduce_scatter(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t chunk_count, DType dtype, ReduceOp op);
+void all_gather(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t chunk_count,
+                DType dtype);
+void reduce_scatter(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t chunk_count,
+                    DType dtype, ReduceOp op);
 
 }  // namespace ringdp::comm::native_nccl
 #endif

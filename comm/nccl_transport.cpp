@@ -1,4 +1,6 @@
-// Implements comm/nccl_transport.h (the contract is documented there). Tested by tests/mpi/test_mpi_device_transports.cpp (several ranks, NCCL stand-in), tests/cuda/test_nccl_local.cpp and tests/gpu/device_check.sh (on a GPU).
+// Implements comm/nccl_transport.h (the contract is documented there). Tested by
+// tests/mpi/test_mpi_device_transports.cpp (several ranks, NCCL stand-in), tests/cuda/test_nccl_local.cpp and
+// tests/gpu/device_check.sh (on a GPU).
 #include "comm/nccl_transport.h"
 
 #if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
@@ -19,24 +21,28 @@ void nccl_check(ncclResult_t result, const char* call, const char* file, int lin
   std::string hint;
   const char* last = ncclGetLastError(nullptr);
   if (last && std::strstr(last, "Duplicate GPU")) {
-    hint = " (more ranks than GPUs on this node: run fewer ranks, or use --backend mpi, whose CUDA path stages "
-           "through host memory; NCCL 2.30+ also allows several ranks per GPU with NCCL_MULTI_RANK_GPU_ENABLE=1)";
+    hint =
+        " (more ranks than GPUs on this node: run fewer ranks, or use --backend mpi, whose CUDA path stages "
+        "through host memory; NCCL 2.30+ also allows several ranks per GPU with "
+        "NCCL_MULTI_RANK_GPU_ENABLE=1)";
   }
-  detail::throw_check_failure(file, line, nullptr,
-                              detail::concat("NCCL call `", call, "` failed on rank ", launcher_rank(), ": ",
-                                             ncclGetErrorString(result), last && *last ? " - " : "",
-                                             last ? last : "", hint));
+  detail::throw_check_failure(
+      file, line, nullptr,
+      detail::concat("NCCL call `", call, "` failed on rank ", launcher_rank(), ": ",
+                     ncclGetErrorString(result), last && *last ? " - " : "", last ? last : "", hint));
 }
 
 std::string nccl_version() {
   int version = 0;
   ncclGetVersion(&version);
   // NCCL ≥ 2.9 encodes major·10000 + minor·100 + patch.
-  return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." + std::to_string(version % 100);
+  return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+         std::to_string(version % 100);
 }
 
 NcclTransport::NcclTransport(int rank, int size, int local_rank,
-                             const std::function<void(void*, size_t)>& broadcast_id, std::chrono::milliseconds timeout)
+                             const std::function<void(void*, size_t)>& broadcast_id,
+                             std::chrono::milliseconds timeout)
     : CudaStreamTransport(local_rank, "the NCCL backend"), rank_(rank), size_(size) {
   ncclUniqueId id;
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
@@ -51,7 +57,8 @@ NcclTransport::NcclTransport(int rank, int size, int local_rank,
     if (state == ncclInProgress) {
       if (Clock::now() > deadline) {
         ncclCommAbort(comm_);
-        RINGDP_FAIL("NCCL initialisation did not finish within ", timeout.count() / 1000.0, " s on rank ", rank_);
+        RINGDP_FAIL("NCCL initialisation did not finish within ", timeout.count() / 1000.0, " s on rank ",
+                    rank_);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -63,7 +70,8 @@ NcclTransport::NcclTransport(int rank, int size, int local_rank,
   CUDA_CHECK(cudaEventCreateWithFlags(&transfers_now_, cudaEventDisableTiming));
   const char* debug = std::getenv("RINGDP_DEBUG");
   if (debug && rank_ == 0 && (std::strcmp(debug, "INFO") == 0 || std::strcmp(debug, "DETAIL") == 0)) {
-    std::fprintf(stderr, "ringdp: NCCL %s, %d ranks, rank 0 on cuda:%d\n", nccl_version().c_str(), size_, device_);
+    std::fprintf(stderr, "ringdp: NCCL %s, %d ranks, rank 0 on cuda:%d\n", nccl_version().c_str(), size_,
+                 device_);
   }
 }
 
@@ -127,8 +135,10 @@ void NcclTransport::flush() {
   group_of_.assign(pending_.size(), 0);
   auto issue = [this](size_t i, int group) {
     const Pending& p = pending_[i];
-    if (p.send) NCCL_CHECK(ncclSend(p.data, p.bytes, ncclUint8, p.peer, comm_, stream_));
-    else NCCL_CHECK(ncclRecv(p.data, p.bytes, ncclUint8, p.peer, comm_, stream_));
+    if (p.send)
+      NCCL_CHECK(ncclSend(p.data, p.bytes, ncclUint8, p.peer, comm_, stream_));
+    else
+      NCCL_CHECK(ncclRecv(p.data, p.bytes, ncclUint8, p.peer, comm_, stream_));
     group_of_[i] = group;
   };
   for (size_t g = 0; g < groups; ++g) {
@@ -214,11 +224,13 @@ void NcclTransport::on_stuck() {
   comm_ = nullptr;
 }
 
-void NcclTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) {
+void NcclTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype,
+                                      ReduceOp op) {
   native_nccl::all_reduce(comm_, stream_, input, output, count, dtype, op);
 }
 
-void NcclTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) {
+void NcclTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                                  int root) {
   native_nccl::reduce(comm_, stream_, input, output, count, dtype, op, root);
 }
 
@@ -230,7 +242,8 @@ void NcclTransport::native_all_gather(const void* input, void* output, int64_t c
   native_nccl::all_gather(comm_, stream_, input, output, chunk_count, dtype);
 }
 
-void NcclTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) {
+void NcclTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
+                                          ReduceOp op) {
   native_nccl::reduce_scatter(comm_, stream_, input, output, chunk_count, dtype, op);
 }
 

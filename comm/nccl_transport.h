@@ -6,10 +6,10 @@
 // stream while segment k+1 is on the wire; any other pattern is one group. Before the next step's
 // transfers (and before a copy, a join or a sync) the transfer stream waits for the reductions,
 // since the next step sends what they produced and receives into what they read. A whole
-// collective is enqueued without host round trips. The stream, its join with the caller's and the watchdog are
-// CudaStreamTransport's; a stuck stream gets ncclCommAbort before the report.
-// Bootstrap (nccl_bootstrap): rank 0 creates the ncclUniqueId and MPI broadcasts it; each rank
-// uses GPU local_rank % device_count; non-blocking init so a stuck init can time out too.
+// collective is enqueued without host round trips. The stream, its join with the caller's and the watchdog
+// are CudaStreamTransport's; a stuck stream gets ncclCommAbort before the report. Bootstrap (nccl_bootstrap):
+// rank 0 creates the ncclUniqueId and MPI broadcasts it; each rank uses GPU local_rank % device_count;
+// non-blocking init so a stuck init can time out too.
 #pragma once
 
 #include "comm/cuda_stream_transport.h"
@@ -47,15 +47,17 @@ class NcclTransport final : public CudaStreamTransport {
 
   // NCCL's own collectives (comm/native_nccl.h) on the transfer stream; at world size 1 too.
   void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
-  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root) override;
+  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                     int root) override;
   void native_broadcast(void* buffer, int64_t count, DType dtype, int root) override;
   void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
-  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op) override;
+  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
+                             ReduceOp op) override;
 
  private:
   void issue_pending() override;
   void check_async() override;  // ncclCommGetAsyncError
-  void on_stuck() override;     // ncclCommAbort: unblocks the stream so the process can end
+  void on_stuck() override;  // ncclCommAbort: unblocks the stream so the process can end
   struct Pending {
     bool send;
     int peer;
@@ -71,15 +73,15 @@ class NcclTransport final : public CudaStreamTransport {
   int group_of(const Request& r);
 
   std::vector<Pending> pending_;
-  uint64_t batch_ = 0;             // number of the batch being collected in pending_
-  std::vector<int> group_of_;      // last issued batch: request index -> its group
-  std::vector<size_t> sends_, receives_;   // flush()'s split of pending_, kept to reuse its memory
+  uint64_t batch_ = 0;  // number of the batch being collected in pending_
+  std::vector<int> group_of_;  // last issued batch: request index -> its group
+  std::vector<size_t> sends_, receives_;  // flush()'s split of pending_, kept to reuse its memory
   int groups_in_last_ = 0;
   std::vector<cudaEvent_t> group_events_;  // event after group g of the last batch
-  cudaStream_t reduce_stream_ = nullptr;   // reductions, so segment k reduces while k+1 arrives
+  cudaStream_t reduce_stream_ = nullptr;  // reductions, so segment k reduces while k+1 arrives
   cudaEvent_t reduce_done_ = nullptr, transfers_now_ = nullptr;
-  bool reductions_pending_ = false;        // reductions enqueued since the last join
-  cudaEvent_t dependency_ = nullptr;       // what the next reduction waits for: the last waited group
+  bool reductions_pending_ = false;  // reductions enqueued since the last join
+  cudaEvent_t dependency_ = nullptr;  // what the next reduction waits for: the last waited group
   ncclComm_t comm_ = nullptr;
   void* signal_byte_ = nullptr;  // device byte that zero-length messages carry
   int rank_ = 0, size_ = 1;

@@ -32,11 +32,10 @@ void reduce_scatter_ring(CollectiveContext& ctx, const void* input, void* out, i
     void* landing = (last && !out_overlaps_input) ? out : partials[s % 2];
     ctx.enter_step(s + 1, N - 1, "reduce-scatter", right, send_chunk, left, recv_chunk, "reduce");
     const char* mine = input_chunk(recv_chunk);
-    exchange_segmented(ctx, right, sending, chunk_count, left, landing, chunk_count,
-                       [&](int64_t off, int64_t len) {
-                         ctx.transport.reduce_into(ctx.at(landing, off), ctx.at(mine, off), len,
-                                                   ctx.dtype, ctx.op);
-                       });
+    exchange_segmented(
+        ctx, right, sending, chunk_count, left, landing, chunk_count, [&](int64_t off, int64_t len) {
+          ctx.transport.reduce_into(ctx.at(landing, off), ctx.at(mine, off), len, ctx.dtype, ctx.op);
+        });
     sending = landing;
     if (last && landing != out) ctx.transport.copy(out, landing, chunk_bytes);
   }

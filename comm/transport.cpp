@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <new>
 #include <exception>
+#include <new>
 
 #include "kernels/error.h"
 
@@ -21,8 +21,8 @@ void* Transport::scratch(int slot, size_t bytes) {
 }
 
 Transport::Buffer Transport::allocate(size_t bytes) {
-  return Buffer(::operator new(bytes, std::align_val_t{64}),
-                [](void* p) { ::operator delete(p, std::align_val_t{64}); });
+  return Buffer(::operator new (bytes, std::align_val_t{64}),
+                [](void* p) { ::operator delete (p, std::align_val_t{64}); });
 }
 
 void Transport::native_all_reduce(const void*, void*, int64_t, DType, ReduceOp) {
@@ -71,11 +71,13 @@ void LocalTransport::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) std::memmove(dst, src, bytes);
 }
 
-void LocalTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp) {
+void LocalTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype,
+                                       ReduceOp) {
   copy(output, input, count * dtype_size(dtype));
 }
 
-void LocalTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp, int) {
+void LocalTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp,
+                                   int) {
   copy(output, input, count * dtype_size(dtype));
 }
 
@@ -83,7 +85,8 @@ void LocalTransport::native_all_gather(const void* input, void* output, int64_t 
   copy(output, input, chunk_count * dtype_size(dtype));
 }
 
-void LocalTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp) {
+void LocalTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
+                                           ReduceOp) {
   copy(output, input, chunk_count * dtype_size(dtype));
 }
 

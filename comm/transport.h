@@ -64,10 +64,12 @@ class Transport {
   // Buffers may alias (in place); avg arrives as sum and the communicator divides. The defaults
   // fail: a transport without a library behind it has no collectives of its own.
   virtual void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op);
-  virtual void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op, int root);
+  virtual void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                             int root);
   virtual void native_broadcast(void* buffer, int64_t count, DType dtype, int root);
   virtual void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype);
-  virtual void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp op);
+  virtual void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
+                                     ReduceOp op);
   virtual void native_barrier();
   /// The transport whose native collectives take this one's tensors: itself, or the host transport
   /// when the library cannot read this transport's memory (MPI without CUDA support); the
@@ -126,7 +128,8 @@ class LocalTransport final : public Transport {
   void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp, int) override;
   void native_broadcast(void*, int64_t, DType, int) override {}
   void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
-  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype, ReduceOp) override;
+  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
+                             ReduceOp) override;
   void native_barrier() override {}
 };
 

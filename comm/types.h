@@ -6,7 +6,16 @@
 
 namespace ringdp::comm {
 
-enum class CollectiveKind : uint8_t { all_reduce, reduce, broadcast, all_gather, reduce_scatter, barrier, send, recv };
+enum class CollectiveKind : uint8_t {
+  all_reduce,
+  reduce,
+  broadcast,
+  all_gather,
+  reduce_scatter,
+  barrier,
+  send,
+  recv
+};
 
 /// How a collective is computed. `native` is the transport library's own collective
 /// (MPI_Allreduce, ...), kept as the baseline ours are measured against.

@@ -35,7 +35,7 @@ class Work {
     bool done = false;
     std::chrono::steady_clock::time_point done_at;
     std::exception_ptr error;
-    std::shared_ptr<State> posted;       // set for two-part work
+    std::shared_ptr<State> posted;  // set for two-part work
     std::function<void()> finish;
     std::function<bool()> poll;
   };

@@ -76,14 +76,31 @@ DType parse_dtype(std::string_view name);
 
 template <typename T>
 struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::float32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::float64; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::int32; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::int64; };
-template <> struct DTypeOf<bfloat16> { static constexpr DType value = DType::bfloat16; };
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::float32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::float64;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::int32;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::int64;
+};
+template <>
+struct DTypeOf<bfloat16> {
+  static constexpr DType value = DType::bfloat16;
+};
 
 template <typename T>
-struct TypeTag { using type = T; };
+struct TypeTag {
+  using type = T;
+};
 
 /// Calls fn(TypeTag<T>{}) with T the C++ type of dtype.
 template <typename Fn>

@@ -1,4 +1,5 @@
-// Implements kernels/error.h (the contract is documented there). Tested by every REQUIRE_THROWS_WITH in the suites.
+// Implements kernels/error.h (the contract is documented there). Tested by every REQUIRE_THROWS_WITH in the
+// suites.
 #include "kernels/error.h"
 
 #include <cstring>

@@ -31,15 +31,14 @@ std::string concat(const Args&... args) {
 }  // namespace ringdp
 
 /// Throws ringdp::Error("<message> [check `cond` failed at file:line]") when cond is false.
-#define RINGDP_CHECK(cond, ...)                                                        \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      ::ringdp::detail::throw_check_failure(__FILE__, __LINE__, #cond,                 \
-                                            ::ringdp::detail::concat(__VA_ARGS__));    \
-    }                                                                                  \
+#define RINGDP_CHECK(cond, ...)                                                     \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      ::ringdp::detail::throw_check_failure(__FILE__, __LINE__, #cond,              \
+                                            ::ringdp::detail::concat(__VA_ARGS__)); \
+    }                                                                               \
   } while (0)
 
 /// Throws ringdp::Error unconditionally, with the same location suffix as RINGDP_CHECK.
-#define RINGDP_FAIL(...)                                                               \
-  ::ringdp::detail::throw_check_failure(__FILE__, __LINE__, nullptr,                   \
-                                        ::ringdp::detail::concat(__VA_ARGS__))
+#define RINGDP_FAIL(...) \
+  ::ringdp::detail::throw_check_failure(__FILE__, __LINE__, nullptr, ::ringdp::detail::concat(__VA_ARGS__))

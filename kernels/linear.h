@@ -12,20 +12,18 @@
 
 namespace ringdp::kernels {
 
-void linear_forward_cpu(const void* x, const void* W, const void* b, void* y, int64_t B,
-                        int64_t C, int64_t OC, DType dtype, Stream stream = nullptr);
-void linear_forward_cuda(const void* x, const void* W, const void* b, void* y, int64_t B,
-                         int64_t C, int64_t OC, DType dtype, Stream stream = nullptr);
-void linear_forward_reference(const void* x, const void* W, const void* b, void* y, int64_t B,
-                              int64_t C, int64_t OC, DType dtype);
+void linear_forward_cpu(const void* x, const void* W, const void* b, void* y, int64_t B, int64_t C,
+                        int64_t OC, DType dtype, Stream stream = nullptr);
+void linear_forward_cuda(const void* x, const void* W, const void* b, void* y, int64_t B, int64_t C,
+                         int64_t OC, DType dtype, Stream stream = nullptr);
+void linear_forward_reference(const void* x, const void* W, const void* b, void* y, int64_t B, int64_t C,
+                              int64_t OC, DType dtype);
 
-void linear_backward_cpu(const void* dy, const void* x, const void* W, void* dx, void* dW,
-                         void* db, int64_t B, int64_t C, int64_t OC, DType dtype,
-                         Stream stream = nullptr);
-void linear_backward_cuda(const void* dy, const void* x, const void* W, void* dx, void* dW,
-                          void* db, int64_t B, int64_t C, int64_t OC, DType dtype,
-                          Stream stream = nullptr);
-void linear_backward_reference(const void* dy, const void* x, const void* W, void* dx, void* dW,
-                               void* db, int64_t B, int64_t C, int64_t OC, DType dtype);
+void linear_backward_cpu(const void* dy, const void* x, const void* W, void* dx, void* dW, void* db,
+                         int64_t B, int64_t C, int64_t OC, DType dtype, Stream stream = nullptr);
+void linear_backward_cuda(const void* dy, const void* x, const void* W, void* dx, void* dW, void* db,
+                          int64_t B, int64_t C, int64_t OC, DType dtype, Stream stream = nullptr);
+void linear_backward_reference(const void* dy, const void* x, const void* W, void* dx, void* dW, void* db,
+                               int64_t B, int64_t C, int64_t OC, DType dtype);
 
 }  // namespace ringdp::kernels

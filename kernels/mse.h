@@ -18,9 +18,9 @@ void mse_forward_cuda(const void* pred, const void* target, void* loss, int64_t 
                       Reduction reduction, Stream stream = nullptr);
 
 /// dloss points to the scalar upstream gradient (one element of dtype).
-void mse_backward_cpu(const void* pred, const void* target, const void* dloss, void* dpred,
-                      int64_t n, DType dtype, Reduction reduction, Stream stream = nullptr);
-void mse_backward_cuda(const void* pred, const void* target, const void* dloss, void* dpred,
-                       int64_t n, DType dtype, Reduction reduction, Stream stream = nullptr);
+void mse_backward_cpu(const void* pred, const void* target, const void* dloss, void* dpred, int64_t n,
+                      DType dtype, Reduction reduction, Stream stream = nullptr);
+void mse_backward_cuda(const void* pred, const void* target, const void* dloss, void* dpred, int64_t n,
+                       DType dtype, Reduction reduction, Stream stream = nullptr);
 
 }  // namespace ringdp::kernels

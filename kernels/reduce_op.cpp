@@ -1,4 +1,5 @@
-// Implements kernels/reduce_op.h (the contract is documented there). Tested by tests/unit/test_kernels.cpp and tests/cli/bench.sh errors.
+// Implements kernels/reduce_op.h (the contract is documented there). Tested by tests/unit/test_kernels.cpp
+// and tests/cli/bench.sh errors.
 #include "kernels/reduce_op.h"
 
 #include "kernels/error.h"

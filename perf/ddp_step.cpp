@@ -44,10 +44,13 @@ int main(int argc, char** argv) {
     return v[v.size() / 2];
   };
   if (world->rank() == 0) {
-    std::printf("ranks %d  buckets %d  bytes/step %.1f MB  median step %.1f ms  backward %.1f ms  comm wait %.1f ms  overlap %s\n",
-                world->size(), ddp.last_stats().buckets, ddp.last_stats().bytes_reduced / 1e6, 1e3 * median(step_s),
-                1e3 * median(backward_s), 1e3 * median(wait_s),
-                world->size() == 1 ? "n/a (nothing to communicate)" : (std::to_string(static_cast<int>(100 * median(overlap))) + "%").c_str());
+    std::printf(
+        "ranks %d  buckets %d  bytes/step %.1f MB  median step %.1f ms  backward %.1f ms  comm wait %.1f ms  "
+        "overlap %s\n",
+        world->size(), ddp.last_stats().buckets, ddp.last_stats().bytes_reduced / 1e6, 1e3 * median(step_s),
+        1e3 * median(backward_s), 1e3 * median(wait_s),
+        world->size() == 1 ? "n/a (nothing to communicate)"
+                           : (std::to_string(static_cast<int>(100 * median(overlap))) + "%").c_str());
   }
   return 0;
 }

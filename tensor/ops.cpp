@@ -1,4 +1,5 @@
-// Implements tensor/ops.h (the contract is documented there). Tested by tests/unit/ (tensor, autograd) and tests/cuda/.
+// Implements tensor/ops.h (the contract is documented there). Tested by tests/unit/ (tensor, autograd) and
+// tests/cuda/.
 #include "tensor/ops.h"
 
 #include "kernels/elementwise.h"
@@ -8,10 +9,12 @@
 namespace ringdp::ops {
 
 // Calls name_cpu(args...) or name_cuda(args...) by the device of `on`.
-#define RINGDP_ON_DEVICE(on, name, ...)                   \
-  do {                                                    \
-    if ((on).device().is_cpu()) kernels::name##_cpu(__VA_ARGS__); \
-    else kernels::name##_cuda(__VA_ARGS__);               \
+#define RINGDP_ON_DEVICE(on, name, ...)  \
+  do {                                   \
+    if ((on).device().is_cpu())          \
+      kernels::name##_cpu(__VA_ARGS__);  \
+    else                                 \
+      kernels::name##_cuda(__VA_ARGS__); \
   } while (0)
 
 void check_same_kind(const Tensor& a, const Tensor& b, const char* what) {
@@ -49,9 +52,9 @@ void fill_(Tensor& t, double value) {
 }
 
 Tensor linear_forward(const Tensor& x, const Tensor& W, const Tensor& b) {
-  RINGDP_CHECK(x.dim() == 2 && W.dim() == 2 && x.size(1) == W.size(1),
-               "linear: input shape ", shape_str(x.shape()), " does not match weight shape ",
-               shape_str(W.shape()), " (expected input [B, ", W.dim() == 2 ? W.size(1) : -1, "])");
+  RINGDP_CHECK(x.dim() == 2 && W.dim() == 2 && x.size(1) == W.size(1), "linear: input shape ",
+               shape_str(x.shape()), " does not match weight shape ", shape_str(W.shape()),
+               " (expected input [B, ", W.dim() == 2 ? W.size(1) : -1, "])");
   check_same_kind(x, W, "linear (input, weight)");
   const int64_t B = x.size(0), C = x.size(1), OC = W.size(0);
   if (b.defined()) {
@@ -65,8 +68,8 @@ Tensor linear_forward(const Tensor& x, const Tensor& W, const Tensor& b) {
   return y;
 }
 
-LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& W, bool need_dx,
-                            bool need_dW, bool need_db) {
+LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& W, bool need_dx, bool need_dW,
+                            bool need_db) {
   const int64_t B = x.size(0), C = x.size(1), OC = W.size(0);
   RINGDP_CHECK(dy.dim() == 2 && dy.size(0) == B && dy.size(1) == OC, "linear backward: gradient shape ",
                shape_str(dy.shape()), ", expected [", B, ", ", OC, "]");
@@ -81,20 +84,20 @@ LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& W, 
 }
 
 Tensor mse_forward(const Tensor& pred, const Tensor& target, kernels::Reduction reduction) {
-  RINGDP_CHECK(pred.shape() == target.shape(), "mse_loss: prediction shape ",
-               shape_str(pred.shape()), " does not match target shape ", shape_str(target.shape()));
+  RINGDP_CHECK(pred.shape() == target.shape(), "mse_loss: prediction shape ", shape_str(pred.shape()),
+               " does not match target shape ", shape_str(target.shape()));
   check_same_kind(pred, target, "mse_loss");
   Tensor loss({}, pred.dtype(), pred.device());
-  RINGDP_ON_DEVICE(pred, mse_forward, pred.data_ptr(), target.data_ptr(), loss.data_ptr(),
-                   pred.numel(), pred.dtype(), reduction, nullptr);
+  RINGDP_ON_DEVICE(pred, mse_forward, pred.data_ptr(), target.data_ptr(), loss.data_ptr(), pred.numel(),
+                   pred.dtype(), reduction, nullptr);
   return loss;
 }
 
 Tensor mse_backward(const Tensor& pred, const Tensor& target, const Tensor& dloss,
                     kernels::Reduction reduction) {
   Tensor dpred(pred.shape(), pred.dtype(), pred.device());
-  RINGDP_ON_DEVICE(pred, mse_backward, pred.data_ptr(), target.data_ptr(), dloss.data_ptr(),
-                   dpred.data_ptr(), pred.numel(), pred.dtype(), reduction, nullptr);
+  RINGDP_ON_DEVICE(pred, mse_backward, pred.data_ptr(), target.data_ptr(), dloss.data_ptr(), dpred.data_ptr(),
+                   pred.numel(), pred.dtype(), reduction, nullptr);
   return dpred;
 }
 
@@ -107,7 +110,8 @@ Tensor relu_forward(const Tensor& x) {
 Tensor relu_backward(const Tensor& x, const Tensor& dy) {
   check_same_shape(x, dy, "relu backward");
   Tensor dx(x.shape(), x.dtype(), x.device());
-  RINGDP_ON_DEVICE(x, relu_backward, x.data_ptr(), dy.data_ptr(), dx.data_ptr(), x.numel(), x.dtype(), nullptr);
+  RINGDP_ON_DEVICE(x, relu_backward, x.data_ptr(), dy.data_ptr(), dx.data_ptr(), x.numel(), x.dtype(),
+                   nullptr);
   return dx;
 }
 
@@ -115,8 +119,8 @@ void sgd_step_(Tensor& param, const Tensor& grad, Tensor* momentum_buf, const ke
   check_same_kind(param, grad, "sgd step");
   check_same_shape(param, grad, "sgd step");
   void* buf = momentum_buf ? momentum_buf->data_ptr() : nullptr;
-  RINGDP_ON_DEVICE(param, sgd_step, param.data_ptr(), grad.data_ptr(), buf, param.numel(),
-                   param.dtype(), step, nullptr);
+  RINGDP_ON_DEVICE(param, sgd_step, param.data_ptr(), grad.data_ptr(), buf, param.numel(), param.dtype(),
+                   step, nullptr);
 }
 
 void reduce_into_(Tensor& dst, const Tensor& src, ReduceOp op) {

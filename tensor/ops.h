@@ -14,7 +14,7 @@ void check_same_kind(const Tensor& a, const Tensor& b, const char* what);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* what);
 
 Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0);  ///< a + alpha·b
-void add_(Tensor& a, const Tensor& b, double alpha = 1.0);         ///< a += alpha·b
+void add_(Tensor& a, const Tensor& b, double alpha = 1.0);  ///< a += alpha·b
 void scale_(Tensor& t, double alpha);
 void fill_(Tensor& t, double value);
 
@@ -23,8 +23,8 @@ Tensor linear_forward(const Tensor& x, const Tensor& W, const Tensor& b);
 struct LinearGrads {
   Tensor dx, dW, db;
 };
-LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& W, bool need_dx,
-                            bool need_dW, bool need_db);
+LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& W, bool need_dx, bool need_dW,
+                            bool need_db);
 
 Tensor mse_forward(const Tensor& pred, const Tensor& target, kernels::Reduction reduction);
 Tensor mse_backward(const Tensor& pred, const Tensor& target, const Tensor& dloss,

@@ -1,4 +1,5 @@
-// Implements tensor/random.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp (Random123 known-answer test).
+// Implements tensor/random.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp
+// (Random123 known-answer test).
 #include "tensor/random.h"
 
 #include <cmath>
@@ -19,7 +20,10 @@ std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t key) {
     const uint32_t n1 = static_cast<uint32_t>(p1);
     const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
     const uint32_t n3 = static_cast<uint32_t>(p0);
-    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    c0 = n0;
+    c1 = n1;
+    c2 = n2;
+    c3 = n3;
     k0 += kWeyl0;
     k1 += kWeyl1;
   }

@@ -1,4 +1,5 @@
-// Implements tensor/storage.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp (alignment).
+// Implements tensor/storage.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp
+// (alignment).
 #include "tensor/storage.h"
 
 #include <cstdlib>

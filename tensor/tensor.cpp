@@ -69,25 +69,23 @@ int64_t Tensor::size(int64_t d) const {
   return shape()[static_cast<size_t>(d < 0 ? d + n : d)];
 }
 
-void* Tensor::data_ptr() const {
-  return static_cast<char*>(impl().storage->data()) + impl().offset_bytes;
-}
+void* Tensor::data_ptr() const { return static_cast<char*>(impl().storage->data()) + impl().offset_bytes; }
 
 void Tensor::check_host_access(DType expected) const {
   RINGDP_CHECK(device().is_cpu(), "host access to a tensor on ", device().str(),
                "; copy it with .to(Device::cpu()) first");
-  RINGDP_CHECK(dtype() == expected, "dtype mismatch: tensor is ", dtype_name(dtype()),
-               ", accessed as ", dtype_name(expected));
+  RINGDP_CHECK(dtype() == expected, "dtype mismatch: tensor is ", dtype_name(dtype()), ", accessed as ",
+               dtype_name(expected));
 }
 
 double Tensor::item(int64_t flat_index) const {
   RINGDP_CHECK(device().is_cpu(), "item() on a tensor on ", device().str());
   const int64_t n = numel();
-  RINGDP_CHECK(flat_index >= 0 && flat_index < n, "index ", flat_index,
-               " out of range for a tensor of ", n, " elements, shape ", shape_str(shape()));
+  RINGDP_CHECK(flat_index >= 0 && flat_index < n, "index ", flat_index, " out of range for a tensor of ", n,
+               " elements, shape ", shape_str(shape()));
   double value = 0;
-  kernels::cast_cpu(static_cast<const char*>(data_ptr()) + flat_index * dtype_size(dtype()),
-                    dtype(), &value, DType::float64, 1);
+  kernels::cast_cpu(static_cast<const char*>(data_ptr()) + flat_index * dtype_size(dtype()), dtype(), &value,
+                    DType::float64, 1);
   return value;
 }
 
@@ -96,8 +94,8 @@ double Tensor::at(std::initializer_list<int64_t> index) const {
                " coordinates for a tensor of shape ", shape_str(shape()));
   int64_t flat = 0, d = 0;
   for (int64_t i : index) {
-    RINGDP_CHECK(i >= 0 && i < shape()[d], "index ", i, " out of range for dimension ", d,
-                 " of shape ", shape_str(shape()));
+    RINGDP_CHECK(i >= 0 && i < shape()[d], "index ", i, " out of range for dimension ", d, " of shape ",
+                 shape_str(shape()));
     flat = flat * shape()[d++] + i;
   }
   return item(flat);
@@ -106,10 +104,10 @@ double Tensor::at(std::initializer_list<int64_t> index) const {
 void Tensor::set_item(int64_t flat_index, double value) {
   RINGDP_CHECK(device().is_cpu(), "set_item() on a tensor on ", device().str());
   const int64_t n = numel();
-  RINGDP_CHECK(flat_index >= 0 && flat_index < n, "index ", flat_index,
-               " out of range for a tensor of ", n, " elements, shape ", shape_str(shape()));
-  kernels::cast_cpu(&value, DType::float64,
-                    static_cast<char*>(data_ptr()) + flat_index * dtype_size(dtype()), dtype(), 1);
+  RINGDP_CHECK(flat_index >= 0 && flat_index < n, "index ", flat_index, " out of range for a tensor of ", n,
+               " elements, shape ", shape_str(shape()));
+  kernels::cast_cpu(&value, DType::float64, static_cast<char*>(data_ptr()) + flat_index * dtype_size(dtype()),
+                    dtype(), 1);
 }
 
 std::vector<double> Tensor::to_vector() const {
@@ -140,14 +138,16 @@ Tensor Tensor::clone() const {
 }
 
 void Tensor::copy_from(const Tensor& src) {
-  RINGDP_CHECK(shape() == src.shape(), "copy_from: shape mismatch: destination ",
-               shape_str(shape()), ", source ", shape_str(src.shape()));
+  RINGDP_CHECK(shape() == src.shape(), "copy_from: shape mismatch: destination ", shape_str(shape()),
+               ", source ", shape_str(src.shape()));
   const int64_t n = numel();
   if (n == 0) return;
   const Device from = src.device(), to_dev = device();
   if (from.is_cpu() && to_dev.is_cpu()) {
-    if (src.dtype() == dtype()) std::memmove(data_ptr(), src.data_ptr(), nbytes());
-    else kernels::cast_cpu(src.data_ptr(), src.dtype(), data_ptr(), dtype(), n);
+    if (src.dtype() == dtype())
+      std::memmove(data_ptr(), src.data_ptr(), nbytes());
+    else
+      kernels::cast_cpu(src.data_ptr(), src.dtype(), data_ptr(), dtype(), n);
     return;
   }
   if (from.is_cuda() && to_dev.is_cuda()) {
@@ -182,8 +182,8 @@ Tensor Tensor::reshape(Shape new_shape) const {
 
 Tensor Tensor::flat_view(int64_t start, int64_t count) const {
   const int64_t n = numel();
-  RINGDP_CHECK(start >= 0 && count >= 0 && start + count <= n, "flat_view [", start, ", ",
-               start + count, ") out of range for ", n, " elements");
+  RINGDP_CHECK(start >= 0 && count >= 0 && start + count <= n, "flat_view [", start, ", ", start + count,
+               ") out of range for ", n, " elements");
   auto impl = std::make_shared<Impl>();
   impl->storage = impl_->storage;
   impl->offset_bytes = impl_->offset_bytes + static_cast<size_t>(start) * dtype_size(dtype());
@@ -194,8 +194,10 @@ Tensor Tensor::flat_view(int64_t start, int64_t count) const {
 
 bool Tensor::requires_grad() const { return impl().requires_grad; }
 Tensor& Tensor::set_requires_grad(bool enabled) {
-  RINGDP_CHECK(!enabled || is_floating(dtype()), "only floating-point tensors can require "
-               "gradients, got ", dtype_name(dtype()));
+  RINGDP_CHECK(!enabled || is_floating(dtype()),
+               "only floating-point tensors can require "
+               "gradients, got ",
+               dtype_name(dtype()));
   impl().requires_grad = enabled;
   return *this;
 }
@@ -204,7 +206,8 @@ void Tensor::set_grad(const Tensor& grad) { impl().grad = grad.impl_; }
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const { return impl().grad_fn; }
 void Tensor::set_grad_fn(std::shared_ptr<autograd::Node> node) { impl().grad_fn = std::move(node); }
 void Tensor::register_hook(GradHook hook) {
-  RINGDP_CHECK(requires_grad() && is_leaf(), "hooks can only be registered on leaf tensors that "
+  RINGDP_CHECK(requires_grad() && is_leaf(),
+               "hooks can only be registered on leaf tensors that "
                "require grad");
   impl().hooks.push_back(std::move(hook));
 }
@@ -231,8 +234,10 @@ Tensor empty(Shape shape, DType dtype, Device device) { return Tensor(std::move(
 
 Tensor full(Shape shape, double value, DType dtype, Device device) {
   Tensor t(std::move(shape), dtype, device);
-  if (device.is_cpu()) kernels::fill_cpu(t.data_ptr(), t.numel(), dtype, value);
-  else kernels::fill_cuda(t.data_ptr(), t.numel(), dtype, value);
+  if (device.is_cpu())
+    kernels::fill_cpu(t.data_ptr(), t.numel(), dtype, value);
+  else
+    kernels::fill_cuda(t.data_ptr(), t.numel(), dtype, value);
   return t;
 }
 
@@ -266,8 +271,8 @@ Tensor randn(Shape shape, uint64_t seed, double mean, double std, DType dtype, D
 }
 
 Tensor from_vector(const std::vector<double>& values, Shape shape, DType dtype) {
-  RINGDP_CHECK(shape_numel(shape) == static_cast<int64_t>(values.size()), "from_vector: ",
-               values.size(), " values for shape ", shape_str(shape));
+  RINGDP_CHECK(shape_numel(shape) == static_cast<int64_t>(values.size()), "from_vector: ", values.size(),
+               " values for shape ", shape_str(shape));
   return generate(std::move(shape), dtype, Device::cpu(), [&](uint64_t i) { return values[i]; });
 }
 

@@ -104,11 +104,11 @@ Tensor full(Shape shape, double value, DType dtype = DType::float32, Device devi
 /// 0, 1, ..., n-1.
 Tensor arange(int64_t n, DType dtype = DType::float32, Device device = Device::cpu());
 /// Uniform in [low, high), element i from philox(seed, i): the same on every machine.
-Tensor rand(Shape shape, uint64_t seed, double low = 0.0, double high = 1.0,
-            DType dtype = DType::float32, Device device = Device::cpu());
+Tensor rand(Shape shape, uint64_t seed, double low = 0.0, double high = 1.0, DType dtype = DType::float32,
+            Device device = Device::cpu());
 /// Normal(mean, std), element i from philox(seed, i) through Box-Muller.
-Tensor randn(Shape shape, uint64_t seed, double mean = 0.0, double std = 1.0,
-             DType dtype = DType::float32, Device device = Device::cpu());
+Tensor randn(Shape shape, uint64_t seed, double mean = 0.0, double std = 1.0, DType dtype = DType::float32,
+             Device device = Device::cpu());
 /// A 1-D or 2-D CPU tensor from values (for tests and small data).
 Tensor from_vector(const std::vector<double>& values, Shape shape, DType dtype = DType::float32);
 

@@ -1,4 +1,5 @@
-// Implements apps/bench/collectives.h (the contract is documented there). Tested by tests/cli/bench.sh (table, corrupt).
+// Implements apps/bench/collectives.h (the contract is documented there). Tested by tests/cli/bench.sh
+// (table, corrupt).
 #include "apps/bench/collectives.h"
 
 #include <cmath>
@@ -30,11 +31,13 @@ const std::vector<CollectiveSpec>& collective_table() {
 const CollectiveSpec& find_collective(const std::string& name) {
   for (const auto& spec : collective_table())
     if (name == spec.name) return spec;
-  RINGDP_FAIL("unknown collective '", name, "'; expected all_reduce, reduce, broadcast, all_gather, "
+  RINGDP_FAIL("unknown collective '", name,
+              "'; expected all_reduce, reduce, broadcast, all_gather, "
               "reduce_scatter, barrier or all");
 }
 
-comm::Work run_collective(const CollectiveSpec& spec, const Case& c, Tensor& input, Tensor& output, bool async) {
+comm::Work run_collective(const CollectiveSpec& spec, const Case& c, Tensor& input, Tensor& output,
+                          bool async) {
   const comm::CollectiveOptions opts{.algorithm = c.algorithm, .async = async};
   switch (spec.kind) {
     case CollectiveKind::all_reduce: return c.comm.all_reduce(input, output, c.op, opts);
@@ -74,8 +77,12 @@ void fill_verifiable(const CollectiveSpec& spec, const Case& c, Tensor& input) {
   const int64_t n = host.numel();
   for (int64_t i = 0; i < n; ++i) {
     switch (spec.kind) {
-      case CollectiveKind::broadcast: host.data<double>()[i] = verifiable_input(rank, i, ReduceOp::min); break;
-      case CollectiveKind::all_gather: host.data<double>()[i] = verifiable_input(rank, rank * n + i, ReduceOp::min); break;
+      case CollectiveKind::broadcast:
+        host.data<double>()[i] = verifiable_input(rank, i, ReduceOp::min);
+        break;
+      case CollectiveKind::all_gather:
+        host.data<double>()[i] = verifiable_input(rank, rank * n + i, ReduceOp::min);
+        break;
       default: host.data<double>()[i] = verifiable_input(rank, i, c.op); break;
     }
   }
@@ -87,8 +94,9 @@ int64_t count_wrong(const CollectiveSpec& spec, const Case& c, const Tensor& out
   if (spec.kind == CollectiveKind::reduce && c.comm.rank() != c.root) return 0;
   const std::vector<double> got = output.to_vector();
   const double rtol = c.op != ReduceOp::avg || !spec.has_op ? 0.0
-                      : c.dtype == DType::bfloat16 ? 1.0 / 64
-                      : c.dtype == DType::float32 ? 1e-6 : 1e-14;
+                      : c.dtype == DType::bfloat16          ? 1.0 / 64
+                      : c.dtype == DType::float32           ? 1e-6
+                                                            : 1e-14;
   int64_t wrong = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const double want = expected_at(spec, c, static_cast<int64_t>(i), static_cast<int64_t>(got.size()));

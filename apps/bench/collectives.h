@@ -20,7 +20,7 @@ struct Case {
 struct CollectiveSpec {
   const char* name;
   comm::CollectiveKind kind;
-  bool has_op;    ///< prints redop; iterates over -o
+  bool has_op;  ///< prints redop; iterates over -o
   bool has_root;  ///< prints root
   /// nccl-tests' busbw = algbw · factor(N).
   double (*bus_factor)(int N);
@@ -33,7 +33,8 @@ const std::vector<CollectiveSpec>& collective_table();
 const CollectiveSpec& find_collective(const std::string& name);
 
 /// Runs the collective once (in place when output aliases input).
-comm::Work run_collective(const CollectiveSpec& spec, const Case& c, Tensor& input, Tensor& output, bool async);
+comm::Work run_collective(const CollectiveSpec& spec, const Case& c, Tensor& input, Tensor& output,
+                          bool async);
 /// Fills this rank's input with verifiable values.
 void fill_verifiable(const CollectiveSpec& spec, const Case& c, Tensor& input);
 /// `value` combined over all ranks with `op` (ringdp's own algorithms, so the watchdog covers it).

@@ -1,4 +1,5 @@
-// Implements apps/bench/fit.h (the contract is documented there). Tested by the bench summary in tests/cli/bench.sh table.
+// Implements apps/bench/fit.h (the contract is documented there). Tested by the bench summary in
+// tests/cli/bench.sh table.
 #include "apps/bench/fit.h"
 
 #include <algorithm>

@@ -15,9 +15,9 @@ struct Sample {
 };
 
 struct AlphaBeta {
-  double alpha_us = 0;     ///< latency term
-  double bandwidth = 0;    ///< 1/β in GB/s (algorithm bandwidth)
-  double r_squared = 0;    ///< 1 − mean squared relative residual (1: a perfect fit)
+  double alpha_us = 0;  ///< latency term
+  double bandwidth = 0;  ///< 1/β in GB/s (algorithm bandwidth)
+  double r_squared = 0;  ///< 1 − mean squared relative residual (1: a perfect fit)
   double peak_busbw = 0;
   int64_t bytes_at_80 = -1;  ///< smallest size with busbw ≥ 80% of peak
 };

@@ -26,11 +26,12 @@ namespace {
 
 // The algorithms of `spec` that --algo asks for: all it has, or the one named (an error when it
 // lacks it and it is the only collective; otherwise a skipped line).
-std::vector<comm::Algorithm> algorithms_for(const CollectiveSpec& spec, const Options& o, comm::Communicator& comm,
-                                            bool only_collective) {
+std::vector<comm::Algorithm> algorithms_for(const CollectiveSpec& spec, const Options& o,
+                                            comm::Communicator& comm, bool only_collective) {
   std::vector<comm::Algorithm> algorithms;
   if (o.algo == "all") {
-    for (auto a : {comm::Algorithm::ring, comm::Algorithm::recursive_doubling, comm::Algorithm::tree, comm::Algorithm::native}) {
+    for (auto a : {comm::Algorithm::ring, comm::Algorithm::recursive_doubling, comm::Algorithm::tree,
+                   comm::Algorithm::native}) {
       try {
         comm.resolve(spec.kind, 1 << 20, a);
         algorithms.push_back(a);
@@ -45,7 +46,8 @@ std::vector<comm::Algorithm> algorithms_for(const CollectiveSpec& spec, const Op
     algorithms.push_back(requested);
   } catch (const Error&) {
     if (only_collective) throw;
-    if (comm.rank() == 0) std::printf("# %s: skipped (%s has no %s algorithm)\n", spec.name, spec.name, o.algo.c_str());
+    if (comm.rank() == 0)
+      std::printf("# %s: skipped (%s has no %s algorithm)\n", spec.name, spec.name, o.algo.c_str());
   }
   return algorithms;
 }
@@ -56,10 +58,11 @@ int run_soak_mode(comm::Communicator& comm, const Options& o) {
   // 10,000 calls would exceed it.
   const bool grew = soak.rss_at_end_mb > soak.rss_after_warmup_mb * 1.05 + 4.0;
   if (comm.rank() == 0) {
-    std::printf("# soak: %lld collectives on %d ranks, %lld wrong elements; resident memory %.1f MiB after "
-                "warm-up, %.1f MiB at the end (largest rank): %s\n",
-                static_cast<long long>(soak.collectives), comm.size(), static_cast<long long>(soak.wrong),
-                soak.rss_after_warmup_mb, soak.rss_at_end_mb, grew ? "GREW" : "stable");
+    std::printf(
+        "# soak: %lld collectives on %d ranks, %lld wrong elements; resident memory %.1f MiB after "
+        "warm-up, %.1f MiB at the end (largest rank): %s\n",
+        static_cast<long long>(soak.collectives), comm.size(), static_cast<long long>(soak.wrong),
+        soak.rss_after_warmup_mb, soak.rss_at_end_mb, grew ? "GREW" : "stable");
   }
   return soak.wrong || grew ? 1 : 0;
 }
@@ -69,11 +72,13 @@ void print_preamble(const Options& o, const Sweep& sweep, comm::Communicator& co
   gethostname(host, sizeof host - 1);
   std::printf("# ringdp-bench %s: %d ranks, backend %s, device %s, host %s\n", RINGDP_VERSION, comm.size(),
               comm.backend_name(), device.str().c_str(), host);
-  std::printf("# minBytes %lld maxBytes %lld step: %s warmup iters: %d iters: %d validation: %d blocking: %d\n",
-              static_cast<long long>(sweep.min_bytes), static_cast<long long>(sweep.max_bytes),
-              step_text(o, sweep).c_str(), o.warmup, o.iters, o.check, o.blocking);
-  std::printf("# GB/s = 1e9 bytes/s. all_gather/reduce_scatter sizes are the whole gathered array. busbw factors: "
-              "all_reduce 2(N-1)/N, all_gather and reduce_scatter (N-1)/N, reduce and broadcast 1.\n#\n");
+  std::printf(
+      "# minBytes %lld maxBytes %lld step: %s warmup iters: %d iters: %d validation: %d blocking: %d\n",
+      static_cast<long long>(sweep.min_bytes), static_cast<long long>(sweep.max_bytes),
+      step_text(o, sweep).c_str(), o.warmup, o.iters, o.check, o.blocking);
+  std::printf(
+      "# GB/s = 1e9 bytes/s. all_gather/reduce_scatter sizes are the whole gathered array. busbw factors: "
+      "all_reduce 2(N-1)/N, all_gather and reduce_scatter (N-1)/N, reduce and broadcast 1.\n#\n");
 }
 
 }  // namespace
@@ -96,10 +101,13 @@ int main(int argc, char** argv) {
     auto communicator = comm::Communicator::init(comm_options);
     comm::Communicator& comm = *communicator;
     const int N = comm.size();
-    const Device device = o.device == "cpu" ? Device::cpu() : Device::cuda(comm.local_rank() % kernels::cuda_device_count());
+    const Device device =
+        o.device == "cpu" ? Device::cpu() : Device::cuda(comm.local_rank() % kernels::cuda_device_count());
     if (o.root < 0 || o.root >= N) {
-      comm::fail_job("ringdp-bench", "-r " + std::to_string(o.root) + " out of range for " + std::to_string(N) +
-                     " ranks (expected 0.." + std::to_string(N - 1) + ")", 2);
+      comm::fail_job("ringdp-bench",
+                     "-r " + std::to_string(o.root) + " out of range for " + std::to_string(N) +
+                         " ranks (expected 0.." + std::to_string(N - 1) + ")",
+                     2);
     }
     if (o.soak > 0) return run_soak_mode(comm, o);
 

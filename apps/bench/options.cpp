@@ -1,4 +1,5 @@
-// Implements apps/bench/options.h (the contract is documented there). Tested by tests/cli/bench.sh (errors, table).
+// Implements apps/bench/options.h (the contract is documented there). Tested by tests/cli/bench.sh (errors,
+// table).
 #include "apps/bench/options.h"
 
 #include <CLI/CLI.hpp>
@@ -17,42 +18,55 @@ namespace {
 int64_t parse_size(const std::string& text, const char* flag) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  RINGDP_CHECK(end != text.c_str() && value >= 0, flag, ": '", text, "' is not a size (a number with an optional K, M or G)");
+  RINGDP_CHECK(end != text.c_str() && value >= 0, flag, ": '", text,
+               "' is not a size (a number with an optional K, M or G)");
   double scale = 1;
   const std::string suffix(end);
-  if (suffix == "K" || suffix == "k") scale = 1024.0;
-  else if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
-  else RINGDP_CHECK(suffix.empty(), flag, ": '", text, "' has an unknown suffix '", suffix, "' (K, M or G)");
+  if (suffix == "K" || suffix == "k")
+    scale = 1024.0;
+  else if (suffix == "M" || suffix == "m")
+    scale = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else
+    RINGDP_CHECK(suffix.empty(), flag, ": '", text, "' has an unknown suffix '", suffix, "' (K, M or G)");
   return static_cast<int64_t>(value * scale);
 }
 }  // namespace
 
 std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
-  CLI::App app{"ringdp-bench: collective bandwidth, nccl-tests compatible. Sizes in bytes (K/M/G = 1024^n); "
-               "GB/s means 1e9 bytes per second."};
+  CLI::App app{
+      "ringdp-bench: collective bandwidth, nccl-tests compatible. Sizes in bytes (K/M/G = 1024^n); "
+      "GB/s means 1e9 bytes per second."};
   app.option_defaults()->always_capture_default();
-  app.add_option("collective", o.collective, "all_reduce, reduce, broadcast, all_gather, reduce_scatter, barrier or all");
+  app.add_option("collective", o.collective,
+                 "all_reduce, reduce, broadcast, all_gather, reduce_scatter, barrier or all");
   app.add_option("-b,--minbytes", o.min_bytes, "smallest size");
   app.add_option("-e,--maxbytes", o.max_bytes, "largest size");
-  app.add_option("-f,--stepfactor", o.factor, "multiply the size by this each step")->check(CLI::Range(1.0, 1e6));
+  app.add_option("-f,--stepfactor", o.factor, "multiply the size by this each step")
+      ->check(CLI::Range(1.0, 1e6));
   app.add_option("-i,--stepbytes", o.step_bytes, "add this to the size each step (when -f is 1)");
   app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 1000000));
   app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations first")->check(CLI::Range(0, 1000000));
   app.add_option("-c,--check", o.check, "check results (0: off)")->check(CLI::Range(0, 1000000));
-  app.add_option("-o,--op", o.op, "sum, prod, min, max, avg or all")->check(CLI::IsMember({"sum", "prod", "min", "max", "avg", "all"}));
+  app.add_option("-o,--op", o.op, "sum, prod, min, max, avg or all")
+      ->check(CLI::IsMember({"sum", "prod", "min", "max", "avg", "all"}));
   app.add_option("-d,--datatype", o.dtype, "float, double, int32, int64, bfloat16 or all")
       ->check(CLI::IsMember({"float", "double", "int32", "int64", "bfloat16", "float32", "float64", "all"}));
   app.add_option("-r,--root", o.root, "root of reduce and broadcast");
-  app.add_option("-a,--average", o.average, "time across ranks: 0 rank 0, 1 mean, 2 min, 3 max")->check(CLI::Range(0, 3));
-  app.add_option("-z,--blocking", o.blocking, "1: wait for each collective; 0: issue all iterations, then wait")->check(CLI::Range(0, 1));
+  app.add_option("-a,--average", o.average, "time across ranks: 0 rank 0, 1 mean, 2 min, 3 max")
+      ->check(CLI::Range(0, 3));
+  app.add_option("-z,--blocking", o.blocking,
+                 "1: wait for each collective; 0: issue all iterations, then wait")
+      ->check(CLI::Range(0, 1));
   app.add_option("--algo", o.algo, "ring, recursive_doubling, tree, native, auto or all")
       ->check(CLI::IsMember({"ring", "recursive_doubling", "rd", "tree", "native", "auto", "all"}));
   app.add_option("--backend", o.backend, "mpi or nccl")->check(CLI::IsMember({"mpi", "nccl"}));
   app.add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--csv", o.csv_path, "write every row as CSV");
   app.add_option("--json", o.json_path, "write every row as JSON");
-  app.add_option("--soak", o.soak, "instead of the table: N random checked collectives, and a memory-growth check")
+  app.add_option("--soak", o.soak,
+                 "instead of the table: N random checked collectives, and a memory-growth check")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
   app.add_option("--seed", o.seed, "seed of the soak's random choices");
   const bool rank_zero = comm::launcher_rank() == 0;
@@ -81,14 +95,21 @@ Sweep make_sweep(const Options& o) {
   sweep.factor = o.factor;
   RINGDP_CHECK(sweep.min_bytes <= sweep.max_bytes, "-b ", o.min_bytes, " is larger than -e ", o.max_bytes);
   RINGDP_CHECK(o.factor > 1 || sweep.step_bytes > 0, "-i must be positive when -f is 1");
-  if (o.dtype == "all") sweep.dtypes = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
-  else sweep.dtypes = {parse_dtype(o.dtype)};
-  if (o.op == "all") sweep.ops = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
-  else sweep.ops = {parse_reduce_op(o.op)};
-  RINGDP_CHECK(o.device == "cpu" || kernels::cuda_device_count() > 0, "--device cuda: no CUDA device is visible",
+  if (o.dtype == "all")
+    sweep.dtypes = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
+  else
+    sweep.dtypes = {parse_dtype(o.dtype)};
+  if (o.op == "all")
+    sweep.ops = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
+  else
+    sweep.ops = {parse_reduce_op(o.op)};
+  RINGDP_CHECK(o.device == "cpu" || kernels::cuda_device_count() > 0,
+               "--device cuda: no CUDA device is visible",
                kernels::built_with_cuda() ? "" : " (ringdp was built without CUDA)");
-  RINGDP_CHECK(o.backend == "mpi" || RINGDP_HAVE_NCCL, "--backend nccl: ringdp was built without NCCL; use --backend mpi");
-  RINGDP_CHECK(o.backend == "mpi" || o.device == "cuda", "--backend nccl needs --device cuda (NCCL moves GPU memory)");
+  RINGDP_CHECK(o.backend == "mpi" || RINGDP_HAVE_NCCL,
+               "--backend nccl: ringdp was built without NCCL; use --backend mpi");
+  RINGDP_CHECK(o.backend == "mpi" || o.device == "cuda",
+               "--backend nccl needs --device cuda (NCCL moves GPU memory)");
   return sweep;
 }
 
@@ -97,7 +118,8 @@ int64_t Sweep::next(int64_t bytes) const {
 }
 
 std::string step_text(const Options& o, const Sweep& sweep) {
-  return o.factor > 1 ? CLI::detail::to_string(o.factor) + "(factor)" : std::to_string(sweep.step_bytes) + "(bytes)";
+  return o.factor > 1 ? CLI::detail::to_string(o.factor) + "(factor)"
+                      : std::to_string(sweep.step_bytes) + "(bytes)";
 }
 
 }  // namespace ringdp::bench

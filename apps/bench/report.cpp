@@ -14,8 +14,8 @@ namespace ringdp::bench {
 
 void print_table_header(const char* collective, const char* algorithm) {
   std::printf("# %s, algorithm %s\n", collective, algorithm);
-  std::printf("#%13s %13s %9s %7s %5s   %9s %8s %8s %6s   %9s %8s %8s %6s\n", "size", "count", "type", "redop",
-              "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  std::printf("#%13s %13s %9s %7s %5s   %9s %8s %8s %6s   %9s %8s %8s %6s\n", "size", "count", "type",
+              "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
   std::printf("#%13s %13s %9s %7s %5s   %9s %8s %8s %6s   %9s %8s %8s %6s\n", "(B)", "(elements)", "", "", "",
               "(us)", "(GB/s)", "(GB/s)", "out", "(us)", "(GB/s)", "(GB/s)", "in");
 }
@@ -36,19 +36,24 @@ void print_summary(const std::vector<Row>& rows, int64_t total_wrong, bool ratio
     busbw_sum += r.busbw[0] + r.busbw[1];
     busbw_n += 2;
   }
-  std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(total_wrong), total_wrong ? "FAILED" : "OK");
+  std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(total_wrong),
+              total_wrong ? "FAILED" : "OK");
   std::printf("# Avg bus bandwidth    : %g\n#\n", busbw_n ? busbw_sum / busbw_n : 0.0);
   // Per algorithm: α–β fit on the out-of-place times of the largest group of rows.
   std::map<std::string, std::vector<Sample>> by_algo;
   for (const Row& r : rows)
-    if (r.bytes > 0) by_algo[r.collective + " " + r.algorithm + " " + r.dtype + " " + r.op].push_back({r.bytes, r.time_us[0] * 1e-6, r.busbw[0]});
-  std::printf("# Summary (out-of-place): time(bytes) = alpha + bytes / bandwidth, fitted to the sizes above by least squares on relative error\n");
-  std::printf("# %-44s %10s %12s %6s %11s %14s\n", "collective algorithm type op", "alpha(us)", "bw(GB/s)", "fit",
-              "peak busbw", "80% of peak at");
+    if (r.bytes > 0)
+      by_algo[r.collective + " " + r.algorithm + " " + r.dtype + " " + r.op].push_back(
+          {r.bytes, r.time_us[0] * 1e-6, r.busbw[0]});
+  std::printf(
+      "# Summary (out-of-place): time(bytes) = alpha + bytes / bandwidth, fitted to the sizes above by least "
+      "squares on relative error\n");
+  std::printf("# %-44s %10s %12s %6s %11s %14s\n", "collective algorithm type op", "alpha(us)", "bw(GB/s)",
+              "fit", "peak busbw", "80% of peak at");
   for (const auto& [key, samples] : by_algo) {
     const AlphaBeta fit = fit_alpha_beta(samples);
-    std::printf("# %-44s %10.2f %12.3f %6.3f %11.3f %12lld B\n", key.c_str(), fit.alpha_us, fit.bandwidth, fit.r_squared,
-                fit.peak_busbw, static_cast<long long>(fit.bytes_at_80));
+    std::printf("# %-44s %10.2f %12.3f %6.3f %11.3f %12lld B\n", key.c_str(), fit.alpha_us, fit.bandwidth,
+                fit.r_squared, fit.peak_busbw, static_cast<long long>(fit.bytes_at_80));
   }
   if (!ratios) return;
   std::printf("#\n# busbw as a ratio of native (out-of-place), per size\n");
@@ -58,31 +63,43 @@ void print_summary(const std::vector<Row>& rows, int64_t total_wrong, bool ratio
   for (const Row& r : rows) {
     if (r.algorithm == "native") continue;
     const double base = native[r.collective + r.dtype + r.op + std::to_string(r.bytes)];
-    if (base > 0) std::printf("# %-15s %-19s %12lld B  %6.2fx\n", r.collective.c_str(), r.algorithm.c_str(),
-                              static_cast<long long>(r.bytes), r.busbw[0] / base);
+    if (base > 0)
+      std::printf("# %-15s %-19s %12lld B  %6.2fx\n", r.collective.c_str(), r.algorithm.c_str(),
+                  static_cast<long long>(r.bytes), r.busbw[0] / base);
   }
 }
 
 void write_csv(const std::string& path, const std::vector<Row>& rows, const RunInfo& run) {
   std::ofstream csv(path);
   RINGDP_CHECK(csv.good(), "--csv: cannot write '", path, "'");
-  csv << "collective,algorithm,backend,device,ranks,dtype,op,root,bytes,count,time_us_out,algbw_out,busbw_out,wrong_out,"
+  csv << "collective,algorithm,backend,device,ranks,dtype,op,root,bytes,count,time_us_out,algbw_out,busbw_"
+         "out,wrong_out,"
          "time_us_in,algbw_in,busbw_in,wrong_in\n";
   for (const Row& r : rows)
-    csv << r.collective << ',' << r.algorithm << ',' << run.backend << ',' << run.device << ',' << run.ranks << ','
-        << r.dtype << ',' << r.op << ',' << r.root << ',' << r.bytes << ',' << r.count << ',' << r.time_us[0] << ','
-        << r.algbw[0] << ',' << r.busbw[0] << ',' << r.wrong[0] << ',' << r.time_us[1] << ',' << r.algbw[1] << ','
-        << r.busbw[1] << ',' << r.wrong[1] << '\n';
+    csv << r.collective << ',' << r.algorithm << ',' << run.backend << ',' << run.device << ',' << run.ranks
+        << ',' << r.dtype << ',' << r.op << ',' << r.root << ',' << r.bytes << ',' << r.count << ','
+        << r.time_us[0] << ',' << r.algbw[0] << ',' << r.busbw[0] << ',' << r.wrong[0] << ',' << r.time_us[1]
+        << ',' << r.algbw[1] << ',' << r.busbw[1] << ',' << r.wrong[1] << '\n';
 }
 
 void write_json(const std::string& path, const std::vector<Row>& rows, const RunInfo& run) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const Row& r : rows)
-    out.push_back({{"collective", r.collective}, {"algorithm", r.algorithm}, {"backend", run.backend},
-                   {"device", run.device}, {"ranks", run.ranks}, {"dtype", r.dtype}, {"op", r.op}, {"root", r.root},
-                   {"bytes", r.bytes}, {"count", r.count},
-                   {"out_of_place", {{"time_us", r.time_us[0]}, {"algbw", r.algbw[0]}, {"busbw", r.busbw[0]}, {"wrong", r.wrong[0]}}},
-                   {"in_place", {{"time_us", r.time_us[1]}, {"algbw", r.algbw[1]}, {"busbw", r.busbw[1]}, {"wrong", r.wrong[1]}}}});
+    out.push_back(
+        {{"collective", r.collective},
+         {"algorithm", r.algorithm},
+         {"backend", run.backend},
+         {"device", run.device},
+         {"ranks", run.ranks},
+         {"dtype", r.dtype},
+         {"op", r.op},
+         {"root", r.root},
+         {"bytes", r.bytes},
+         {"count", r.count},
+         {"out_of_place",
+          {{"time_us", r.time_us[0]}, {"algbw", r.algbw[0]}, {"busbw", r.busbw[0]}, {"wrong", r.wrong[0]}}},
+         {"in_place",
+          {{"time_us", r.time_us[1]}, {"algbw", r.algbw[1]}, {"busbw", r.busbw[1]}, {"wrong", r.wrong[1]}}}});
   std::ofstream json(path);
   RINGDP_CHECK(json.good(), "--json: cannot write '", path, "'");
   json << out.dump(1) << "\n";

@@ -1,8 +1,8 @@
 // Implements apps/bench/soak.h (the contract is documented there). Tested by tests/cli/bench.sh soak.
 #include "apps/bench/soak.h"
 
-#include <fstream>
 #include <unistd.h>
+#include <fstream>
 
 #include "apps/bench/collectives.h"
 #include "tensor/random.h"
@@ -24,8 +24,9 @@ SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
   const auto& table = collective_table();
   const DType dtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
   const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
-  const comm::Algorithm algos[] = {comm::Algorithm::ring, comm::Algorithm::recursive_doubling, comm::Algorithm::tree,
-                                   comm::Algorithm::native, comm::Algorithm::automatic};
+  const comm::Algorithm algos[] = {comm::Algorithm::ring, comm::Algorithm::recursive_doubling,
+                                   comm::Algorithm::tree, comm::Algorithm::native,
+                                   comm::Algorithm::automatic};
   const int N = comm.size();
   SoakResult result;
   int64_t wrong = 0;
@@ -42,7 +43,8 @@ SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
       algo = comm::Algorithm::automatic;  // this collective has no such algorithm
     }
     // Sizes from 0 to 64 Ki elements, skewed small (a log-uniform draw).
-    const int64_t elements = static_cast<int64_t>(draw[3] % 17 == 0 ? 0 : (int64_t{1} << (draw[3] % 17)) - 1 + draw[3] % 7);
+    const int64_t elements =
+        static_cast<int64_t>(draw[3] % 17 == 0 ? 0 : (int64_t{1} << (draw[3] % 17)) - 1 + draw[3] % 7);
     const int root = static_cast<int>((draw[2] / 5) % N);
     const Case c{comm, dtype, op, root, algo};
     Tensor input = zeros({spec.input_count(elements * N, N)}, dtype);
@@ -56,7 +58,8 @@ SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
     run_collective(spec, c, input, output, false);
     wrong += count_wrong(spec, c, output);
     ++result.collectives;
-    if (i + 1 == std::max<int64_t>(count / 10, 1)) result.rss_after_warmup_mb = over_ranks(comm, resident_mb(), ReduceOp::max);
+    if (i + 1 == std::max<int64_t>(count / 10, 1))
+      result.rss_after_warmup_mb = over_ranks(comm, resident_mb(), ReduceOp::max);
   }
   result.wrong = static_cast<int64_t>(over_ranks(comm, static_cast<double>(wrong), ReduceOp::sum));
   result.rss_at_end_mb = over_ranks(comm, resident_mb(), ReduceOp::max);

@@ -12,9 +12,9 @@ namespace ringdp::bench {
 
 struct SoakResult {
   int64_t collectives = 0;
-  int64_t wrong = 0;           ///< summed over ranks
+  int64_t wrong = 0;  ///< summed over ranks
   double rss_after_warmup_mb = 0;
-  double rss_at_end_mb = 0;    ///< the largest over ranks
+  double rss_at_end_mb = 0;  ///< the largest over ranks
 };
 
 SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed);

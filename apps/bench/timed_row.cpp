@@ -1,4 +1,5 @@
-// Implements apps/bench/timed_row.h (the contract is documented there). Tested by tests/cli/bench.sh (table, corrupt).
+// Implements apps/bench/timed_row.h (the contract is documented there). Tested by tests/cli/bench.sh (table,
+// corrupt).
 #include "apps/bench/timed_row.h"
 
 #include <algorithm>
@@ -19,7 +20,10 @@ double combine(comm::Communicator& comm, double seconds, int average) {
     comm.broadcast(t, 0);
     return t.item();
   }
-  return over_ranks(comm, seconds, average == 2 ? ReduceOp::min : average == 3 ? ReduceOp::max : ReduceOp::avg);
+  return over_ranks(comm, seconds,
+                    average == 2   ? ReduceOp::min
+                    : average == 3 ? ReduceOp::max
+                                   : ReduceOp::avg);
 }
 }  // namespace
 
@@ -39,24 +43,36 @@ Row time_row(const CollectiveSpec& spec, const Case& c, int64_t elements, const 
   const int N = comm.size();
   const int64_t in_count = spec.input_count(elements, N), out_count = spec.output_count(elements, N);
   const int64_t count = std::max(in_count, out_count);
-  Row row{spec.name, comm::algorithm_name(c.algorithm), short_type(c.dtype), spec.has_op ? reduce_op_name(c.op) : "none",
-          spec.has_root ? c.root : -1, count * static_cast<int64_t>(dtype_size(c.dtype)), count,
-          {0, 0}, {0, 0}, {0, 0}, {0, 0}};
+  Row row{spec.name,
+          comm::algorithm_name(c.algorithm),
+          short_type(c.dtype),
+          spec.has_op ? reduce_op_name(c.op) : "none",
+          spec.has_root ? c.root : -1,
+          count * static_cast<int64_t>(dtype_size(c.dtype)),
+          count,
+          {0, 0},
+          {0, 0},
+          {0, 0},
+          {0, 0}};
   for (int in_place = 0; in_place < 2; ++in_place) {
     Tensor input = zeros({in_count}, c.dtype, timing.device);
     Tensor output = zeros({out_count}, c.dtype, timing.device);
     if (in_place) {
       // In place: the output is the input itself, or the rank's chunk of it.
-      if (spec.kind == comm::CollectiveKind::all_gather) input = output.flat_view(comm.rank() * in_count, in_count);
-      else if (spec.kind == comm::CollectiveKind::reduce_scatter) output = input.flat_view(comm.rank() * out_count, out_count);
-      else output = input;
+      if (spec.kind == comm::CollectiveKind::all_gather)
+        input = output.flat_view(comm.rank() * in_count, in_count);
+      else if (spec.kind == comm::CollectiveKind::reduce_scatter)
+        output = input.flat_view(comm.rank() * out_count, out_count);
+      else
+        output = input;
     }
     fill_verifiable(spec, c, input);
     for (int i = 0; i < timing.warmup; ++i) run_collective(spec, c, input, output, false);
     comm.barrier();  // ours, not MPI_Barrier: covered by the watchdog
     const auto start = Clock::now();
     std::vector<comm::Work> works;
-    for (int i = 0; i < timing.iters; ++i) works.push_back(run_collective(spec, c, input, output, !timing.blocking));
+    for (int i = 0; i < timing.iters; ++i)
+      works.push_back(run_collective(spec, c, input, output, !timing.blocking));
     for (auto& w : works) w.wait();
     // A collective on CUDA tensors returns once enqueued: time the GPU's work, as nccl-tests does.
     if (timing.device.is_cuda()) kernels::cuda_device_synchronize();

@@ -15,12 +15,12 @@ struct Row {
   int root;
   int64_t bytes, count;
   double time_us[2], algbw[2], busbw[2];  ///< [0] out of place, [1] in place
-  int64_t wrong[2];                        ///< -1 when not checked
+  int64_t wrong[2];  ///< -1 when not checked
 };
 
 struct Timing {
   int iters, warmup, check;
-  int average;    ///< across ranks: 0 rank 0, 1 mean, 2 min, 3 max
+  int average;  ///< across ranks: 0 rank 0, 1 mean, 2 min, 3 max
   bool blocking;  ///< wait for each collective (else issue all iterations, then wait)
   Device device;
 };

@@ -1,4 +1,5 @@
-// Implements apps/train/checkpoint.h (the contract is documented there). Tested by tests/cli/train.sh checkpoint and the fuzz corpus replay (tests/fuzz/).
+// Implements apps/train/checkpoint.h (the contract is documented there). Tested by tests/cli/train.sh
+// checkpoint and the fuzz corpus replay (tests/fuzz/).
 #include "apps/train/checkpoint.h"
 
 #include <fcntl.h>
@@ -68,11 +69,12 @@ autograd::StateDict read_dict(Reader& in, const std::string& source) {
   const uint32_t entries = in.get<uint32_t>("the entry count");
   for (uint32_t e = 0; e < entries; ++e) {
     const uint32_t name_length = in.get<uint32_t>("a name length");
-    RINGDP_CHECK(name_length < 4096, "checkpoint '", source, "' is corrupt: a name of ", name_length, " bytes");
+    RINGDP_CHECK(name_length < 4096, "checkpoint '", source, "' is corrupt: a name of ", name_length,
+                 " bytes");
     std::string name = in.take(name_length, "a name");
     const uint8_t dtype = in.get<uint8_t>("a dtype");
-    RINGDP_CHECK(dtype <= static_cast<uint8_t>(DType::bfloat16), "checkpoint '", source, "' is corrupt: dtype code ",
-                 int(dtype), " for '", name, "'");
+    RINGDP_CHECK(dtype <= static_cast<uint8_t>(DType::bfloat16), "checkpoint '", source,
+                 "' is corrupt: dtype code ", int(dtype), " for '", name, "'");
     const uint32_t ndim = in.get<uint32_t>("a rank");
     RINGDP_CHECK(ndim <= 8, "checkpoint '", source, "' is corrupt: ", ndim, " dimensions for '", name, "'");
     Shape shape;
@@ -103,7 +105,8 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   put<uint64_t>(out, checkpoint.seed);
   write_dict(out, checkpoint.model);
   write_dict(out, checkpoint.optimizer);
-  put<uint32_t>(out, static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), out.size())));
+  put<uint32_t>(out,
+                static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), out.size())));
 
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -141,20 +144,23 @@ Checkpoint parse_checkpoint(const std::string& bytes, const std::string& source)
   RINGDP_CHECK(bytes.size() >= sizeof kMagic + 8, "checkpoint '", source, "' is truncated");
   uint32_t stored_crc;
   std::memcpy(&stored_crc, bytes.data() + bytes.size() - 4, 4);
-  const auto actual_crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size() - 4));
+  const auto actual_crc =
+      static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size() - 4));
   Reader in(bytes, source);
   in.take(sizeof kMagic, "the magic");
   const uint32_t version = in.get<uint32_t>("the version");
-  RINGDP_CHECK(version == kVersion, "checkpoint '", source, "' has format version ", version, "; this ringdp reads version ", kVersion);
-  RINGDP_CHECK(stored_crc == actual_crc, "checkpoint '", source, "' is corrupt or truncated: checksum mismatch (stored ",
-               stored_crc, ", computed ", actual_crc, ")");
+  RINGDP_CHECK(version == kVersion, "checkpoint '", source, "' has format version ", version,
+               "; this ringdp reads version ", kVersion);
+  RINGDP_CHECK(stored_crc == actual_crc, "checkpoint '", source,
+               "' is corrupt or truncated: checksum mismatch (stored ", stored_crc, ", computed ", actual_crc,
+               ")");
   Checkpoint checkpoint;
   checkpoint.next_epoch = in.get<int64_t>("the epoch");
   checkpoint.seed = in.get<uint64_t>("the seed");
   checkpoint.model = read_dict(in, source);
   checkpoint.optimizer = read_dict(in, source);
-  RINGDP_CHECK(in.position() + 4 == bytes.size(), "checkpoint '", source, "' has ", bytes.size() - 4 - in.position(),
-               " unexpected trailing bytes");
+  RINGDP_CHECK(in.position() + 4 == bytes.size(), "checkpoint '", source, "' has ",
+               bytes.size() - 4 - in.position(), " unexpected trailing bytes");
   return checkpoint;
 }
 

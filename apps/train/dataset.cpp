@@ -1,4 +1,5 @@
-// Implements apps/train/dataset.h (the contract is documented there). Tested by tests/unit/test_csv.cpp and tests/cli/train.sh errors.
+// Implements apps/train/dataset.h (the contract is documented there). Tested by tests/unit/test_csv.cpp and
+// tests/cli/train.sh errors.
 #include "apps/train/dataset.h"
 
 #include <cerrno>
@@ -74,12 +75,14 @@ Dataset load_csv(const std::string& path) {
     ++rows;
   }
   RINGDP_CHECK(rows > 0, "data file '", path, "' has no data rows");
-  RINGDP_CHECK(columns >= 2, "data file '", path, "' has ", columns, " column(s); need features and a target");
+  RINGDP_CHECK(columns >= 2, "data file '", path, "' has ", columns,
+               " column(s); need features and a target");
   Dataset data;
   data.features = empty({rows, columns - 1}, DType::float64);
   data.targets = empty({rows, 1}, DType::float64);
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < columns - 1; ++c) data.features.data<double>()[r * (columns - 1) + c] = all[r * columns + c];
+    for (int64_t c = 0; c < columns - 1; ++c)
+      data.features.data<double>()[r * (columns - 1) + c] = all[r * columns + c];
     data.targets.data<double>()[r] = all[r * columns + columns - 1];
   }
   return data;

@@ -10,7 +10,7 @@ namespace ringdp::train {
 
 struct Dataset {
   Tensor features;  ///< [samples, features], float64 on the host
-  Tensor targets;   ///< [samples, 1]
+  Tensor targets;  ///< [samples, 1]
 };
 
 /// samples × features, w* ~ N(0, 1), b* = 0.5, noise ~ N(0, 0.1²), all from `seed`.

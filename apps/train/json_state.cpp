@@ -1,4 +1,5 @@
-// Implements apps/train/json_state.h (the contract is documented there). Tested by tests/cli/train.sh (errors, checkpoint).
+// Implements apps/train/json_state.h (the contract is documented there). Tested by tests/cli/train.sh
+// (errors, checkpoint).
 #include "apps/train/json_state.h"
 
 #include <fstream>
@@ -29,8 +30,8 @@ autograd::StateDict read_state_json(const std::string& path) {
   RINGDP_CHECK(root.is_object(), "'", path, "' must hold a JSON object of name -> {shape, data}");
   autograd::StateDict state;
   for (const auto& [name, entry] : root.items()) {
-    RINGDP_CHECK(entry.is_object() && entry.contains("shape") && entry.contains("data"), "'", path, "': entry '",
-                 name, "' needs \"shape\" and \"data\"");
+    RINGDP_CHECK(entry.is_object() && entry.contains("shape") && entry.contains("data"), "'", path,
+                 "': entry '", name, "' needs \"shape\" and \"data\"");
     Shape shape;
     std::vector<double> data;
     try {
@@ -39,8 +40,8 @@ autograd::StateDict read_state_json(const std::string& path) {
     } catch (const std::exception& e) {
       RINGDP_FAIL("'", path, "': entry '", name, "': ", e.what());
     }
-    RINGDP_CHECK(shape_numel(shape) == static_cast<int64_t>(data.size()), "'", path, "': entry '", name, "' has shape ",
-                 shape_str(shape), " but ", data.size(), " values");
+    RINGDP_CHECK(shape_numel(shape) == static_cast<int64_t>(data.size()), "'", path, "': entry '", name,
+                 "' has shape ", shape_str(shape), " but ", data.size(), " values");
     state.emplace_back(name, from_vector(data, shape, DType::float64));
   }
   return state;

@@ -39,10 +39,13 @@ int main(int argc, char** argv) {
   CLI::App app{"ringdp-train: data-parallel training of a small regression model; launch with mpirun -np N"};
   app.option_defaults()->always_capture_default();
   app.add_option("--model", config.model, "linear or mlp")->check(CLI::IsMember({"linear", "mlp"}));
-  app.add_option("--hidden", config.hidden, "MLP hidden sizes, e.g. --hidden 16,16")->delimiter(',')->check(kPositive);
+  app.add_option("--hidden", config.hidden, "MLP hidden sizes, e.g. --hidden 16,16")
+      ->delimiter(',')
+      ->check(kPositive);
   app.add_option("--samples", config.samples, "synthetic samples per rank")->check(kPositive);
   app.add_option("--features", config.features, "synthetic features per sample")->check(kPositive);
-  app.add_option("--batch-size", config.batch_size, "samples per rank per step (0: the whole shard)")->check(kNonNegative);
+  app.add_option("--batch-size", config.batch_size, "samples per rank per step (0: the whole shard)")
+      ->check(kNonNegative);
   app.add_option("--epochs", config.epochs, "passes over the data")->check(kPositive);
   app.add_option("--lr", config.lr, "learning rate")->check(kPositive);
   app.add_option("--momentum", config.momentum, "SGD momentum")->check(kNonNegative);
@@ -51,9 +54,12 @@ int main(int argc, char** argv) {
   bool no_shuffle = false;
   app.add_flag("--no-shuffle", no_shuffle, "keep the data order fixed across epochs");
   app.add_option("--data", config.data_path, "numeric CSV, last column the target (default: synthetic data)");
-  app.add_option("--device", config.device, "cpu, cuda or auto (cuda when available)")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_option("--backend", config.backend, "auto, mpi or nccl")->check(CLI::IsMember({"auto", "mpi", "nccl"}));
-  app.add_option("--algo", algo, "all-reduce algorithm")->check(CLI::IsMember({"auto", "ring", "recursive_doubling", "native"}));
+  app.add_option("--device", config.device, "cpu, cuda or auto (cuda when available)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--backend", config.backend, "auto, mpi or nccl")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
+  app.add_option("--algo", algo, "all-reduce algorithm")
+      ->check(CLI::IsMember({"auto", "ring", "recursive_doubling", "native"}));
   app.add_option("--bucket-mb", config.bucket_mb, "DDP gradient bucket capacity in MiB")->check(kPositive);
   app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0");
   app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kPositive);

@@ -21,16 +21,19 @@ using Clock = std::chrono::steady_clock;
 
 std::shared_ptr<autograd::Module> build_model(const TrainConfig& config, int64_t features, Device device) {
   if (config.model == "linear")
-    return std::make_shared<autograd::Linear>(autograd::LinearOptions(features, 1).device(device), config.seed);
+    return std::make_shared<autograd::Linear>(autograd::LinearOptions(features, 1).device(device),
+                                              config.seed);
   auto seq = std::make_shared<autograd::Sequential>();
   int64_t in = features;
   uint64_t layer_seed = config.seed;
   for (int64_t h : config.hidden) {
-    seq->push_back(std::make_shared<autograd::Linear>(autograd::LinearOptions(in, h).device(device), layer_seed++));
+    seq->push_back(
+        std::make_shared<autograd::Linear>(autograd::LinearOptions(in, h).device(device), layer_seed++));
     seq->push_back(std::make_shared<autograd::ReLU>());
     in = h;
   }
-  seq->push_back(std::make_shared<autograd::Linear>(autograd::LinearOptions(in, 1).device(device), layer_seed));
+  seq->push_back(
+      std::make_shared<autograd::Linear>(autograd::LinearOptions(in, 1).device(device), layer_seed));
   return seq;
 }
 
@@ -47,18 +50,22 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
   comm::Communicator& comm = *communicator;
   const int N = comm.size(), rank = comm.rank();
   const Device device = pick_device(config.device);
-  RINGDP_CHECK(config.backend != "nccl" || RINGDP_HAVE_NCCL, "--backend nccl: ringdp was built without NCCL; use --backend mpi");
-  RINGDP_CHECK(config.backend != "nccl" || device.is_cuda(), "--backend nccl needs CUDA tensors; add --device cuda "
+  RINGDP_CHECK(config.backend != "nccl" || RINGDP_HAVE_NCCL,
+               "--backend nccl: ringdp was built without NCCL; use --backend mpi");
+  RINGDP_CHECK(config.backend != "nccl" || device.is_cuda(),
+               "--backend nccl needs CUDA tensors; add --device cuda "
                "(or use --backend mpi for training on the CPU)");
-  const Dataset data = config.data_path.empty() ? synthetic_dataset(config.samples * N, config.features, config.seed)
-                                                : load_csv(config.data_path);
+  const Dataset data = config.data_path.empty()
+                           ? synthetic_dataset(config.samples * N, config.features, config.seed)
+                           : load_csv(config.data_path);
   const int64_t features = data.features.size(1);
   auto model = build_model(config, features, device);
   if (!config.init_path.empty()) {
     // Every rank reads it; DDP's broadcast below makes rank 0's copy the one that counts.
     model->load_state_dict(read_state_json(config.init_path));
   }
-  optim::SGD sgd(model->parameters(), optim::SGDOptions(config.lr).momentum(config.momentum).weight_decay(config.weight_decay));
+  optim::SGD sgd(model->parameters(),
+                 optim::SGDOptions(config.lr).momentum(config.momentum).weight_decay(config.weight_decay));
 
   int64_t start_epoch = 0;
   if (config.resume) {
@@ -72,8 +79,8 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
         RINGDP_FAIL("checkpoint '", config.checkpoint_path, "' does not fit this model: ", e.what());
       }
       sgd.load_state_dict(ck.optimizer);
-      RINGDP_CHECK(ck.seed == config.seed, "checkpoint '", config.checkpoint_path, "' was written with --seed ", ck.seed,
-                   ", this run uses --seed ", config.seed);
+      RINGDP_CHECK(ck.seed == config.seed, "checkpoint '", config.checkpoint_path,
+                   "' was written with --seed ", ck.seed, ", this run uses --seed ", config.seed);
       epoch.data<int64_t>()[0] = ck.next_epoch;
     }
     comm.broadcast(epoch, 0);
@@ -87,7 +94,8 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
       autograd::StateDict buffers;
       const auto params = model->parameters();
       for (size_t i = 0; i < params.size(); ++i) {
-        Tensor buffer = rank == 0 ? state[i].second : zeros(params[i].shape(), params[i].dtype(), params[i].device());
+        Tensor buffer =
+            rank == 0 ? state[i].second : zeros(params[i].shape(), params[i].dtype(), params[i].device());
         comm.broadcast(buffer, 0);
         buffers.emplace_back("momentum_buffer." + std::to_string(i), buffer);
       }
@@ -95,11 +103,13 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
     }
   }
 
-  ddp::DistributedDataParallel ddp(model, communicator, {.bucket_cap_mb = config.bucket_mb, .algorithm = config.algorithm});
+  ddp::DistributedDataParallel ddp(model, communicator,
+                                   {.bucket_cap_mb = config.bucket_mb, .algorithm = config.algorithm});
   ddp::DistributedSampler sampler(data.features.size(0), rank, N, config.shuffle, config.seed);
   const int64_t shard = sampler.shard_size();
   const int64_t batch = config.batch_size > 0 ? std::min(config.batch_size, shard) : shard;
-  RINGDP_CHECK(start_epoch <= config.epochs, "checkpoint is at epoch ", start_epoch, " but --epochs is ", config.epochs);
+  RINGDP_CHECK(start_epoch <= config.epochs, "checkpoint is at epoch ", start_epoch, " but --epochs is ",
+               config.epochs);
 
   Tensor x, y;
   for (int64_t epoch = start_epoch; epoch < config.epochs; ++epoch) {
@@ -126,17 +136,20 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
     comm_seconds += std::chrono::duration<double>(Clock::now() - reduce_start).count();
     const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start).count();
     if (rank == 0) {
-      std::printf("epoch %lld/%lld  loss %.6f  samples/s %.0f  comm %.0f%%\n", static_cast<long long>(epoch + 1),
-                  static_cast<long long>(config.epochs), epoch_loss.item(), static_cast<double>(shard * N) / elapsed,
-                  100.0 * comm_seconds / elapsed);
+      std::printf("epoch %lld/%lld  loss %.6f  samples/s %.0f  comm %.0f%%\n",
+                  static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs), epoch_loss.item(),
+                  static_cast<double>(shard * N) / elapsed, 100.0 * comm_seconds / elapsed);
       std::fflush(stdout);
     } else if (config.verbose) {
-      std::printf("rank %d: epoch %lld  local loss %.6f\n", rank, static_cast<long long>(epoch + 1), loss_sum / steps);
+      std::printf("rank %d: epoch %lld  local loss %.6f\n", rank, static_cast<long long>(epoch + 1),
+                  loss_sum / steps);
     }
-    const bool save_now = !config.checkpoint_path.empty() &&
-                          ((epoch + 1) % std::max<int64_t>(config.save_every, 1) == 0 || epoch + 1 == config.epochs);
+    const bool save_now =
+        !config.checkpoint_path.empty() &&
+        ((epoch + 1) % std::max<int64_t>(config.save_every, 1) == 0 || epoch + 1 == config.epochs);
     if (save_now && rank == 0) {
-      save_checkpoint(config.checkpoint_path, Checkpoint{epoch + 1, config.seed, model->state_dict(), sgd.state_dict()});
+      save_checkpoint(config.checkpoint_path,
+                      Checkpoint{epoch + 1, config.seed, model->state_dict(), sgd.state_dict()});
     }
   }
   if (rank == 0 && !config.export_path.empty()) write_state_json(config.export_path, model->state_dict());

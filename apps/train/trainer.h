@@ -10,11 +10,11 @@
 namespace ringdp::train {
 
 struct TrainConfig {
-  std::string model = "linear";       ///< linear | mlp
+  std::string model = "linear";  ///< linear | mlp
   std::vector<int64_t> hidden = {16};  ///< mlp hidden sizes
-  int64_t samples = 100;              ///< per rank (synthetic data)
+  int64_t samples = 100;  ///< per rank (synthetic data)
   int64_t features = 10;
-  int64_t batch_size = 0;             ///< per rank; 0 = the whole shard
+  int64_t batch_size = 0;  ///< per rank; 0 = the whole shard
   int64_t epochs = 10;
   double lr = 0.01, momentum = 0, weight_decay = 0;
   uint64_t seed = 0;

@@ -1,10 +1,11 @@
-// Implements comm/ddp/bucket_assignment.h (the contract is documented there). Tested by tests/unit/test_bucket_assignment.cpp.
+// Implements comm/ddp/bucket_assignment.h (the contract is documented there). Tested by
+// tests/unit/test_bucket_assignment.cpp.
 #include "comm/ddp/bucket_assignment.h"
 
 namespace ringdp::ddp {
 
-std::vector<std::vector<int>> assign_buckets(std::span<const BucketParameter> parameters, double bucket_cap_bytes,
-                                             double first_bucket_cap_bytes) {
+std::vector<std::vector<int>> assign_buckets(std::span<const BucketParameter> parameters,
+                                             double bucket_cap_bytes, double first_bucket_cap_bytes) {
   std::vector<std::vector<int>> buckets;
   double used = 0;  // bytes in the last bucket
   for (int i = static_cast<int>(parameters.size()) - 1; i >= 0; --i) {

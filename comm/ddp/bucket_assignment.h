@@ -27,7 +27,7 @@ struct BucketParameter {
 
 /// Parameter indices (into `parameters`, registration order) per bucket, in launch order.
 /// Caps are in bytes; first_bucket_cap_bytes applies to bucket 0, bucket_cap_bytes to the rest.
-std::vector<std::vector<int>> assign_buckets(std::span<const BucketParameter> parameters, double bucket_cap_bytes,
-                                             double first_bucket_cap_bytes);
+std::vector<std::vector<int>> assign_buckets(std::span<const BucketParameter> parameters,
+                                             double bucket_cap_bytes, double first_bucket_cap_bytes);
 
 }  // namespace ringdp::ddp

@@ -1,4 +1,5 @@
-// Implements comm/ddp/distributed_data_parallel.h (the contract is documented there). Tested by tests/mpi/test_ddp.cpp.
+// Implements comm/ddp/distributed_data_parallel.h (the contract is documented there). Tested by
+// tests/mpi/test_ddp.cpp.
 #include "comm/ddp/distributed_data_parallel.h"
 
 #include <algorithm>
@@ -16,7 +17,8 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 std::string describe(const std::vector<std::pair<std::string, Tensor>>& params) {
   std::ostringstream out;
-  for (const auto& [name, p] : params) out << name << " " << shape_str(p.shape()) << " " << dtype_name(p.dtype()) << "\n";
+  for (const auto& [name, p] : params)
+    out << name << " " << shape_str(p.shape()) << " " << dtype_name(p.dtype()) << "\n";
   return out.str();
 }
 
@@ -99,12 +101,13 @@ void DistributedDataParallel::broadcast_and_verify() {
       if (!more_root) line_root = "(nothing)";
       if (!more_mine) line_mine = "(nothing)";
       if (line_root != line_mine)
-        RINGDP_FAIL("DDP: rank ", comm_->rank(), "'s parameters differ from rank 0's: rank 0 has '", line_root,
-                    "', rank ", comm_->rank(), " has '", line_mine, "'");
+        RINGDP_FAIL("DDP: rank ", comm_->rank(), "'s parameters differ from rank 0's: rank 0 has '",
+                    line_root, "', rank ", comm_->rank(), " has '", line_mine, "'");
     }
     std::ostringstream ranks;
     for (int r : differing) ranks << (ranks.tellp() ? ", " : "") << r;
-    RINGDP_FAIL("DDP: the parameters of rank(s) ", ranks.str(), " differ from rank 0's (their messages say how)");
+    RINGDP_FAIL("DDP: the parameters of rank(s) ", ranks.str(),
+                " differ from rank 0's (their messages say how)");
   }
   for (auto& [name, p] : params) {
     Tensor value = p;
@@ -133,7 +136,8 @@ void DistributedDataParallel::reset_iteration() {
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
   if (slots_ready_ != 0 && slots_ready_ != static_cast<int>(slots_.size())) {
-    RINGDP_FAIL("DDP: parameter(s) ", unready_names(), " received no gradient in the last iteration; every parameter "
+    RINGDP_FAIL("DDP: parameter(s) ", unready_names(),
+                " received no gradient in the last iteration; every parameter "
                 "must take part in the loss (unused parameters are not supported)");
   }
   reset_iteration();
@@ -146,7 +150,8 @@ void DistributedDataParallel::backward(const Tensor& loss) {
   loss.backward();
   stats_.backward_seconds = seconds(Clock::now() - start) - stats_.comm_wait_seconds;
   if (sync_enabled_ && !iteration_synced_) {
-    RINGDP_FAIL("DDP: parameter(s) ", unready_names(), " received no gradient in this backward; every parameter must "
+    RINGDP_FAIL("DDP: parameter(s) ", unready_names(),
+                " received no gradient in this backward; every parameter must "
                 "take part in the loss");
   }
   if (!sync_enabled_) reset_iteration();  // accumulating: the next backward starts afresh
@@ -158,7 +163,8 @@ void DistributedDataParallel::on_gradient_ready(int index) {
     return;
   }
   Slot& slot = slots_[index];
-  RINGDP_CHECK(!slot.ready, "DDP: gradient of '", slot.name, "' arrived twice in one iteration: backward was "
+  RINGDP_CHECK(!slot.ready, "DDP: gradient of '", slot.name,
+               "' arrived twice in one iteration: backward was "
                "called twice without a forward through the DDP wrapper (and an optimizer step) in between");
   slot.ready = true;
   ++slots_ready_;

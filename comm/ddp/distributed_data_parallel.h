@@ -32,10 +32,10 @@ struct DdpOptions {
 };
 
 struct DdpStepStats {
-  double backward_seconds = 0;    ///< from backward() start to the end of autograd's backward
-  double comm_wait_seconds = 0;   ///< waiting for all-reduces after autograd's backward ended
-  double comm_seconds = 0;        ///< first bucket launch to last bucket completion
-  double overlap = 0;             ///< share of comm_seconds hidden behind backward (0..1)
+  double backward_seconds = 0;  ///< from backward() start to the end of autograd's backward
+  double comm_wait_seconds = 0;  ///< waiting for all-reduces after autograd's backward ended
+  double comm_seconds = 0;  ///< first bucket launch to last bucket completion
+  double overlap = 0;  ///< share of comm_seconds hidden behind backward (0..1)
   int64_t bytes_reduced = 0;
   int buckets = 0;
 };
@@ -58,6 +58,7 @@ class DistributedDataParallel {
    public:
     explicit NoSync(DistributedDataParallel& ddp) : ddp_(ddp) { ddp_.sync_enabled_ = false; }
     ~NoSync() { ddp_.sync_enabled_ = true; }
+
    private:
     DistributedDataParallel& ddp_;
   };
@@ -101,7 +102,7 @@ class DistributedDataParallel {
   int next_bucket_ = 0;
   int slots_ready_ = 0;
   bool sync_enabled_ = true;
-  bool iteration_synced_ = false;   // this iteration's gradients have been averaged
+  bool iteration_synced_ = false;  // this iteration's gradients have been averaged
   std::chrono::steady_clock::time_point backward_end_;
   DdpStepStats stats_;
 };

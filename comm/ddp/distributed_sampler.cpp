@@ -1,4 +1,5 @@
-// Implements comm/ddp/distributed_sampler.h (the contract is documented there). Tested by tests/mpi/test_ddp.cpp (the invariant depends on it).
+// Implements comm/ddp/distributed_sampler.h (the contract is documented there). Tested by
+// tests/mpi/test_ddp.cpp (the invariant depends on it).
 #include "comm/ddp/distributed_sampler.h"
 
 #include <numeric>
@@ -8,7 +9,8 @@
 
 namespace ringdp::ddp {
 
-DistributedSampler::DistributedSampler(int64_t dataset_size, int rank, int world_size, bool shuffle, uint64_t seed)
+DistributedSampler::DistributedSampler(int64_t dataset_size, int rank, int world_size, bool shuffle,
+                                       uint64_t seed)
     : dataset_size_(dataset_size), rank_(rank), world_size_(world_size), shuffle_(shuffle), seed_(seed) {
   RINGDP_CHECK(dataset_size > 0, "DistributedSampler: the data set is empty");
   RINGDP_CHECK(world_size > 0 && rank >= 0 && rank < world_size, "DistributedSampler: rank ", rank,
@@ -24,7 +26,8 @@ std::vector<int64_t> DistributedSampler::global_order() const {
     // Fisher-Yates with philox draws: the same permutation on every machine.
     const uint64_t stream = seed_ * 1000003ull + static_cast<uint64_t>(epoch_);
     for (int64_t i = dataset_size_ - 1; i > 0; --i) {
-      const auto j = static_cast<int64_t>(random::uniform(stream, static_cast<uint64_t>(i)) * static_cast<double>(i + 1));
+      const auto j = static_cast<int64_t>(random::uniform(stream, static_cast<uint64_t>(i)) *
+                                          static_cast<double>(i + 1));
       std::swap(order[i], order[std::min(j, i)]);
     }
   }

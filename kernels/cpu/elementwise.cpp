@@ -41,9 +41,12 @@ void cast_cpu(const void* src, DType src_dtype, void* dst, DType dst_dtype, int6
       } else if constexpr (std::is_same_v<S, int64_t> || std::is_same_v<D, int64_t>) {
         // Via double would lose int64 precision above 2^53; go direct where we can.
         for (int64_t i = 0; i < n; ++i) {
-          if constexpr (std::is_same_v<S, bfloat16>) out[i] = static_cast<D>(static_cast<float>(in[i]));
-          else if constexpr (std::is_same_v<D, bfloat16>) out[i] = bfloat16(static_cast<float>(in[i]));
-          else out[i] = static_cast<D>(in[i]);
+          if constexpr (std::is_same_v<S, bfloat16>)
+            out[i] = static_cast<D>(static_cast<float>(in[i]));
+          else if constexpr (std::is_same_v<D, bfloat16>)
+            out[i] = bfloat16(static_cast<float>(in[i]));
+          else
+            out[i] = static_cast<D>(in[i]);
         }
       } else {
         for (int64_t i = 0; i < n; ++i) out[i] = from_double<D>(to_double(in[i]));
@@ -65,8 +68,7 @@ void scale_cpu(void* x, int64_t n, DType dtype, double alpha, Stream) {
   });
 }
 
-void add_cpu(const void* a, const void* b, void* out, int64_t n, DType dtype, double alpha,
-             Stream) {
+void add_cpu(const void* a, const void* b, void* out, int64_t n, DType dtype, double alpha, Stream) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto* x = static_cast<const T*>(a);

@@ -12,8 +12,8 @@ namespace {
 // C[M,N] = op(A) · op(B) in row-major, with the degenerate sizes BLAS rejects handled here:
 // an empty output needs no work, and an empty inner dimension K gives zeros.
 template <typename T>
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
-          const T* Bm, int64_t ldb, T* Cm, int64_t ldc) {
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* Bm,
+          int64_t ldb, T* Cm, int64_t ldc) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i) std::fill(Cm + i * ldc, Cm + i * ldc + N, T(0));
@@ -30,13 +30,12 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const T* 
 
 }  // namespace
 
-void linear_forward_cpu(const void* x, const void* W, const void* b, void* y, int64_t B,
-                        int64_t C, int64_t OC, DType dtype, Stream) {
+void linear_forward_cpu(const void* x, const void* W, const void* b, void* y, int64_t B, int64_t C,
+                        int64_t OC, DType dtype, Stream) {
   dispatch_float(dtype, "linear_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* out = static_cast<T*>(y);
-    gemm<T>(false, true, B, OC, C, static_cast<const T*>(x), C, static_cast<const T*>(W), C, out,
-            OC);
+    gemm<T>(false, true, B, OC, C, static_cast<const T*>(x), C, static_cast<const T*>(W), C, out, OC);
     if (b) {
       const auto* bias = static_cast<const T*>(b);
       for (int64_t i = 0; i < B; ++i)
@@ -45,18 +44,16 @@ void linear_forward_cpu(const void* x, const void* W, const void* b, void* y, in
   });
 }
 
-void linear_backward_cpu(const void* dy, const void* x, const void* W, void* dx, void* dW,
-                         void* db, int64_t B, int64_t C, int64_t OC, DType dtype, Stream) {
+void linear_backward_cpu(const void* dy, const void* x, const void* W, void* dx, void* dW, void* db,
+                         int64_t B, int64_t C, int64_t OC, DType dtype, Stream) {
   dispatch_float(dtype, "linear_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto* dout = static_cast<const T*>(dy);
     if (dx) {
-      gemm<T>(false, false, B, C, OC, dout, OC, static_cast<const T*>(W), C,
-              static_cast<T*>(dx), C);
+      gemm<T>(false, false, B, C, OC, dout, OC, static_cast<const T*>(W), C, static_cast<T*>(dx), C);
     }
     if (dW) {
-      gemm<T>(true, false, OC, C, B, dout, OC, static_cast<const T*>(x), C,
-              static_cast<T*>(dW), C);
+      gemm<T>(true, false, OC, C, B, dout, OC, static_cast<const T*>(x), C, static_cast<T*>(dW), C);
     }
     if (db) {
       auto* dbias = static_cast<T*>(db);

@@ -4,8 +4,8 @@
 
 namespace ringdp::kernels {
 
-void linear_forward_reference(const void* x, const void* W, const void* b, void* y, int64_t B,
-                              int64_t C, int64_t OC, DType dtype) {
+void linear_forward_reference(const void* x, const void* W, const void* b, void* y, int64_t B, int64_t C,
+                              int64_t OC, DType dtype) {
   dispatch_float(dtype, "linear_forward_reference", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto* in = static_cast<const T*>(x);
@@ -23,8 +23,8 @@ void linear_forward_reference(const void* x, const void* W, const void* b, void*
   });
 }
 
-void linear_backward_reference(const void* dy, const void* x, const void* W, void* dx, void* dW,
-                               void* db, int64_t B, int64_t C, int64_t OC, DType dtype) {
+void linear_backward_reference(const void* dy, const void* x, const void* W, void* dx, void* dW, void* db,
+                               int64_t B, int64_t C, int64_t OC, DType dtype) {
   dispatch_float(dtype, "linear_backward_reference", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto* dout = static_cast<const T*>(dy);

@@ -21,8 +21,8 @@ void mse_forward_cpu(const void* pred, const void* target, void* loss, int64_t n
   });
 }
 
-void mse_backward_cpu(const void* pred, const void* target, const void* dloss, void* dpred,
-                      int64_t n, DType dtype, Reduction reduction, Stream) {
+void mse_backward_cpu(const void* pred, const void* target, const void* dloss, void* dpred, int64_t n,
+                      DType dtype, Reduction reduction, Stream) {
   dispatch_float(dtype, "mse_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto* p = static_cast<const T*>(pred);

@@ -11,7 +11,9 @@
 namespace ringdp::kernels {
 namespace {
 [[noreturn]] void no_cuda(const char* what) {
-  RINGDP_FAIL(what, ": ringdp was built without CUDA (configure with -Dcuda=enabled on a machine with the CUDA toolkit)");
+  RINGDP_FAIL(
+      what,
+      ": ringdp was built without CUDA (configure with -Dcuda=enabled on a machine with the CUDA toolkit)");
 }
 }  // namespace
 
@@ -24,10 +26,20 @@ void cuda_free_host(void*) { no_cuda("cuda_free_host"); }
 void cuda_memcpy(void*, const void*, size_t, CopyKind) { no_cuda("cuda_memcpy"); }
 void cuda_device_synchronize() { no_cuda("cuda_device_synchronize"); }
 
-void linear_forward_cuda(const void*, const void*, const void*, void*, int64_t, int64_t, int64_t, DType, Stream) { no_cuda("linear_forward"); }
-void linear_backward_cuda(const void*, const void*, const void*, void*, void*, void*, int64_t, int64_t, int64_t, DType, Stream) { no_cuda("linear_backward"); }
-void mse_forward_cuda(const void*, const void*, void*, int64_t, DType, Reduction, Stream) { no_cuda("mse_forward"); }
-void mse_backward_cuda(const void*, const void*, const void*, void*, int64_t, DType, Reduction, Stream) { no_cuda("mse_backward"); }
+void linear_forward_cuda(const void*, const void*, const void*, void*, int64_t, int64_t, int64_t, DType,
+                         Stream) {
+  no_cuda("linear_forward");
+}
+void linear_backward_cuda(const void*, const void*, const void*, void*, void*, void*, int64_t, int64_t,
+                          int64_t, DType, Stream) {
+  no_cuda("linear_backward");
+}
+void mse_forward_cuda(const void*, const void*, void*, int64_t, DType, Reduction, Stream) {
+  no_cuda("mse_forward");
+}
+void mse_backward_cuda(const void*, const void*, const void*, void*, int64_t, DType, Reduction, Stream) {
+  no_cuda("mse_backward");
+}
 void relu_forward_cuda(const void*, void*, int64_t, DType, Stream) { no_cuda("relu_forward"); }
 void relu_backward_cuda(const void*, const void*, void*, int64_t, DType, Stream) { no_cuda("relu_backward"); }
 void sgd_step_cuda(void*, const void*, void*, int64_t, DType, const SgdStep&, Stream) { no_cuda("sgd_step"); }

@@ -46,9 +46,11 @@ void reduce_typed(T* dst, const T* src, int64_t count, ReduceOp op) {
     switch (op) {
       case ReduceOp::sum:
       case ReduceOp::avg:
-        return apply(dst, src, count, [](T a, T b) { return static_cast<T>(static_cast<U>(a) + static_cast<U>(b)); });
+        return apply(dst, src, count,
+                     [](T a, T b) { return static_cast<T>(static_cast<U>(a) + static_cast<U>(b)); });
       case ReduceOp::prod:
-        return apply(dst, src, count, [](T a, T b) { return static_cast<T>(static_cast<U>(a) * static_cast<U>(b)); });
+        return apply(dst, src, count,
+                     [](T a, T b) { return static_cast<T>(static_cast<U>(a) * static_cast<U>(b)); });
       case ReduceOp::min: return apply(dst, src, count, [](T a, T b) { return b < a ? b : a; });
       case ReduceOp::max: return apply(dst, src, count, [](T a, T b) { return a < b ? b : a; });
     }
@@ -79,8 +81,7 @@ void reduce_bf16(bfloat16* dst, const bfloat16* src, int64_t count, ReduceOp op)
 
 }  // namespace
 
-void reduce_into_cpu(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op,
-                     Stream) {
+void reduce_into_cpu(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op, Stream) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bfloat16>) {

@@ -1,12 +1,13 @@
-// Implements kernels/sgd.h (the contract is documented there). Tested by tests/unit/test_kernels.cpp (hand-computed steps).
+// Implements kernels/sgd.h (the contract is documented there). Tested by tests/unit/test_kernels.cpp
+// (hand-computed steps).
 #include "kernels/sgd.h"
 
 namespace ringdp::kernels {
 
 void sgd_step_cpu(void* param, const void* grad, void* momentum_buf, int64_t n, DType dtype,
                   const SgdStep& step, Stream) {
-  RINGDP_CHECK(step.momentum == 0.0 || momentum_buf != nullptr,
-               "sgd_step: momentum ", step.momentum, " needs a momentum buffer");
+  RINGDP_CHECK(step.momentum == 0.0 || momentum_buf != nullptr, "sgd_step: momentum ", step.momentum,
+               " needs a momentum buffer");
   dispatch_float(dtype, "sgd_step", [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* p = static_cast<T*>(param);

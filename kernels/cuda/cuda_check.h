@@ -6,24 +6,25 @@
 
 #include "kernels/error.h"
 
-#define CUDA_CHECK(call)                                                                   \
-  do {                                                                                     \
-    const cudaError_t ringdp_cuda_status = (call);                                         \
-    if (ringdp_cuda_status != cudaSuccess) {                                               \
-      RINGDP_FAIL("CUDA call `", #call, "` failed: ", cudaGetErrorName(ringdp_cuda_status), \
-                  ": ", cudaGetErrorString(ringdp_cuda_status));                           \
-    }                                                                                      \
+#define CUDA_CHECK(call)                                                                          \
+  do {                                                                                            \
+    const cudaError_t ringdp_cuda_status = (call);                                                \
+    if (ringdp_cuda_status != cudaSuccess) {                                                      \
+      RINGDP_FAIL("CUDA call `", #call, "` failed: ", cudaGetErrorName(ringdp_cuda_status), ": ", \
+                  cudaGetErrorString(ringdp_cuda_status));                                        \
+    }                                                                                             \
   } while (0)
 
 // A launch reports a bad configuration (block size, grid, shared memory) only through
 // cudaGetLastError; the message names the kernel, since the statement itself says nothing.
-#define RINGDP_CUDA_CHECK_LAUNCH(kernel_name)                                                  \
-  do {                                                                                         \
-    const cudaError_t ringdp_launch_status = cudaGetLastError();                               \
-    if (ringdp_launch_status != cudaSuccess) {                                                 \
-      RINGDP_FAIL("launch of CUDA kernel `", #kernel_name, "` failed: ",                       \
-                  cudaGetErrorName(ringdp_launch_status), ": ", cudaGetErrorString(ringdp_launch_status)); \
-    }                                                                                          \
+#define RINGDP_CUDA_CHECK_LAUNCH(kernel_name)                                 \
+  do {                                                                        \
+    const cudaError_t ringdp_launch_status = cudaGetLastError();              \
+    if (ringdp_launch_status != cudaSuccess) {                                \
+      RINGDP_FAIL("launch of CUDA kernel `", #kernel_name,                    \
+                  "` failed: ", cudaGetErrorName(ringdp_launch_status), ": ", \
+                  cudaGetErrorString(ringdp_launch_status));                  \
+    }                                                                         \
   } while (0)
 
 namespace ringdp::kernels {

@@ -19,8 +19,8 @@ int cuda_device_count() {
 
 void* cuda_malloc(size_t bytes, int device) {
   const int count = cuda_device_count();
-  RINGDP_CHECK(device >= 0 && device < count, "CUDA device cuda:", device, " does not exist (",
-               count, " visible)");
+  RINGDP_CHECK(device >= 0 && device < count, "CUDA device cuda:", device, " does not exist (", count,
+               " visible)");
   CUDA_CHECK(cudaSetDevice(device));
   void* ptr = nullptr;
   CUDA_CHECK(cudaMalloc(&ptr, bytes == 0 ? 1 : bytes));

@@ -9,13 +9,26 @@
 namespace ringdp::kernels {
 namespace {
 
-template <typename T> __device__ double load(const T* p, long long i) { return static_cast<double>(p[i]); }
-template <> __device__ double load(const __nv_bfloat16* p, long long i) { return __bfloat162float(p[i]); }
-template <typename T> __device__ void store(T* p, long long i, double v) { p[i] = static_cast<T>(v); }
-template <> __device__ void store(__nv_bfloat16* p, long long i, double v) { p[i] = __float2bfloat16_rn(static_cast<float>(v)); }
+template <typename T>
+__device__ double load(const T* p, long long i) {
+  return static_cast<double>(p[i]);
+}
+template <>
+__device__ double load(const __nv_bfloat16* p, long long i) {
+  return __bfloat162float(p[i]);
+}
+template <typename T>
+__device__ void store(T* p, long long i, double v) {
+  p[i] = static_cast<T>(v);
+}
+template <>
+__device__ void store(__nv_bfloat16* p, long long i, double v) {
+  p[i] = __float2bfloat16_rn(static_cast<float>(v));
+}
 
-#define RINGDP_GRID_STRIDE(i, n) \
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)
+#define RINGDP_GRID_STRIDE(i, n)                                                \
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); \
+       i += (long long)gridDim.x * blockDim.x)
 
 template <typename T>
 __global__ void fill_kernel(T* dst, long long n, double value) {
@@ -53,7 +66,8 @@ void fill_cuda(void* dst, int64_t n, DType dtype, double value, Stream stream) {
   if (n == 0) return;
   with_storage_type(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), fill_kernel<T>)(static_cast<T*>(dst), n, value);
+    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), fill_kernel<T>)
+    (static_cast<T*>(dst), n, value);
     RINGDP_CUDA_CHECK_LAUNCH(fill_kernel);
   });
 }
@@ -64,8 +78,8 @@ void cast_cuda(const void* src, DType src_dtype, void* dst, DType dst_dtype, int
     using S = std::remove_pointer_t<decltype(src_tag)>;
     with_storage_type(dst_dtype, [&](auto* dst_tag) {
       using D = std::remove_pointer_t<decltype(dst_tag)>;
-      RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), cast_kernel<S, D>)(
-          static_cast<const S*>(src), static_cast<D*>(dst), n);
+      RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), cast_kernel<S, D>)
+      (static_cast<const S*>(src), static_cast<D*>(dst), n);
       RINGDP_CUDA_CHECK_LAUNCH(cast_kernel);
     });
   });
@@ -75,7 +89,8 @@ void scale_cuda(void* x, int64_t n, DType dtype, double alpha, Stream stream) {
   if (n == 0) return;
   with_storage_type(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), scale_kernel<T>)(static_cast<T*>(x), n, alpha);
+    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), scale_kernel<T>)
+    (static_cast<T*>(x), n, alpha);
     RINGDP_CUDA_CHECK_LAUNCH(scale_kernel);
   });
 }
@@ -84,8 +99,8 @@ void add_cuda(const void* a, const void* b, void* out, int64_t n, DType dtype, d
   if (n == 0) return;
   with_storage_type(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), add_kernel<T>)(
-        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), n, alpha);
+    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), add_kernel<T>)
+    (static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), n, alpha);
     RINGDP_CUDA_CHECK_LAUNCH(add_kernel);
   });
 }

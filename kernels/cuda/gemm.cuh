@@ -26,11 +26,15 @@ __device__ __forceinline__ float load_or_zero(const float* p, int row, int col, 
 }
 
 // Four consecutive elements (row, col..col+3) of a row-major matrix, vectorised when possible.
-__device__ __forceinline__ void load4(const float* p, int row, int col, int rows, int cols, int ld, float out[4]) {
+__device__ __forceinline__ void load4(const float* p, int row, int col, int rows, int cols, int ld,
+                                      float out[4]) {
   const long long index = static_cast<long long>(row) * ld + col;
   if (row < rows && col + 3 < cols && (reinterpret_cast<unsigned long long>(p + index) & 15u) == 0) {
     const float4 v = *reinterpret_cast<const float4*>(p + index);
-    out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w;
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
   } else {
     for (int i = 0; i < 4; ++i) out[i] = load_or_zero(p, row, col + i, rows, cols, ld);
   }
@@ -38,8 +42,8 @@ __device__ __forceinline__ void load4(const float* p, int row, int col, int rows
 
 template <bool TRANS_A, bool TRANS_B>
 __global__ void __launch_bounds__(kThreads)
-sgemm_kernel(const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias,
-             float* __restrict__ C, int M, int N, int K) {
+    sgemm_kernel(const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias,
+                 float* __restrict__ C, int M, int N, int K) {
   __shared__ float As[kBK][kBM];
   __shared__ float Bs[kBK][kBN];
   const int t = threadIdx.x;
@@ -55,7 +59,7 @@ sgemm_kernel(const float* __restrict__ A, const float* __restrict__ B, const flo
       const int m = t / 2, k = (t % 2) * 4;
       load4(A, block_m + m, k0 + k, M, K, lda, chunk);
       for (int i = 0; i < 4; ++i) As[k + i][m] = chunk[i];
-    } else {         // contiguous along m: thread loads Aᵀ[k][m..m+3]
+    } else {  // contiguous along m: thread loads Aᵀ[k][m..m+3]
       const int k = t / 32, m = (t % 32) * 4;
       load4(A, k0 + k, block_m + m, K, M, lda, chunk);
       for (int i = 0; i < 4; ++i) As[k][m + i] = chunk[i];
@@ -64,7 +68,7 @@ sgemm_kernel(const float* __restrict__ A, const float* __restrict__ B, const flo
       const int k = t / 32, n = (t % 32) * 4;
       load4(B, k0 + k, block_n + n, K, N, ldb, chunk);
       for (int i = 0; i < 4; ++i) Bs[k][n + i] = chunk[i];
-    } else {         // contiguous along k: thread loads Bᵀ[n][k..k+3]
+    } else {  // contiguous along k: thread loads Bᵀ[n][k..k+3]
       const int n = t / 2, k = (t % 2) * 4;
       load4(B, block_n + n, k0 + k, N, K, ldb, chunk);
       for (int i = 0; i < 4; ++i) Bs[k + i][n] = chunk[i];
@@ -96,8 +100,8 @@ sgemm_kernel(const float* __restrict__ A, const float* __restrict__ B, const flo
 }
 
 template <typename T, bool TRANS_A, bool TRANS_B>
-__global__ void gemm_simple_kernel(const T* __restrict__ A, const T* __restrict__ B, const T* __restrict__ bias,
-                                   T* __restrict__ C, int M, int N, int K) {
+__global__ void gemm_simple_kernel(const T* __restrict__ A, const T* __restrict__ B,
+                                   const T* __restrict__ bias, T* __restrict__ C, int M, int N, int K) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   const int m = blockIdx.y * blockDim.y + threadIdx.y;
   if (m >= M || n >= N) return;

@@ -13,6 +13,7 @@
 #define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) \
   ::ringdp::emu::Launcher(#__VA_ARGS__, __VA_ARGS__, (grid), (block), (shared_bytes), (stream))
 #else
-#define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) __VA_ARGS__<<<(grid), (block), (shared_bytes), (stream)>>>
+#define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) \
+  __VA_ARGS__<<<(grid), (block), (shared_bytes), (stream)>>>
 #define RINGDP_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif

@@ -2,15 +2,16 @@
 // Shapes: B = batch, C = in_features, OC = out_features. Tested against the CPU twin in
 // tests/cuda/test_kernels_cuda.cpp.
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/launch.h"
 #include "kernels/cuda/gemm.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/linear.h"
 
 namespace ringdp::kernels {
 namespace {
 
 template <typename T, bool TRANS_A, bool TRANS_B>
-void launch_gemm(const T* A, const T* B, const T* bias, T* C, int64_t M, int64_t N, int64_t K, Stream stream) {
+void launch_gemm(const T* A, const T* B, const T* bias, T* C, int64_t M, int64_t N, int64_t K,
+                 Stream stream) {
   if (M == 0 || N == 0) return;
   RINGDP_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31), "GEMM sizes ", M, "x", N, "x", K,
                " exceed the kernel's int indexing");
@@ -38,26 +39,30 @@ __global__ void column_sum_kernel(const T* __restrict__ dy, T* __restrict__ db, 
 
 }  // namespace
 
-void linear_forward_cuda(const void* x, const void* W, const void* b, void* y, int64_t B, int64_t C, int64_t OC,
-                         DType dtype, Stream stream) {
+void linear_forward_cuda(const void* x, const void* W, const void* b, void* y, int64_t B, int64_t C,
+                         int64_t OC, DType dtype, Stream stream) {
   dispatch_float(dtype, "linear_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     // y[B,OC] = x[B,C] · W[OC,C]ᵀ + b
     launch_gemm<T, false, true>(static_cast<const T*>(x), static_cast<const T*>(W), static_cast<const T*>(b),
-                         static_cast<T*>(y), B, OC, C, stream);
+                                static_cast<T*>(y), B, OC, C, stream);
   });
 }
 
-void linear_backward_cuda(const void* dy, const void* x, const void* W, void* dx, void* dW, void* db, int64_t B,
-                          int64_t C, int64_t OC, DType dtype, Stream stream) {
+void linear_backward_cuda(const void* dy, const void* x, const void* W, void* dx, void* dW, void* db,
+                          int64_t B, int64_t C, int64_t OC, DType dtype, Stream stream) {
   dispatch_float(dtype, "linear_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* dout = static_cast<const T*>(dy);
-    if (dx) launch_gemm<T, false, false>(dout, static_cast<const T*>(W), nullptr, static_cast<T*>(dx), B, C, OC, stream);
-    if (dW) launch_gemm<T, true, false>(dout, static_cast<const T*>(x), nullptr, static_cast<T*>(dW), OC, C, B, stream);
+    if (dx)
+      launch_gemm<T, false, false>(dout, static_cast<const T*>(W), nullptr, static_cast<T*>(dx), B, C, OC,
+                                   stream);
+    if (dW)
+      launch_gemm<T, true, false>(dout, static_cast<const T*>(x), nullptr, static_cast<T*>(dW), OC, C, B,
+                                  stream);
     if (db && OC > 0) {
-      RINGDP_LAUNCH((OC + 255) / 256, 256, 0, static_cast<cudaStream_t>(stream), column_sum_kernel<T>)(dout, static_cast<T*>(db),
-                                                                                               B, OC);
+      RINGDP_LAUNCH((OC + 255) / 256, 256, 0, static_cast<cudaStream_t>(stream), column_sum_kernel<T>)
+      (dout, static_cast<T*>(db), B, OC);
       RINGDP_CUDA_CHECK_LAUNCH(column_sum_kernel);
     }
   });

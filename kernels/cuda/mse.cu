@@ -26,11 +26,13 @@ __device__ double block_sum(double value, SharedArray& shared) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kBlock) mse_partial_kernel(const T* __restrict__ pred, const T* __restrict__ target,
-                                                            double* __restrict__ partials, long long n) {
+__global__ void __launch_bounds__(kBlock)
+    mse_partial_kernel(const T* __restrict__ pred, const T* __restrict__ target,
+                       double* __restrict__ partials, long long n) {
   __shared__ double shared[kBlock];
   double acc = 0;
-  for (long long i = blockIdx.x * (long long)kBlock + threadIdx.x; i < n; i += (long long)gridDim.x * kBlock) {
+  for (long long i = blockIdx.x * (long long)kBlock + threadIdx.x; i < n;
+       i += (long long)gridDim.x * kBlock) {
     const double diff = static_cast<double>(pred[i]) - static_cast<double>(target[i]);
     acc += diff * diff;
   }
@@ -40,7 +42,7 @@ __global__ void __launch_bounds__(kBlock) mse_partial_kernel(const T* __restrict
 
 template <typename T>
 __global__ void __launch_bounds__(kBlock) mse_final_kernel(const double* __restrict__ partials, int count,
-                                                          T* __restrict__ loss, long long n, bool mean) {
+                                                           T* __restrict__ loss, long long n, bool mean) {
   __shared__ double shared[kBlock];
   double acc = 0;
   for (int i = threadIdx.x; i < count; i += kBlock) acc += partials[i];
@@ -49,40 +51,45 @@ __global__ void __launch_bounds__(kBlock) mse_final_kernel(const double* __restr
 }
 
 template <typename T>
-__global__ void mse_backward_kernel(const T* __restrict__ pred, const T* __restrict__ target, const T* __restrict__ dloss,
-                                    T* __restrict__ dpred, long long n, bool mean) {
+__global__ void mse_backward_kernel(const T* __restrict__ pred, const T* __restrict__ target,
+                                    const T* __restrict__ dloss, T* __restrict__ dpred, long long n,
+                                    bool mean) {
   T factor = T(2) * *dloss;
   if (mean) factor /= static_cast<T>(n);
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
     dpred[i] = factor * (pred[i] - target[i]);
 }
 
 }  // namespace
 
-void mse_forward_cuda(const void* pred, const void* target, void* loss, int64_t n, DType dtype, Reduction reduction,
-                      Stream stream) {
+void mse_forward_cuda(const void* pred, const void* target, void* loss, int64_t n, DType dtype,
+                      Reduction reduction, Stream stream) {
   dispatch_float(dtype, "mse_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto s = static_cast<cudaStream_t>(stream);
-    const int blocks = static_cast<int>(std::min<int64_t>(std::max<int64_t>((n + kBlock - 1) / kBlock, 1), kMaxBlocks));
+    const int blocks =
+        static_cast<int>(std::min<int64_t>(std::max<int64_t>((n + kBlock - 1) / kBlock, 1), kMaxBlocks));
     double* partials = nullptr;
     CUDA_CHECK(cudaMallocAsync(&partials, blocks * sizeof(double), s));
-    RINGDP_LAUNCH(blocks, kBlock, 0, s, mse_partial_kernel<T>)(static_cast<const T*>(pred), static_cast<const T*>(target), partials, n);
+    RINGDP_LAUNCH(blocks, kBlock, 0, s, mse_partial_kernel<T>)
+    (static_cast<const T*>(pred), static_cast<const T*>(target), partials, n);
     RINGDP_CUDA_CHECK_LAUNCH(mse_partial_kernel);
-    RINGDP_LAUNCH(1, kBlock, 0, s, mse_final_kernel<T>)(partials, blocks, static_cast<T*>(loss), n, reduction == Reduction::mean);
+    RINGDP_LAUNCH(1, kBlock, 0, s, mse_final_kernel<T>)
+    (partials, blocks, static_cast<T*>(loss), n, reduction == Reduction::mean);
     RINGDP_CUDA_CHECK_LAUNCH(mse_final_kernel);
     CUDA_CHECK(cudaFreeAsync(partials, s));
   });
 }
 
-void mse_backward_cuda(const void* pred, const void* target, const void* dloss, void* dpred, int64_t n, DType dtype,
-                       Reduction reduction, Stream stream) {
+void mse_backward_cuda(const void* pred, const void* target, const void* dloss, void* dpred, int64_t n,
+                       DType dtype, Reduction reduction, Stream stream) {
   if (n == 0) return;
   dispatch_float(dtype, "mse_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), mse_backward_kernel<T>)(
-        static_cast<const T*>(pred), static_cast<const T*>(target), static_cast<const T*>(dloss), static_cast<T*>(dpred),
-        n, reduction == Reduction::mean);
+    RINGDP_LAUNCH(grid_for(n, kBlock), kBlock, 0, static_cast<cudaStream_t>(stream), mse_backward_kernel<T>)
+    (static_cast<const T*>(pred), static_cast<const T*>(target), static_cast<const T*>(dloss),
+     static_cast<T*>(dpred), n, reduction == Reduction::mean);
     RINGDP_CUDA_CHECK_LAUNCH(mse_backward_kernel);
   });
 }

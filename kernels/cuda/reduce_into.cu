@@ -11,14 +11,18 @@ namespace {
 
 template <typename T>
 __device__ T nan_of(T value) {
-  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(NAN);
-  else return value;
+  if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(NAN);
+  else
+    return value;
 }
 
 template <typename T>
 __device__ bool signbit(T value) {
-  if constexpr (std::is_floating_point_v<T>) return ::signbit(value);
-  else return value < 0;
+  if constexpr (std::is_floating_point_v<T>)
+    return ::signbit(value);
+  else
+    return value < 0;
 }
 
 template <typename T>
@@ -56,8 +60,9 @@ __global__ void reduce_into_kernel(Storage* __restrict__ dst, const Storage* __r
       using U = std::make_unsigned_t<T>;
       const U a = static_cast<U>(dst[i]), b = static_cast<U>(src[i]);
       dst[i] = static_cast<T>(op == ReduceOp::prod ? a * b
-                              : (op == ReduceOp::sum || op == ReduceOp::avg) ? a + b
-                                                                              : static_cast<U>(combine(dst[i], src[i])));
+                              : (op == ReduceOp::sum || op == ReduceOp::avg)
+                                  ? a + b
+                                  : static_cast<U>(combine(dst[i], src[i])));
     } else {
       dst[i] = combine(dst[i], src[i]);
     }
@@ -67,15 +72,15 @@ __global__ void reduce_into_kernel(Storage* __restrict__ dst, const Storage* __r
 template <typename T, typename Storage>
 void launch(void* dst, const void* src, int64_t count, ReduceOp op, Stream stream) {
   const unsigned block = 256;
-  RINGDP_LAUNCH(grid_for(count, block), block, 0, static_cast<cudaStream_t>(stream), reduce_into_kernel<T, Storage>)(
-      static_cast<Storage*>(dst), static_cast<const Storage*>(src), count, op);
+  RINGDP_LAUNCH(grid_for(count, block), block, 0, static_cast<cudaStream_t>(stream),
+                reduce_into_kernel<T, Storage>)
+  (static_cast<Storage*>(dst), static_cast<const Storage*>(src), count, op);
   RINGDP_CUDA_CHECK_LAUNCH(reduce_into_kernel);
 }
 
 }  // namespace
 
-void reduce_into_cuda(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op,
-                      Stream stream) {
+void reduce_into_cuda(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op, Stream stream) {
   if (count == 0) return;
   switch (dtype) {
     case DType::float32: return launch<float, float>(dst, src, count, op, stream);

@@ -8,13 +8,16 @@ namespace {
 
 template <typename T>
 __global__ void relu_forward_kernel(const T* __restrict__ x, T* __restrict__ y, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
     y[i] = x[i] > T(0) ? x[i] : T(0);
 }
 
 template <typename T>
-__global__ void relu_backward_kernel(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+__global__ void relu_backward_kernel(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx,
+                                     long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
     dx[i] = x[i] > T(0) ? dy[i] : T(0);
 }
 
@@ -24,8 +27,8 @@ void relu_forward_cuda(const void* x, void* y, int64_t n, DType dtype, Stream st
   if (n == 0) return;
   dispatch_float(dtype, "relu_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    RINGDP_LAUNCH(grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream), relu_forward_kernel<T>)(
-        static_cast<const T*>(x), static_cast<T*>(y), n);
+    RINGDP_LAUNCH(grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream), relu_forward_kernel<T>)
+    (static_cast<const T*>(x), static_cast<T*>(y), n);
     RINGDP_CUDA_CHECK_LAUNCH(relu_forward_kernel);
   });
 }
@@ -34,8 +37,8 @@ void relu_backward_cuda(const void* x, const void* dy, void* dx, int64_t n, DTyp
   if (n == 0) return;
   dispatch_float(dtype, "relu_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    RINGDP_LAUNCH(grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream), relu_backward_kernel<T>)(
-        static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), n);
+    RINGDP_LAUNCH(grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream), relu_backward_kernel<T>)
+    (static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), n);
     RINGDP_CUDA_CHECK_LAUNCH(relu_backward_kernel);
   });
 }

@@ -7,9 +7,11 @@ namespace ringdp::kernels {
 namespace {
 
 template <typename T>
-__global__ void sgd_step_kernel(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf, long long n, T lr,
-                                T mu, T wd, T damp, bool use_momentum, bool use_wd, bool nesterov, bool first) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+__global__ void sgd_step_kernel(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf, long long n,
+                                T lr, T mu, T wd, T damp, bool use_momentum, bool use_wd, bool nesterov,
+                                bool first) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
     T d = g[i];
     if (use_wd) d += wd * p[i];
     if (use_momentum) {
@@ -22,18 +24,18 @@ __global__ void sgd_step_kernel(T* __restrict__ p, const T* __restrict__ g, T* _
 
 }  // namespace
 
-void sgd_step_cuda(void* param, const void* grad, void* momentum_buf, int64_t n, DType dtype, const SgdStep& step,
-                   Stream stream) {
+void sgd_step_cuda(void* param, const void* grad, void* momentum_buf, int64_t n, DType dtype,
+                   const SgdStep& step, Stream stream) {
   RINGDP_CHECK(step.momentum == 0.0 || momentum_buf != nullptr, "sgd_step: momentum ", step.momentum,
                " needs a momentum buffer");
   if (n == 0) return;
   dispatch_float(dtype, "sgd_step", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    RINGDP_LAUNCH(grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream), sgd_step_kernel<T>)(
-        static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(momentum_buf), n,
-        static_cast<T>(step.lr), static_cast<T>(step.momentum), static_cast<T>(step.weight_decay),
-        static_cast<T>(1.0 - step.dampening), step.momentum != 0.0, step.weight_decay != 0.0, step.nesterov,
-        step.first_step);
+    RINGDP_LAUNCH(grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream), sgd_step_kernel<T>)
+    (static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(momentum_buf), n,
+     static_cast<T>(step.lr), static_cast<T>(step.momentum), static_cast<T>(step.weight_decay),
+     static_cast<T>(1.0 - step.dampening), step.momentum != 0.0, step.weight_decay != 0.0, step.nesterov,
+     step.first_step);
     RINGDP_CUDA_CHECK_LAUNCH(sgd_step_kernel);
   });
 }

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <sstream>
 
-
 namespace ringdp::emu {
 
 dim3 g_block_idx, g_block_dim, g_grid_dim;
@@ -62,7 +61,6 @@ uint64_t next_interval() {
   return ++counter;
 }
 
-
 void run_block(BlockRun& run) {
   const int threads = static_cast<int>(run.fibers.size());
   run.block_first_interval = run.interval = next_interval();
@@ -115,8 +113,8 @@ void run_block(BlockRun& run) {
           if (f.done && !gone) gone = &f;
           if (f.wait == Fiber::Wait::block && !waiting) waiting = &f;
         }
-        run.error = "divergent __syncthreads(): " + describe_where(gone->linear) + " returned while " + describe_where(waiting->linear) +
-                    " waits at the barrier";
+        run.error = "divergent __syncthreads(): " + describe_where(gone->linear) + " returned while " +
+                    describe_where(waiting->linear) + " waits at the barrier";
         return;
       }
       for (Fiber& f : run.fibers) f.wait = Fiber::Wait::none;
@@ -126,7 +124,8 @@ void run_block(BlockRun& run) {
     // Some wait at a warp operation that part of their warp never reaches.
     for (const Fiber& f : run.fibers) {
       if (f.wait == Fiber::Wait::warp) {
-        run.error = "warp operation not reached by the whole warp: " + describe_where(f.linear) + " waits for its warp";
+        run.error = "warp operation not reached by the whole warp: " + describe_where(f.linear) +
+                    " waits for its warp";
         return;
       }
     }
@@ -172,8 +171,9 @@ void check_launch_bounds(long long bound, const char* bound_text) {
   const BlockRun& run = block_run();
   const long long threads = static_cast<long long>(run.fibers.size());
   if (threads <= bound) return;
-  fail_thread(detail::concat("launch with ", threads, " threads per block exceeds the kernel's __launch_bounds__(",
-                             bound_text, ") = ", bound, " (a GPU refuses it too): ", describe_where(run.current->linear)));
+  fail_thread(detail::concat(
+      "launch with ", threads, " threads per block exceeds the kernel's __launch_bounds__(", bound_text,
+      ") = ", bound, " (a GPU refuses it too): ", describe_where(run.current->linear)));
 }
 
 void wait_at(Fiber::Wait scope) {
@@ -187,7 +187,8 @@ void wait_at(Fiber::Wait scope) {
   }
 }
 
-void run_launch(const char* kernel, dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body) {
+void run_launch(const char* kernel, dim3 grid, dim3 block, size_t shared_bytes,
+                const std::function<void()>& body) {
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
   RINGDP_CHECK(threads >= 1 && threads <= 1024, "emulated launch of ", kernel, " with ", threads,
                " threads per block (CUDA allows 1 to 1024)");

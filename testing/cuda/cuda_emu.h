@@ -34,8 +34,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "testing/cuda/shared.h"
 #include "kernels/error.h"
+#include "testing/cuda/shared.h"
 
 #define __global__
 #define __device__
@@ -50,9 +50,15 @@ struct dim3 {
   unsigned x = 1, y = 1, z = 1;
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
-struct float4 { float x, y, z, w; };
-struct int4 { int x, y, z, w; };
-struct float2 { float x, y; };
+struct float4 {
+  float x, y, z, w;
+};
+struct int4 {
+  int x, y, z, w;
+};
+struct float2 {
+  float x, y;
+};
 constexpr int warpSize = 32;
 
 struct CUstream_emu;  // cudaStream_t in the emulator's cuda_runtime.h
@@ -61,7 +67,7 @@ namespace ringdp::emu {
 
 struct Fiber {
   ucontext_t context;  // first entry onto the fiber's stack
-  jmp_buf resume;      // later switches: _setjmp/_longjmp save no signal mask, so no syscall
+  jmp_buf resume;  // later switches: _setjmp/_longjmp save no signal mask, so no syscall
   dim3 thread_idx;
   int linear = 0;
   bool done = false;
@@ -96,7 +102,8 @@ inline Fiber& current_fiber() { return *block_run().current; }
 
 /// Suspends the calling thread at a barrier of the given scope until the scheduler releases it.
 void wait_at(Fiber::Wait scope);
-void run_launch(const char* kernel, dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& body);
+void run_launch(const char* kernel, dim3 grid, dim3 block, size_t shared_bytes,
+                const std::function<void()>& body);
 
 /// Ends the calling thread's launch with `message` (the launch then throws it as ringdp::Error).
 [[noreturn]] void fail_thread(std::string message);
@@ -177,18 +184,22 @@ inline void __syncthreads() { ::ringdp::emu::wait_at(::ringdp::emu::Fiber::Wait:
 inline void __syncwarp(unsigned = 0xffffffffu) { ::ringdp::emu::wait_at(::ringdp::emu::Fiber::Wait::warp); }
 inline int emu_lane() { return ::ringdp::emu::current_fiber().linear % 32; }
 
-template <typename T> T __shfl_sync(unsigned, T v, int lane, int width = 32) {
+template <typename T>
+T __shfl_sync(unsigned, T v, int lane, int width = 32) {
   return ::ringdp::emu::warp_exchange(v, (emu_lane() / width) * width + lane % width);
 }
-template <typename T> T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+template <typename T>
+T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
   const int lane = emu_lane(), target = lane + static_cast<int>(delta);
   return ::ringdp::emu::warp_exchange(v, target / width == lane / width ? target : lane);
 }
-template <typename T> T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
+template <typename T>
+T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
   const int lane = emu_lane(), target = lane - static_cast<int>(delta);
   return ::ringdp::emu::warp_exchange(v, target >= (lane / width) * width ? target : lane);
 }
-template <typename T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
   const int lane = emu_lane(), target = lane ^ mask;
   return ::ringdp::emu::warp_exchange(v, target / width == lane / width ? target : lane);
 }
@@ -204,8 +215,31 @@ inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask,
 inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, !predicate) == 0; }
 
 // Fibers never run at the same time, so plain read-modify-write is atomic here.
-template <typename T> T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
-template <typename T> T atomicMax(T* p, T v) { T old = *p; *p = std::max(old, v); return old; }
-template <typename T> T atomicMin(T* p, T v) { T old = *p; *p = std::min(old, v); return old; }
-template <typename T> T atomicCAS(T* p, T compare, T v) { T old = *p; if (old == compare) *p = v; return old; }
-template <typename T> T __ldg(const T* p) { return *p; }
+template <typename T>
+T atomicAdd(T* p, T v) {
+  T old = *p;
+  *p = old + v;
+  return old;
+}
+template <typename T>
+T atomicMax(T* p, T v) {
+  T old = *p;
+  *p = std::max(old, v);
+  return old;
+}
+template <typename T>
+T atomicMin(T* p, T v) {
+  T old = *p;
+  *p = std::min(old, v);
+  return old;
+}
+template <typename T>
+T atomicCAS(T* p, T compare, T v) {
+  T old = *p;
+  if (old == compare) *p = v;
+  return old;
+}
+template <typename T>
+T __ldg(const T* p) {
+  return *p;
+}

@@ -99,8 +99,9 @@ void drain() {
   while (run_one()) {
   }
   if (!queues().stalled && !all_empty()) {
-    std::fprintf(stderr, "CUDA emulator: the streams are deadlocked: work waits for an event that no stream will "
-                         "record (a cudaStreamWaitEvent on an event recorded later?)\n");
+    std::fprintf(stderr,
+                 "CUDA emulator: the streams are deadlocked: work waits for an event that no stream will "
+                 "record (a cudaStreamWaitEvent on an event recorded later?)\n");
     std::abort();
   }
 }
@@ -175,23 +176,33 @@ const char* cudaGetErrorName(cudaError_t e) {
 }
 const char* cudaGetErrorString(cudaError_t e) {
   return e == cudaSuccess ? "no error"
-         : e == cudaErrorInvalidValue ? "invalid argument (the emulator: a copy whose kind names device memory that is not)"
+         : e == cudaErrorInvalidValue
+             ? "invalid argument (the emulator: a copy whose kind names device memory that is not)"
          : e == cudaErrorInvalidConfiguration ? "invalid configuration argument"
                                               : "emulated error";
 }
 cudaError_t cudaGetLastError() { return std::exchange(ringdp::emu::g_last_error, cudaSuccess); }
-cudaError_t cudaGetDeviceCount(int* count) { *count = 1; return cudaSuccess; }
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
 cudaError_t cudaSetDevice(int) { return cudaSuccess; }
-cudaError_t cudaDeviceSynchronize() { drain(); return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  drain();
+  return cudaSuccess;
+}
 namespace {
-void* aligned_bytes(size_t bytes) { return std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256); }
+void* aligned_bytes(size_t bytes) {
+  return std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
+}
 
 // Where a copy's kind says device memory, it must be device memory (the GPU would fault).
 bool kind_matches(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   using ringdp::emu::is_device_memory;
   const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-  return bytes == 0 || ((!dst_device || is_device_memory(dst, bytes)) && (!src_device || is_device_memory(src, bytes)));
+  return bytes == 0 ||
+         ((!dst_device || is_device_memory(dst, bytes)) && (!src_device || is_device_memory(src, bytes)));
 }
 }  // namespace
 
@@ -229,7 +240,8 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   if (bytes) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
   if (!kind_matches(dst, src, bytes, kind)) return cudaErrorInvalidValue;
   if (bytes) enqueue(stream, [=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
@@ -243,7 +255,10 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t strea
   if (bytes) enqueue(stream, [=] { std::memset(p, value, bytes); });
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { drain(); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  drain();
+  return cudaSuccess;
+}
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
   *stream = new CUstream_emu{ringdp::emu::queues().next_serial++};
   return cudaSuccess;
@@ -262,11 +277,18 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
   if (!ringdp::emu::queues().deferred || event->reached()) return cudaSuccess;
-  ringdp::emu::queues().streams[ringdp::emu::serial_of(stream)].push_back(ringdp::emu::Item{nullptr, event, event->recorded});
+  ringdp::emu::queues().streams[ringdp::emu::serial_of(stream)].push_back(
+      ringdp::emu::Item{nullptr, event, event->recorded});
   return cudaSuccess;
 }
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { *event = new CUevent_emu; return cudaSuccess; }
-cudaError_t cudaEventDestroy(cudaEvent_t event) { delete event; return cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
+  *event = new CUevent_emu;
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   const uint64_t generation = ++event->recorded;
   enqueue(stream, [event, generation] { event->fired = std::max<uint64_t>(event->fired, generation); });

@@ -29,8 +29,13 @@ constexpr unsigned char kPoison = 0xFF;
 void set_racecheck(bool on) { racecheck_flag() = on; }
 bool racecheck() { return racecheck_flag(); }
 
-SharedBase::SharedBase(const char* name, void* data, size_t count, size_t element_bytes, std::vector<size_t> extents)
-    : name_(name), data_(data), count_(count), element_bytes_(element_bytes), extents_(std::move(extents)),
+SharedBase::SharedBase(const char* name, void* data, size_t count, size_t element_bytes,
+                       std::vector<size_t> extents)
+    : name_(name),
+      data_(data),
+      count_(count),
+      element_bytes_(element_bytes),
+      extents_(std::move(extents)),
       records_(count) {}
 
 void SharedBase::rebind(void* data, size_t count, size_t element_bytes, const char* name) {
@@ -62,9 +67,9 @@ void SharedBase::check_index(int level, long long i) const {
   std::ostringstream shape;
   for (size_t e : extents_) shape << "[" << e << "]";
   const BlockRun& run = block_run();
-  fail_thread(detail::concat("shared-memory index ", i, " out of bounds in dimension ", level + 1, " of ", name_,
-                             shape.str(), " (valid: 0 to ", static_cast<long long>(extent) - 1, "): ",
-                             describe_where(run.current->linear)));
+  fail_thread(detail::concat("shared-memory index ", i, " out of bounds in dimension ", level + 1, " of ",
+                             name_, shape.str(), " (valid: 0 to ", static_cast<long long>(extent) - 1,
+                             "): ", describe_where(run.current->linear)));
 }
 
 void SharedBase::start_block() {
@@ -83,14 +88,15 @@ void SharedBase::access(size_t flat, bool write) {
   // in one warp and that warp has synchronised since.
   auto unordered = [&](int other, uint64_t other_warp_sync) {
     if (other == t) return false;
-    if (other >= 0 && other / 32 == warp && run.warp_sync[static_cast<size_t>(warp)] != other_warp_sync) return false;
+    if (other >= 0 && other / 32 == warp && run.warp_sync[static_cast<size_t>(warp)] != other_warp_sync)
+      return false;
     return true;
   };
   auto race = [&](const char* kind, int first, const char* first_did, const char* then_did) {
     const std::string first_thread = first == kSeveralReaders ? "several threads" : describe_thread(first);
-    fail_thread(detail::concat("shared-memory race (", kind, ") on ", element_name(flat), " in ", describe_block(),
-                               ": ", first_thread, " ", first_did, " it and ", describe_thread(t), " ", then_did,
-                               " it with no __syncthreads() between"));
+    fail_thread(detail::concat("shared-memory race (", kind, ") on ", element_name(flat), " in ",
+                               describe_block(), ": ", first_thread, " ", first_did, " it and ",
+                               describe_thread(t), " ", then_did, " it with no __syncthreads() between"));
   };
   if (write) {
     if (r.write_interval == run.interval && unordered(r.writer, r.writer_warp_sync))

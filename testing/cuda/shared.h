@@ -24,7 +24,7 @@ namespace ringdp::emu {
 struct AccessRecord {
   uint64_t write_interval = 0, read_interval = 0;
   uint64_t writer_warp_sync = 0, reader_warp_sync = 0;  // the warp's sync count at the access
-  int writer = -1, reader = -1;                         // linear thread index; kSeveralReaders
+  int writer = -1, reader = -1;  // linear thread index; kSeveralReaders
 };
 
 /// The untyped part of a shared array: its storage, its access records, its name and shape.
@@ -87,7 +87,8 @@ class SharedIndex {
   auto operator[](long long i) const {
     using Next = std::remove_extent_t<Sub>;
     base_->check_index(level_, i);
-    const size_t flat = offset_ + static_cast<size_t>(i) * (sizeof(Next) / sizeof(std::remove_all_extents_t<Sub>));
+    const size_t flat =
+        offset_ + static_cast<size_t>(i) * (sizeof(Next) / sizeof(std::remove_all_extents_t<Sub>));
     if constexpr (std::is_array_v<Next>) {
       return SharedIndex<Next>(base_, flat, level_ + 1);
     } else {

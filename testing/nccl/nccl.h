@@ -14,10 +14,28 @@
 #define NCCL_MINOR 28
 #define NCCL_PATCH 0
 
-enum ncclResult_t { ncclSuccess = 0, ncclUnhandledCudaError, ncclSystemError, ncclInternalError, ncclInvalidArgument,
-                    ncclInvalidUsage, ncclRemoteError, ncclInProgress };
-enum ncclDataType_t { ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64, ncclFloat16, ncclFloat32,
-                      ncclFloat64, ncclBfloat16 };
+enum ncclResult_t {
+  ncclSuccess = 0,
+  ncclUnhandledCudaError,
+  ncclSystemError,
+  ncclInternalError,
+  ncclInvalidArgument,
+  ncclInvalidUsage,
+  ncclRemoteError,
+  ncclInProgress
+};
+enum ncclDataType_t {
+  ncclInt8,
+  ncclUint8,
+  ncclInt32,
+  ncclUint32,
+  ncclInt64,
+  ncclUint64,
+  ncclFloat16,
+  ncclFloat32,
+  ncclFloat64,
+  ncclBfloat16
+};
 enum ncclRedOp_t { ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg };
 
 struct ncclUniqueId {
@@ -32,7 +50,8 @@ struct ncclConfig_t {
 
 ncclResult_t ncclGetVersion(int* version);
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id);
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                    ncclConfig_t* config);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
@@ -40,15 +59,17 @@ const char* ncclGetErrorString(ncclResult_t result);
 const char* ncclGetLastError(ncclComm_t comm);
 ncclResult_t ncclGroupStart();
 ncclResult_t ncclGroupEnd();
-ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
-                           cudaStream_t stream);
-ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int root,
-                        ncclComm_t comm, cudaStream_t stream);
-ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
-                           cudaStream_t stream);
+ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                      cudaStream_t stream);
+ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                      cudaStream_t stream);
+ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root,
+                           ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
                            cudaStream_t stream);
-ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                               ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);

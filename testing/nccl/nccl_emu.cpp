@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "testing/cuda/cuda_emu.h"
 #include "kernels/reduce_into.h"
+#include "testing/cuda/cuda_emu.h"
 
 struct ncclComm {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -35,9 +35,13 @@ std::vector<Transfer> g_group;
 
 size_t type_bytes(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: case ncclUint8: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt8:
+    case ncclUint8: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
     default: return 8;
   }
 }
@@ -91,7 +95,8 @@ std::vector<char> gather_all(const void* send, size_t bytes, ncclComm_t comm) {
   std::vector<char> mine(bytes + 1);
   if (bytes) std::memcpy(mine.data(), send, bytes);
   std::vector<char> all(bytes * static_cast<size_t>(comm->size) + 1);
-  MPI_Allgather(mine.data(), static_cast<int>(bytes), MPI_BYTE, all.data(), static_cast<int>(bytes), MPI_BYTE, comm->comm);
+  MPI_Allgather(mine.data(), static_cast<int>(bytes), MPI_BYTE, all.data(), static_cast<int>(bytes), MPI_BYTE,
+                comm->comm);
   return all;
 }
 
@@ -99,10 +104,11 @@ std::vector<char> gather_all(const void* send, size_t bytes, ncclComm_t comm) {
 std::vector<char> reduce_blocks(const std::vector<char>& all, size_t block_bytes, size_t offset, size_t count,
                                 ncclDataType_t type, ncclRedOp_t op, int size) {
   const size_t bytes = count * type_bytes(type);
-  std::vector<char> acc(all.begin() + static_cast<long>(offset), all.begin() + static_cast<long>(offset + bytes));
+  std::vector<char> acc(all.begin() + static_cast<long>(offset),
+                        all.begin() + static_cast<long>(offset + bytes));
   for (int r = 1; r < size; ++r)
-    ringdp::kernels::reduce_into_cpu(acc.data(), all.data() + r * block_bytes + offset, static_cast<int64_t>(count),
-                                     to_dtype(type), to_op(op));
+    ringdp::kernels::reduce_into_cpu(acc.data(), all.data() + r * block_bytes + offset,
+                                     static_cast<int64_t>(count), to_dtype(type), to_op(op));
   return acc;
 }
 
@@ -128,7 +134,10 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t* state) {
   *state = ncclSuccess;
   return ncclSuccess;
 }
-ncclResult_t ncclCommAbort(ncclComm_t comm) { delete comm; return ncclSuccess; }
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  delete comm;
+  return ncclSuccess;
+}
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -136,7 +145,9 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   delete comm;
   return ncclSuccess;
 }
-const char* ncclGetErrorString(ncclResult_t result) { return result == ncclSuccess ? "no error" : "emulated NCCL error"; }
+const char* ncclGetErrorString(ncclResult_t result) {
+  return result == ncclSuccess ? "no error" : "emulated NCCL error";
+}
 const char* ncclGetLastError(ncclComm_t) { return g_last_error.c_str(); }
 
 ncclResult_t ncclGroupStart() {
@@ -152,33 +163,37 @@ ncclResult_t ncclGroupEnd() {
   }
   return ncclSuccess;
 }
-ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
   return add({true, const_cast<void*>(buf), count * type_bytes(type), peer, comm}, stream);
 }
-ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
   return add({false, buf, count * type_bytes(type), peer, comm}, stream);
 }
 
-ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
-                           cudaStream_t stream) {
+ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
   ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type);
-    const std::vector<char> result = reduce_blocks(gather_all(send, bytes, comm), bytes, 0, count, type, op, comm->size);
+    const std::vector<char> result =
+        reduce_blocks(gather_all(send, bytes, comm), bytes, 0, count, type, op, comm->size);
     if (bytes) std::memcpy(recv, result.data(), bytes);
   });
   return ncclSuccess;
 }
-ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int root,
-                        ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t stream) {
   ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type);
-    const std::vector<char> result = reduce_blocks(gather_all(send, bytes, comm), bytes, 0, count, type, op, comm->size);
+    const std::vector<char> result =
+        reduce_blocks(gather_all(send, bytes, comm), bytes, 0, count, type, op, comm->size);
     if (comm->rank == root && bytes) std::memcpy(recv, result.data(), bytes);
   });
   return ncclSuccess;
 }
-ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
-                           cudaStream_t stream) {
+ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root,
+                           ncclComm_t comm, cudaStream_t stream) {
   ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type);
     if (comm->rank == root && bytes) std::memmove(recv, send, bytes);
@@ -186,7 +201,8 @@ ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataT
   });
   return ncclSuccess;
 }
-ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
+                           cudaStream_t stream) {
   ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type);
     const std::vector<char> all = gather_all(send, bytes, comm);
@@ -194,12 +210,13 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
   });
   return ncclSuccess;
 }
-ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                               ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   ringdp::emu::enqueue(stream, [=] {
     const size_t bytes = count * type_bytes(type), block = bytes * static_cast<size_t>(comm->size);
     const std::vector<char> result =
-        reduce_blocks(gather_all(send, block, comm), block, bytes * static_cast<size_t>(comm->rank), count, type, op, comm->size);
+        reduce_blocks(gather_all(send, block, comm), block, bytes * static_cast<size_t>(comm->rank), count,
+                      type, op, comm->size);
     if (bytes) std::memcpy(recv, result.data(), bytes);
   });
   return ncclSuccess;

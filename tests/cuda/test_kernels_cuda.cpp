@@ -35,7 +35,7 @@ uint64_t fresh_seed() {
   return kRunSeed * 1000003ull + ++n;
 }
 
-constexpr int64_t kPad = 64;              // sentinel elements after every output
+constexpr int64_t kPad = 64;  // sentinel elements after every output
 constexpr float kSentinel = 12345.678f;
 
 // A device buffer of n elements plus kPad sentinels, the n poisoned with NaN.
@@ -65,8 +65,8 @@ struct DeviceBuffer {
 Tensor on_gpu(const Tensor& t) { return t.to(Device::cuda(0)); }
 
 // |got − want| ≤ rtol · scale[i] for every element, where scale is |want| or a sum of |terms|.
-int64_t mismatches(const std::vector<double>& got, const std::vector<double>& want, const std::vector<double>& scale,
-                   double rtol, const char* what) {
+int64_t mismatches(const std::vector<double>& got, const std::vector<double>& want,
+                   const std::vector<double>& scale, double rtol, const char* what) {
   int64_t bad = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const bool ok = std::isfinite(got[i]) && std::fabs(got[i] - want[i]) <= rtol * std::max(scale[i], 1e-30);
@@ -85,24 +85,33 @@ TEST_CASE("linear forward and backward match the float64 CPU result", "[cuda][li
       for (int64_t C : {int64_t{1}, int64_t{33}, int64_t{129}}) {
         for (int64_t OC : {int64_t{7}, int64_t{128}, int64_t{1000}}) {
           CAPTURE(dtype_name(dtype), B, C, OC);
-          const Tensor x = randn({B, C}, fresh_seed(), 0, 1, dtype), W = randn({OC, C}, fresh_seed(), 0, 1, dtype);
-          const Tensor b = randn({OC}, fresh_seed(), 0, 1, dtype), dy = randn({B, OC}, fresh_seed(), 0, 1, dtype);
+          const Tensor x = randn({B, C}, fresh_seed(), 0, 1, dtype),
+                       W = randn({OC, C}, fresh_seed(), 0, 1, dtype);
+          const Tensor b = randn({OC}, fresh_seed(), 0, 1, dtype),
+                       dy = randn({B, OC}, fresh_seed(), 0, 1, dtype);
           // float64 references and the sums of |terms| that bound the rounding error.
-          const Tensor x64 = x.to(DType::float64), W64 = W.to(DType::float64), b64 = b.to(DType::float64), dy64 = dy.to(DType::float64);
-          std::vector<double> y_ref(B * OC), y_scale(B * OC), dx_ref(B * C), dx_scale(B * C), dW_ref(OC * C), dW_scale(OC * C), db_ref(OC), db_scale(OC);
-          linear_forward_reference(x64.data_ptr(), W64.data_ptr(), b64.data_ptr(), y_ref.data(), B, C, OC, DType::float64);
-          linear_backward_reference(dy64.data_ptr(), x64.data_ptr(), W64.data_ptr(), dx_ref.data(), dW_ref.data(), db_ref.data(), B, C, OC, DType::float64);
+          const Tensor x64 = x.to(DType::float64), W64 = W.to(DType::float64), b64 = b.to(DType::float64),
+                       dy64 = dy.to(DType::float64);
+          std::vector<double> y_ref(B * OC), y_scale(B * OC), dx_ref(B * C), dx_scale(B * C), dW_ref(OC * C),
+              dW_scale(OC * C), db_ref(OC), db_scale(OC);
+          linear_forward_reference(x64.data_ptr(), W64.data_ptr(), b64.data_ptr(), y_ref.data(), B, C, OC,
+                                   DType::float64);
+          linear_backward_reference(dy64.data_ptr(), x64.data_ptr(), W64.data_ptr(), dx_ref.data(),
+                                    dW_ref.data(), db_ref.data(), B, C, OC, DType::float64);
           {
             Tensor ax = x64.clone(), aW = W64.clone(), ab = b64.clone(), ady = dy64.clone();
             for (Tensor* t : {&ax, &aW, &ab, &ady})
               for (int64_t i = 0; i < t->numel(); ++i) t->set_item(i, std::fabs(t->item(i)));
-            linear_forward_reference(ax.data_ptr(), aW.data_ptr(), ab.data_ptr(), y_scale.data(), B, C, OC, DType::float64);
-            linear_backward_reference(ady.data_ptr(), ax.data_ptr(), aW.data_ptr(), dx_scale.data(), dW_scale.data(), db_scale.data(), B, C, OC, DType::float64);
+            linear_forward_reference(ax.data_ptr(), aW.data_ptr(), ab.data_ptr(), y_scale.data(), B, C, OC,
+                                     DType::float64);
+            linear_backward_reference(ady.data_ptr(), ax.data_ptr(), aW.data_ptr(), dx_scale.data(),
+                                      dW_scale.data(), db_scale.data(), B, C, OC, DType::float64);
           }
           DeviceBuffer y(B * OC, dtype), dx(B * C, dtype), dW(OC * C, dtype), db(OC, dtype);
           const Tensor gx = on_gpu(x), gW = on_gpu(W), gb = on_gpu(b), gdy = on_gpu(dy);
           linear_forward_cuda(gx.data_ptr(), gW.data_ptr(), gb.data_ptr(), y.data(), B, C, OC, dtype);
-          linear_backward_cuda(gdy.data_ptr(), gx.data_ptr(), gW.data_ptr(), dx.data(), dW.data(), db.data(), B, C, OC, dtype);
+          linear_backward_cuda(gdy.data_ptr(), gx.data_ptr(), gW.data_ptr(), dx.data(), dW.data(), db.data(),
+                               B, C, OC, dtype);
           CHECK(mismatches(y.values(), y_ref, y_scale, rtol, "y") == 0);
           CHECK(mismatches(dx.values(), dx_ref, dx_scale, rtol, "dx") == 0);
           CHECK(mismatches(dW.values(), dW_ref, dW_scale, rtol, "dW") == 0);
@@ -138,7 +147,8 @@ TEST_CASE("a 4096x4096x4096 GEMM matches on sampled outputs", "[cuda][linear][la
       want += term;
       scale += std::fabs(term);
     }
-    if (std::fabs(got[m * n + o] - want) > 1e-5 * scale && bad++ < 5) UNSCOPED_INFO("y[" << m << "," << o << "] " << got[m * n + o] << " vs " << want);
+    if (std::fabs(got[m * n + o] - want) > 1e-5 * scale && bad++ < 5)
+      UNSCOPED_INFO("y[" << m << "," << o << "] " << got[m * n + o] << " vs " << want);
   }
   CHECK(bad == 0);
 }
@@ -178,7 +188,8 @@ TEST_CASE("mse forward is deterministic and matches; backward matches", "[cuda][
 
 TEST_CASE("relu, sgd, scale, add, fill and cast match their CPU twins", "[cuda][elementwise]") {
   for (int64_t n : {1, 7, 33, 127, 129, 1000}) {
-    const Tensor x = randn({n}, fresh_seed(), 0, 1, DType::float32), dy = randn({n}, fresh_seed(), 0, 1, DType::float32);
+    const Tensor x = randn({n}, fresh_seed(), 0, 1, DType::float32),
+                 dy = randn({n}, fresh_seed(), 0, 1, DType::float32);
     const Tensor gx = on_gpu(x), gdy = on_gpu(dy);
     Tensor y_ref = empty({n}), dx_ref = empty({n});
     relu_forward_cpu(x.data_ptr(), y_ref.data_ptr(), n, DType::float32);
@@ -191,7 +202,8 @@ TEST_CASE("relu, sgd, scale, add, fill and cast match their CPU twins", "[cuda][
     CHECK((y.sentinels_intact() && dx.sentinels_intact()));
     // SGD with momentum, weight decay and nesterov, two steps, against the CPU twin.
     for (bool nesterov : {false, true}) {
-      Tensor p = randn({n}, fresh_seed(), 0, 1, DType::float64), g = randn({n}, fresh_seed(), 0, 1, DType::float64);
+      Tensor p = randn({n}, fresh_seed(), 0, 1, DType::float64),
+             g = randn({n}, fresh_seed(), 0, 1, DType::float64);
       Tensor buf = zeros({n}, DType::float64);
       Tensor gp = on_gpu(p), gg = on_gpu(g), gbuf = on_gpu(buf);
       SgdStep step{.lr = 0.1, .momentum = 0.9, .dampening = 0, .weight_decay = 0.01, .nesterov = nesterov};
@@ -223,7 +235,8 @@ TEST_CASE("reduce_into matches the CPU twin for every dtype and op", "[cuda][red
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg}) {
       for (int64_t n : {1, 7, 33, 127, 129, 1000, 1 << 20}) {
         CAPTURE(dtype_name(dtype), reduce_op_name(op), n);
-        Tensor dst = rand({n}, fresh_seed(), -8, 8, DType::float64).to(dtype), src = rand({n}, fresh_seed(), -8, 8, DType::float64).to(dtype);
+        Tensor dst = rand({n}, fresh_seed(), -8, 8, DType::float64).to(dtype),
+               src = rand({n}, fresh_seed(), -8, 8, DType::float64).to(dtype);
         Tensor want = dst.clone();
         reduce_into_cpu(want.data_ptr(), src.data_ptr(), n, dtype, op);
         DeviceBuffer got(n, dtype);
@@ -270,7 +283,8 @@ int main(int argc, char** argv) {
   if (const int rc = session.applyCommandLine(argc, argv)) return rc;
   // Listing needs no device: tests/gpu/device_check.sh checks its filters select something first.
   const auto& config = session.configData();
-  const bool listing = config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters;
+  const bool listing =
+      config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters;
   if (!listing && cuda_device_count() == 0) {
     std::printf("SKIPPED: no CUDA device\n");
     return 77;

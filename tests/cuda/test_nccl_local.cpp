@@ -25,7 +25,8 @@ TEST_CASE("every collective over NCCL at world size 1", "[cuda][nccl]") {
       CAPTURE(dtype_name(dtype), count);
       const Tensor values = rand({count}, 7, -100, 100, DType::float64).to(dtype);
       const auto want = values.to_vector();
-      for (Algorithm algo : {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native, Algorithm::automatic}) {
+      for (Algorithm algo :
+           {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native, Algorithm::automatic}) {
         Tensor t = values.to(gpu);
         world->all_reduce(t, ReduceOp::sum, {.algorithm = algo});
         CHECK(t.to_vector() == want);

@@ -146,7 +146,8 @@ TEST_CASE("dynamic shared memory is sized by the launch", "[emu]") {
 TEST_CASE("a divergent barrier is an error naming kernel, block and thread", "[emu]") {
   std::vector<int> out(64, 0);
   REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 64, 0, nullptr, divergent_kernel)(out.data()),
-                      Catch::Contains("divergent __syncthreads()") && Catch::Contains("kernel divergent_kernel") &&
+                      Catch::Contains("divergent __syncthreads()") &&
+                          Catch::Contains("kernel divergent_kernel") &&
                           Catch::Contains("block (0,0,0), thread (0,0,0) returned"));
 }
 
@@ -161,9 +162,8 @@ TEST_CASE("a launch of more than 1024 threads per block fails as CUDA's does", "
   CHECK(cudaGetLastError() == cudaSuccess);
   RINGDP_LAUNCH(1, 2048, 0, nullptr, block_sum_kernel)(in.data(), out.data());
   const auto check_launch = [] { RINGDP_CUDA_CHECK_LAUNCH(block_sum_kernel); };
-  REQUIRE_THROWS_WITH(check_launch(),
-                      Catch::Contains("launch of CUDA kernel `block_sum_kernel` failed") &&
-                          Catch::Contains("cudaErrorInvalidConfiguration"));
+  REQUIRE_THROWS_WITH(check_launch(), Catch::Contains("launch of CUDA kernel `block_sum_kernel` failed") &&
+                                          Catch::Contains("cudaErrorInvalidConfiguration"));
   RINGDP_LAUNCH(1, 128, 0, nullptr, block_sum_kernel)(in.data(), out.data());
   REQUIRE_NOTHROW(check_launch());
   cudaDeviceSynchronize();
@@ -183,13 +183,15 @@ TEST_CASE("a shared-memory index out of its dimension is an error in every build
   float out = 0;
   RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(3, 7, &out);
   CHECK(out == 1.0f);
-  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(4, 0, &out),
-                      Catch::Contains("index 4 out of bounds in dimension 1 of grid2[4][8] (valid: 0 to 3)") &&
-                          Catch::Contains("kernel index_kernel, block (0,0,0), thread (0,0,0)"));
+  REQUIRE_THROWS_WITH(
+      RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(4, 0, &out),
+      Catch::Contains("index 4 out of bounds in dimension 1 of grid2[4][8] (valid: 0 to 3)") &&
+          Catch::Contains("kernel index_kernel, block (0,0,0), thread (0,0,0)"));
   // grid2[0][8] is grid2[1][0] in memory, but not in C++ nor in the kernel's intent.
   REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(0, 8, &out),
                       Catch::Contains("index 8 out of bounds in dimension 2 of grid2[4][8]"));
-  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(-1, 0, &out), Catch::Contains("index -1"));
+  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(-1, 0, &out),
+                      Catch::Contains("index -1"));
   // Dynamic shared memory is bounded by the launch's byte count: 96 threads, room for 48 ints.
   std::vector<int> in(96), rev(96);
   REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 96, 48 * sizeof(int), nullptr, reverse_kernel)(in.data(), rev.data()),
@@ -199,9 +201,10 @@ TEST_CASE("a shared-memory index out of its dimension is an error in every build
 
 TEST_CASE("checked mode reports shared-memory races naming both threads", "[emu]") {
   REQUIRE(ringdp::emu::racecheck());
-  REQUIRE_THROWS_WITH(RINGDP_LAUNCH(2, 32, 0, nullptr, write_write_kernel)(),
-                      Catch::Contains("shared-memory race (write after write) on slot[0] in kernel write_write_kernel, "
-                                      "block (0,0,0): thread (0,0,0) wrote it and thread (1,0,0) writes it"));
+  REQUIRE_THROWS_WITH(
+      RINGDP_LAUNCH(2, 32, 0, nullptr, write_write_kernel)(),
+      Catch::Contains("shared-memory race (write after write) on slot[0] in kernel write_write_kernel, "
+                      "block (0,0,0): thread (0,0,0) wrote it and thread (1,0,0) writes it"));
   std::vector<int> out(64);
   REQUIRE_THROWS_WITH(RINGDP_LAUNCH(1, 64, 0, nullptr, write_after_read_kernel)(out.data()),
                       Catch::Contains("race (write after read) on tile[1]") &&

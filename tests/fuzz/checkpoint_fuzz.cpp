@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Second pass: the same bytes with a valid checksum, so mutations reach the entry parser
     // instead of all stopping at the crc check.
     if (bytes.size() < 4) break;
-    const auto crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size() - 4));
+    const auto crc =
+        static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size() - 4));
     std::memcpy(bytes.data() + bytes.size() - 4, &crc, 4);
   }
   return 0;

@@ -35,10 +35,11 @@ bool worth_running(int64_t count, ReduceOp op, DType dtype) {
          (dtype == DType::float32 && op == ReduceOp::avg);
 }
 
-std::string label(const char* what, Algorithm a, DType d, ReduceOp op, int64_t count, bool in_place, int root = -1) {
+std::string label(const char* what, Algorithm a, DType d, ReduceOp op, int64_t count, bool in_place,
+                  int root = -1) {
   std::ostringstream out;
-  out << what << " algo=" << comm::algorithm_name(a) << " dtype=" << dtype_name(d) << " op="
-      << reduce_op_name(op) << " count=" << count << (in_place ? " in-place" : " out-of-place");
+  out << what << " algo=" << comm::algorithm_name(a) << " dtype=" << dtype_name(d)
+      << " op=" << reduce_op_name(op) << " count=" << count << (in_place ? " in-place" : " out-of-place");
   if (root >= 0) out << " root=" << root;
   return out.str();
 }
@@ -61,7 +62,8 @@ TEST_CASE("all_reduce: every algorithm, dtype, op and count", "[collectives][all
   auto& comm = world();
   const int N = comm.size(), rank = comm.rank();
   std::vector<std::pair<std::string, int64_t>> results;
-  for (Algorithm algo : {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native, Algorithm::automatic})
+  for (Algorithm algo :
+       {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native, Algorithm::automatic})
     for (DType dtype : kDtypes)
       for (ReduceOp op : kOps)
         for (int64_t count : counts()) {
@@ -133,12 +135,15 @@ TEST_CASE("broadcast: tree, chain and native, roots 0 and N-1", "[collectives][b
             Tensor expected = empty({count}, dtype, test_device());
             fill_input(expected, root, ReduceOp::min);
             Tensor output = in_place ? input : full({count}, -77.0, dtype, test_device());
-            if (in_place) comm.broadcast(input, root, {.algorithm = algo});
-            else comm.broadcast(input, output, root, {.algorithm = algo});
+            if (in_place)
+              comm.broadcast(input, root, {.algorithm = algo});
+            else
+              comm.broadcast(input, output, root, {.algorithm = algo});
             const auto got = output.to_vector(), want = expected.to_vector();
             int64_t wrong = 0;
             for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != want[i];
-            results.emplace_back(label("broadcast", algo, dtype, ReduceOp::sum, count, in_place, root), wrong);
+            results.emplace_back(label("broadcast", algo, dtype, ReduceOp::sum, count, in_place, root),
+                                 wrong);
           }
         }
   require_all_right(results);
@@ -156,12 +161,14 @@ TEST_CASE("all_gather: ring and native", "[collectives][all_gather]") {
           // Rank r contributes input_value(r, r·count + i): the gathered whole is then the
           // sequence input_value(owner(j), j), checked element by element below.
           Tensor output = full({count * N}, -77.0, dtype, test_device());
-          Tensor input = in_place ? output.flat_view(rank * count, count) : empty({count}, dtype, test_device());
+          Tensor input =
+              in_place ? output.flat_view(rank * count, count) : empty({count}, dtype, test_device());
           fill_input(input, rank, ReduceOp::min, rank * count);
           comm.all_gather(input, output, {.algorithm = algo});
           const auto got = output.to_vector();
           int64_t wrong = 0;
-          for (int64_t j = 0; j < count * N; ++j) wrong += got[j] != input_value(static_cast<int>(j / count), j, ReduceOp::min);
+          for (int64_t j = 0; j < count * N; ++j)
+            wrong += got[j] != input_value(static_cast<int>(j / count), j, ReduceOp::min);
           results.emplace_back(label("all_gather", algo, dtype, ReduceOp::sum, count, in_place), wrong);
         }
       }
@@ -180,7 +187,8 @@ TEST_CASE("reduce_scatter: ring and native", "[collectives][reduce_scatter]") {
           for (bool in_place : {true, false}) {
             Tensor input = empty({count * N}, dtype, test_device());
             fill_input(input, rank, op);
-            Tensor output = in_place ? input.flat_view(rank * count, count) : full({count}, -77.0, dtype, test_device());
+            Tensor output =
+                in_place ? input.flat_view(rank * count, count) : full({count}, -77.0, dtype, test_device());
             comm.reduce_scatter(input, output, op, {.algorithm = algo});
             const int64_t wrong = count_wrong(output, N, op, rank * count);
             results.emplace_back(label("reduce_scatter", algo, dtype, op, count, in_place), wrong);

@@ -12,9 +12,11 @@ TEST_CASE("bad arguments are errors on every rank, with no communication", "[err
   auto& comm = world();
   const int N = comm.size();
   Tensor f = zeros({8}), d = zeros({8}, DType::float64), i32 = zeros({8}, DType::int32);
-  REQUIRE_THROWS_WITH(comm.reduce(f, N), Contains("root " + std::to_string(N) + " out of range for " + std::to_string(N) + " ranks"));
+  REQUIRE_THROWS_WITH(comm.reduce(f, N), Contains("root " + std::to_string(N) + " out of range for " +
+                                                  std::to_string(N) + " ranks"));
   REQUIRE_THROWS_WITH(comm.broadcast(f, -1), Contains("root -1 out of range"));
-  REQUIRE_THROWS_WITH(comm.all_reduce(f, d), Contains("input dtype float32 differs from output dtype float64"));
+  REQUIRE_THROWS_WITH(comm.all_reduce(f, d),
+                      Contains("input dtype float32 differs from output dtype float64"));
   REQUIRE_THROWS_WITH(comm.all_reduce(i32, ReduceOp::avg), Contains("avg is not defined for int32"));
   Tensor small = zeros({8 * N - 1});
   REQUIRE_THROWS_WITH(comm.all_gather(f, small), Contains("expected " + std::to_string(N) + " ranks x 8"));

@@ -28,11 +28,13 @@ struct Samples {
 };
 
 Samples make_samples(int64_t samples, uint64_t seed) {
-  return {randn({samples, 5}, seed, 0.0, 1.0, DType::float64), randn({samples, 1}, seed + 1, 0.0, 1.0, DType::float64)};
+  return {randn({samples, 5}, seed, 0.0, 1.0, DType::float64),
+          randn({samples, 1}, seed + 1, 0.0, 1.0, DType::float64)};
 }
 
 // Rows `indices` of the set, as `dtype` host tensors.
-void gather_rows(const Samples& data, const std::vector<int64_t>& indices, DType dtype, Tensor& x, Tensor& y) {
+void gather_rows(const Samples& data, const std::vector<int64_t>& indices, DType dtype, Tensor& x,
+                 Tensor& y) {
   const int64_t F = data.x.size(1), B = static_cast<int64_t>(indices.size());
   Tensor hx = empty({B, F}, DType::float64), hy = empty({B, 1}, DType::float64);
   for (int64_t i = 0; i < B; ++i) {
@@ -66,8 +68,9 @@ std::vector<double> train_ddp(const Run& run) {
   const Samples data = make_samples(kSamples, 11);
   auto model = make_model(run.mlp, run.dtype);
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
-  ddp::DistributedDataParallel ddp(model, world_ptr(), {.bucket_cap_mb = run.bucket_mb, .first_bucket_mb = run.bucket_mb,
-                                                        .algorithm = run.algorithm});
+  ddp::DistributedDataParallel ddp(
+      model, world_ptr(),
+      {.bucket_cap_mb = run.bucket_mb, .first_bucket_mb = run.bucket_mb, .algorithm = run.algorithm});
   ddp::DistributedSampler sampler(kSamples, comm.rank(), comm.size(), true, 5);
   Tensor x, y;
   for (int64_t epoch = 0; epoch < kEpochs; ++epoch) {
@@ -216,11 +219,13 @@ TEST_CASE("DDP names the parameter that differs between ranks", "[ddp][errors]")
       std::make_shared<Linear>(LinearOptions(10, hidden), 1), std::make_shared<ReLU>(),
       std::make_shared<Linear>(LinearOptions(hidden, 1), 2)});
   if (comm.rank() == comm.size() - 1) {
-    REQUIRE_THROWS_WITH(ddp::DistributedDataParallel(model, world_ptr()),
-                        Catch::Contains("parameters differ from rank 0's: rank 0 has '0.weight [8, 10] float32', rank " +
-                                        std::to_string(comm.rank()) + " has '0.weight [16, 10] float32'"));
+    REQUIRE_THROWS_WITH(
+        ddp::DistributedDataParallel(model, world_ptr()),
+        Catch::Contains("parameters differ from rank 0's: rank 0 has '0.weight [8, 10] float32', rank " +
+                        std::to_string(comm.rank()) + " has '0.weight [16, 10] float32'"));
   } else {
     REQUIRE_THROWS_WITH(ddp::DistributedDataParallel(model, world_ptr()),
-                        Catch::Contains("the parameters of rank(s) " + std::to_string(comm.size() - 1) + " differ from rank 0's"));
+                        Catch::Contains("the parameters of rank(s) " + std::to_string(comm.size() - 1) +
+                                        " differ from rank 0's"));
   }
 }

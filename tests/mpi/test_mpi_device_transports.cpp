@@ -10,9 +10,9 @@
 // Every algorithm of comm/ runs on device pointers against independently computed references,
 // and NCCL's own collectives (the native baseline) too.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 #include <mpi.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -40,9 +40,10 @@ namespace {
 struct World {
   MpiTransport host{MPI_COMM_WORLD};
   MpiCudaTransport staged{host, 0, MpiCudaTransport::Path::staged};
-  NcclTransport nccl{host.rank(), host.size(), 0,
-                     [](void* id, size_t bytes) { MPI_Bcast(id, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD); },
-                     std::chrono::seconds(60)};
+  NcclTransport nccl{
+      host.rank(), host.size(), 0,
+      [](void* id, size_t bytes) { MPI_Bcast(id, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD); },
+      std::chrono::seconds(60)};
   Position position;
   std::vector<Request> requests;
   int tag = 0;
@@ -56,7 +57,8 @@ struct World {
       std::fprintf(stderr, "test_mpi_device_transports: a collective exceeded 60 s\n");
       MPI_Abort(MPI_COMM_WORLD, 1);
     });
-    return CollectiveContext{device, dtype, op, position, segment_bytes, false, ++tag % 4096, requests, false};
+    return CollectiveContext{device, dtype,        op,       position, segment_bytes,
+                             false,  ++tag % 4096, requests, false};
   }
   int rank() const { return host.rank(); }
   int size() const { return host.size(); }
@@ -108,7 +110,8 @@ int64_t wrong(const std::vector<double>& got, F want) {
 }
 
 const std::vector<int64_t> kCounts = {0, 1, 2, 5, 1031, 20011};
-const std::vector<DType> kDtypes = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
+const std::vector<DType> kDtypes = {DType::float32, DType::float64, DType::int32, DType::int64,
+                                    DType::bfloat16};
 const std::vector<ReduceOp> kOps = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
 
 // Small segments (256 B) put many messages in flight at once, the case the staging overlaps.
@@ -119,7 +122,8 @@ constexpr size_t kSegment = 256;
 namespace {
 
 // The checks of one case, shared by the matrix over transports and the runs under each stream order.
-void check_all_reduce(World& w, CudaStreamTransport& device, DType dtype, ReduceOp op, int64_t count, bool in_place) {
+void check_all_reduce(World& w, CudaStreamTransport& device, DType dtype, ReduceOp op, int64_t count,
+                      bool in_place) {
   const int N = w.size();
   DeviceBuffer in(dtype, count), out(dtype, count);
   in.fill(w.rank(), op);
@@ -151,7 +155,10 @@ void check_rooted_and_gathers(World& w, CudaStreamTransport& device, DType dtype
     b.fill(root, op);  // what the root holds; the others are overwritten
     if (w.rank() != root) cudaMemset(b.data, 0x55, count * dtype_size(dtype));
     CollectiveContext bctx = w.context(device, dtype, op, kSegment);
-    if (chain) broadcast_chain(bctx, b.data, count, root); else broadcast_tree(bctx, b.data, count, root);
+    if (chain)
+      broadcast_chain(bctx, b.data, count, root);
+    else
+      broadcast_tree(bctx, b.data, count, root);
     device.synchronize();
     CHECK(wrong(b.read(), [&](int64_t i) { return input_value(root, i, op); }) == 0);
   }
@@ -162,7 +169,8 @@ void check_rooted_and_gathers(World& w, CudaStreamTransport& device, DType dtype
   CollectiveContext gctx = w.context(device, dtype, op, kSegment);
   all_gather_ring(gctx, chunk.data, gathered.data, count);
   device.synchronize();
-  CHECK(wrong(gathered.read(), [&](int64_t i) { return input_value(static_cast<int>(i / width), i % width, op); }) == 0);
+  CHECK(wrong(gathered.read(),
+              [&](int64_t i) { return input_value(static_cast<int>(i / width), i % width, op); }) == 0);
 
   DeviceBuffer whole(dtype, count * N), mine(dtype, count);
   whole.fill(w.rank(), op);
@@ -209,7 +217,8 @@ TEST_CASE("every algorithm under each order of the streams", "[device]") {
     for (auto [name, device] : w.transports())
       for (DType dtype : {DType::float32, DType::bfloat16})
         for (int64_t count : {int64_t{5}, int64_t{1031}, int64_t{20011}}) {
-          CAPTURE(name, order == StreamOrder::newest_first ? "newest first" : "oldest first", dtype_name(dtype), count);
+          CAPTURE(name, order == StreamOrder::newest_first ? "newest first" : "oldest first",
+                  dtype_name(dtype), count);
           for (ReduceOp op : {ReduceOp::sum, ReduceOp::max})
             for (bool in_place : {true, false}) check_all_reduce(w, *device, dtype, op, count, in_place);
           check_rooted_and_gathers(w, *device, dtype, count, w.size() - 1);
@@ -230,7 +239,8 @@ TEST_CASE("the barrier's zero-byte messages pass through both transports", "[dev
   SUCCEED();
 }
 
-TEST_CASE("a collective waits for the caller's stream, and the caller's stream for the collective", "[device]") {
+TEST_CASE("a collective waits for the caller's stream, and the caller's stream for the collective",
+          "[device]") {
   // The backward pass writes the input on the caller's (default) stream and the optimizer reads
   // the result there, with no host wait in between: only the two event joins order them. Each
   // stream order is the adversary of one join: newest first runs the transport's stream before
@@ -288,9 +298,14 @@ TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[dev
         native_nccl::broadcast(comm, stream, b.data, count, dtype, 0);
         w.nccl.synchronize();
         CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
-        if (w.rank() == N - 1) CHECK(wrong(red.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
-        CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op); }) == 0);
-        CHECK(wrong(gathered.read(), [&](int64_t i) { return input_value(static_cast<int>(i / std::max<int64_t>(count, 1)), i % std::max<int64_t>(count, 1), op); }) == 0);
+        if (w.rank() == N - 1)
+          CHECK(wrong(red.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+        CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op); }) ==
+              0);
+        CHECK(wrong(gathered.read(), [&](int64_t i) {
+                return input_value(static_cast<int>(i / std::max<int64_t>(count, 1)),
+                                   i % std::max<int64_t>(count, 1), op);
+              }) == 0);
         CHECK(wrong(b.read(), [&](int64_t i) { return input_value(0, i, op); }) == 0);
       }
 }
@@ -304,8 +319,10 @@ TEST_CASE("a small staging window bounds pinned memory and still delivers everyt
   for (int repeat = 0; repeat < 3; ++repeat) {
     DeviceBuffer buf(DType::float32, count);
     buf.fill(w.rank(), ReduceOp::sum);
-    narrow.set_deadline(Transport::Clock::now() + std::chrono::seconds(60), [] { MPI_Abort(MPI_COMM_WORLD, 1); });
-    CollectiveContext ctx{narrow, DType::float32, ReduceOp::sum, w.position, 4096, false, 77, w.requests, false};
+    narrow.set_deadline(Transport::Clock::now() + std::chrono::seconds(60),
+                        [] { MPI_Abort(MPI_COMM_WORLD, 1); });
+    CollectiveContext ctx{narrow, DType::float32, ReduceOp::sum, w.position, 4096, false,
+                          77,     w.requests,     false};
     all_reduce_ring(ctx, buf.data, buf.data, count);
     narrow.synchronize();
     CHECK(wrong(buf.read(), [&](int64_t i) { return expected_value(w.size(), i, ReduceOp::sum); }) == 0);

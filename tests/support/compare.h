@@ -13,8 +13,8 @@
 namespace ringdp::testing {
 
 /// Counts elements where |got − want| > atol + rtol·|want|; prints the first five.
-inline int64_t count_mismatches(const std::vector<double>& got, const std::vector<double>& want,
-                                double rtol, double atol, const std::string& label) {
+inline int64_t count_mismatches(const std::vector<double>& got, const std::vector<double>& want, double rtol,
+                                double atol, const std::string& label) {
   REQUIRE(got.size() == want.size());
   int64_t wrong = 0;
   for (size_t i = 0; i < got.size(); ++i) {

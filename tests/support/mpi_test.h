@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -67,14 +67,17 @@ inline double expected_value(int size, int64_t index, ReduceOp op) {
 /// avg is compared with a tolerance for the dtype, everything else exactly. Prints the first.
 inline int64_t count_wrong(const Tensor& got, int size, ReduceOp op, int64_t offset = 0) {
   const std::vector<double> values = got.to_vector();
-  const double rtol = op != ReduceOp::avg ? 0.0
+  const double rtol = op != ReduceOp::avg              ? 0.0
                       : got.dtype() == DType::bfloat16 ? 1.0 / 64
-                      : got.dtype() == DType::float32 ? 1e-6 : 1e-14;
+                      : got.dtype() == DType::float32  ? 1e-6
+                                                       : 1e-14;
   int64_t wrong = 0;
   for (size_t i = 0; i < values.size(); ++i) {
     const double want = expected_value(size, offset + static_cast<int64_t>(i), op);
     if (std::fabs(values[i] - want) > rtol * std::fabs(want)) {
-      if (wrong < 3) UNSCOPED_INFO("element " << offset + static_cast<int64_t>(i) << ": got " << values[i] << ", want " << want);
+      if (wrong < 3)
+        UNSCOPED_INFO("element " << offset + static_cast<int64_t>(i) << ": got " << values[i] << ", want "
+                                 << want);
       ++wrong;
     }
   }

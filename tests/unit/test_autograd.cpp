@@ -65,16 +65,17 @@ TEST_CASE("every function's gradient matches finite differences", "[autograd][gr
   }
   SECTION("relu and add") {
     CHECK(max_gradient_error({x, W, b}, [&] {
-      Tensor h = linear(x, W, b);
-      return mse_loss(add(relu(h), h), target);
-    }) < 1e-6);
+            Tensor h = linear(x, W, b);
+            return mse_loss(add(relu(h), h), target);
+          }) < 1e-6);
   }
 }
 
 TEST_CASE("a 3-layer MLP with ReLU matches finite differences", "[autograd][gradcheck]") {
-  Sequential mlp{std::make_shared<Linear>(LinearOptions(6, 8).dtype(DType::float64), 11), std::make_shared<ReLU>(),
-                 std::make_shared<Linear>(LinearOptions(8, 5).dtype(DType::float64), 12), std::make_shared<ReLU>(),
-                 std::make_shared<Linear>(LinearOptions(5, 2).dtype(DType::float64), 13)};
+  Sequential mlp{
+      std::make_shared<Linear>(LinearOptions(6, 8).dtype(DType::float64), 11), std::make_shared<ReLU>(),
+      std::make_shared<Linear>(LinearOptions(8, 5).dtype(DType::float64), 12), std::make_shared<ReLU>(),
+      std::make_shared<Linear>(LinearOptions(5, 2).dtype(DType::float64), 13)};
   const Tensor x = randn({7, 6}, 21, 0, 1, DType::float64), y = randn({7, 2}, 22, 0, 1, DType::float64);
   CHECK(max_gradient_error(mlp.parameters(), [&] { return mse_loss(mlp(x), y); }) < 1e-6);
 }
@@ -97,7 +98,8 @@ TEST_CASE("Linear + MSE gradients equal the closed forms", "[autograd]") {
   RINGDP_REQUIRE_CLOSE(layer.bias.grad().to_vector(), std::vector<double>{db}, 1e-12, 1e-14);
 }
 
-TEST_CASE("a tensor used twice gets both contributions, and its hook fires once after them", "[autograd][hooks]") {
+TEST_CASE("a tensor used twice gets both contributions, and its hook fires once after them",
+          "[autograd][hooks]") {
   Tensor W = param({2, 3}, 41);
   const Tensor x1 = randn({4, 3}, 42, 0, 1, DType::float64), x2 = randn({4, 3}, 43, 0, 1, DType::float64);
   const Tensor target = zeros({4, 2}, DType::float64);
@@ -122,7 +124,8 @@ TEST_CASE("hooks fire in the order the engine finishes leaves: last layer first"
   Sequential mlp{std::make_shared<Linear>(LinearOptions(3, 4), 1), std::make_shared<ReLU>(),
                  std::make_shared<Linear>(LinearOptions(4, 1), 2)};
   std::vector<std::string> order;
-  for (auto& [name, p] : mlp.named_parameters()) p.register_hook([&order, n = name](Tensor&) { order.push_back(n); });
+  for (auto& [name, p] : mlp.named_parameters())
+    p.register_hook([&order, n = name](Tensor&) { order.push_back(n); });
   mse_loss(mlp(randn({5, 3}, 7)), zeros({5, 1})).backward();
   REQUIRE(order.size() == 4);
   CHECK((order[0] == "2.weight" || order[0] == "2.bias"));
@@ -186,7 +189,8 @@ TEST_CASE("modules name parameters as PyTorch does and round-trip state dicts", 
   for (size_t i = 0; i < 3; ++i) CHECK(other.parameters()[i].to_vector() == mlp.parameters()[i].to_vector());
   StateDict wrong = mlp.state_dict();
   wrong[0].second = zeros({4, 4});
-  REQUIRE_THROWS_WITH(other.load_state_dict(wrong), Contains("'0.weight' has shape [4, 4] in the state dict but [4, 3]"));
+  REQUIRE_THROWS_WITH(other.load_state_dict(wrong),
+                      Contains("'0.weight' has shape [4, 4] in the state dict but [4, 3]"));
   const StateDict full_state = mlp.state_dict();
   StateDict missing(full_state.begin() + 1, full_state.end());
   REQUIRE_THROWS_WITH(other.load_state_dict(missing), Contains("missing parameter '0.weight'"));
@@ -194,7 +198,8 @@ TEST_CASE("modules name parameters as PyTorch does and round-trip state dicts", 
 
 namespace {
 // One parameter's SGD trajectory by hand, the rule written out independently of kernels/.
-std::vector<double> hand_sgd(double p, const std::vector<double>& grads, double lr, double mu, double wd, bool nesterov) {
+std::vector<double> hand_sgd(double p, const std::vector<double>& grads, double lr, double mu, double wd,
+                             bool nesterov) {
   std::vector<double> out;
   double buf = 0;
   for (size_t t = 0; t < grads.size(); ++t) {
@@ -211,8 +216,12 @@ std::vector<double> hand_sgd(double p, const std::vector<double>& grads, double 
 }  // namespace
 
 TEST_CASE("SGD matches hand-computed updates over three steps", "[autograd][sgd]") {
-  struct Case { double mu, wd; bool nesterov; };
-  for (Case c : {Case{0, 0, false}, Case{0.9, 0, false}, Case{0, 0.1, false}, Case{0.9, 0.1, false}, Case{0.9, 0.01, true}}) {
+  struct Case {
+    double mu, wd;
+    bool nesterov;
+  };
+  for (Case c : {Case{0, 0, false}, Case{0.9, 0, false}, Case{0, 0.1, false}, Case{0.9, 0.1, false},
+                 Case{0.9, 0.01, true}}) {
     CAPTURE(c.mu, c.wd, c.nesterov);
     Tensor p = from_vector({1.0, -2.0}, {2}, DType::float64);
     p.set_requires_grad(true);

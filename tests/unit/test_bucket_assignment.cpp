@@ -41,8 +41,11 @@ TEST_CASE("a parameter larger than the cap gets a bucket of its own", "[ddp][buc
 }
 
 TEST_CASE("dtype and device changes open a new bucket even under the cap", "[ddp][buckets]") {
-  const std::vector<BucketParameter> params{{8, DType::float64, Device::cpu()}, f32(4), f32(4),
-                                            {4, DType::float32, Device::cuda(0)}, {4, DType::float32, Device::cuda(1)}};
+  const std::vector<BucketParameter> params{{8, DType::float64, Device::cpu()},
+                                            f32(4),
+                                            f32(4),
+                                            {4, DType::float32, Device::cuda(0)},
+                                            {4, DType::float32, Device::cuda(1)}};
   CHECK(assign_buckets(params, 1e9, 1e9) == Buckets{{4}, {3}, {2, 1}, {0}});
   // Back to an earlier dtype is a new bucket too: a bucket is one contiguous run.
   const std::vector<BucketParameter> mixed{f32(4), {2, DType::bfloat16, Device::cpu()}, f32(4)};

@@ -18,7 +18,8 @@ using Catch::Contains;
 namespace {
 std::string write_temp(const std::string& text) {
   static int counter = 0;
-  const std::string path = "/tmp/ringdp-csv-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".csv";
+  const std::string path =
+      "/tmp/ringdp-csv-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".csv";
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
@@ -34,15 +35,18 @@ TEST_CASE("well-formed CSV loads, with or without a header", "[csv]") {
 }
 
 TEST_CASE("malformed CSV is an error that names the file and the line", "[csv]") {
-  REQUIRE_THROWS_WITH(train::load_csv(write_temp("1,2,3\n4,nan,6\n")), Contains("line 2: column 2 ('nan') is not a finite number"));
-  REQUIRE_THROWS_WITH(train::load_csv(write_temp("1,2,3\ninf,5,6\n")), Contains("line 2: column 1 ('inf') is not a finite number"));
+  REQUIRE_THROWS_WITH(train::load_csv(write_temp("1,2,3\n4,nan,6\n")),
+                      Contains("line 2: column 2 ('nan') is not a finite number"));
+  REQUIRE_THROWS_WITH(train::load_csv(write_temp("1,2,3\ninf,5,6\n")),
+                      Contains("line 2: column 1 ('inf') is not a finite number"));
   REQUIRE_THROWS_WITH(train::load_csv(write_temp("1,2,3\n1e400,5,6\n")), Contains("is not a finite number"));
   REQUIRE_THROWS_WITH(train::load_csv(write_temp("1,2,3\n4,5\n")), Contains("line 2: 2 columns, expected 3"));
   REQUIRE_THROWS_WITH(train::load_csv(write_temp("a,b,y\n")), Contains("has no data rows"));
   REQUIRE_THROWS_WITH(train::load_csv(write_temp("")), Contains("has no data rows"));
   REQUIRE_THROWS_WITH(train::load_csv(write_temp("1\n2\n")), Contains("need features and a target"));
   REQUIRE_THROWS_WITH(train::load_csv(write_temp("1,2,3\n1,2,\n")), Contains("line 2: empty last column"));
-  REQUIRE_THROWS_WITH(train::load_csv("/nonexistent/data.csv"), Contains("cannot open data file '/nonexistent/data.csv'"));
+  REQUIRE_THROWS_WITH(train::load_csv("/nonexistent/data.csv"),
+                      Contains("cannot open data file '/nonexistent/data.csv'"));
 }
 
 TEST_CASE("random bytes never crash the CSV reader", "[csv][fuzz]") {
@@ -52,7 +56,8 @@ TEST_CASE("random bytes never crash the CSV reader", "[csv][fuzz]") {
   for (int i = 0; i < 2000; ++i) {
     std::string text(rng() % 512, '\0');
     const bool from_alphabet = i % 2 == 0;
-    for (char& c : text) c = from_alphabet ? alphabet[rng() % alphabet.size()] : static_cast<char>(rng() & 0xff);
+    for (char& c : text)
+      c = from_alphabet ? alphabet[rng() % alphabet.size()] : static_cast<char>(rng() & 0xff);
     const std::string path = write_temp(text);
     try {
       const auto data = train::load_csv(path);

@@ -48,10 +48,10 @@ TEST_CASE("linear forward/backward match the plain-loop reference", "[kernels][l
   }
   Tensor dx = poisoned({B, C}, dtype), dW = poisoned({OC, C}, dtype), db = poisoned({OC}, dtype);
   Tensor dx_ref = poisoned({B, C}, dtype), dW_ref = poisoned({OC, C}, dtype), db_ref = poisoned({OC}, dtype);
-  linear_backward_cpu(dy.data_ptr(), x.data_ptr(), W.data_ptr(), dx.data_ptr(), dW.data_ptr(),
-                      db.data_ptr(), B, C, OC, dtype);
-  linear_backward_reference(dy.data_ptr(), x.data_ptr(), W.data_ptr(), dx_ref.data_ptr(),
-                            dW_ref.data_ptr(), db_ref.data_ptr(), B, C, OC, dtype);
+  linear_backward_cpu(dy.data_ptr(), x.data_ptr(), W.data_ptr(), dx.data_ptr(), dW.data_ptr(), db.data_ptr(),
+                      B, C, OC, dtype);
+  linear_backward_reference(dy.data_ptr(), x.data_ptr(), W.data_ptr(), dx_ref.data_ptr(), dW_ref.data_ptr(),
+                            db_ref.data_ptr(), B, C, OC, dtype);
   RINGDP_REQUIRE_CLOSE(dx.to_vector(), dx_ref.to_vector(), rtol, rtol);
   RINGDP_REQUIRE_CLOSE(dW.to_vector(), dW_ref.to_vector(), rtol, rtol);
   RINGDP_REQUIRE_CLOSE(db.to_vector(), db_ref.to_vector(), rtol, rtol);
@@ -188,8 +188,13 @@ TEST_CASE("elementwise: fill, cast, scale, add", "[kernels][elementwise]") {
 }
 
 TEST_CASE("reduce_into ops are commutative bit for bit, signed zeros and NaN included", "[kernels][reduce]") {
-  const float values[] = {0.0f, -0.0f, 1.5f, -2.25f, std::numeric_limits<float>::quiet_NaN(),
-                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  const float values[] = {0.0f,
+                          -0.0f,
+                          1.5f,
+                          -2.25f,
+                          std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()};
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
     for (float a : values) {
       for (float b : values) {
@@ -200,7 +205,8 @@ TEST_CASE("reduce_into ops are commutative bit for bit, signed zeros and NaN inc
         std::memcpy(&bits_ab, &ab, 4);
         std::memcpy(&bits_ba, &ba, 4);
         INFO(reduce_op_name(op) << "(" << a << ", " << b << ")");
-        CHECK((bits_ab == bits_ba || (std::isnan(ab) && std::isnan(ba) && op != ReduceOp::min && op != ReduceOp::max)));
+        CHECK((bits_ab == bits_ba ||
+               (std::isnan(ab) && std::isnan(ba) && op != ReduceOp::min && op != ReduceOp::max)));
       }
     }
   }

@@ -11,4 +11,6 @@ inline float __bfloat162float(__nv_bfloat16 v) {
   b.bits = v.x;
   return static_cast<float>(b);
 }
-inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16{ringdp::bfloat16::round_from_float(f)}; }
+inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+  return __nv_bfloat16{ringdp::bfloat16::round_from_float(f)};
+}

@@ -14,7 +14,12 @@ enum cudaError_t {
   cudaErrorInvalidConfiguration = 9,
   cudaErrorNotReady = 600
 };
-enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost,
+  cudaMemcpyHostToDevice,
+  cudaMemcpyDeviceToHost,
+  cudaMemcpyDeviceToDevice
+};
 using cudaStream_t = struct CUstream_emu*;
 using cudaEvent_t = struct CUevent_emu*;
 constexpr unsigned cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2;

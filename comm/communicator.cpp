@@ -102,6 +102,7 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   RINGDP_CHECK(options.backend != "nccl" || RINGDP_HAVE_NCCL,
                "backend nccl: ringdp was built without NCCL "
                "(configure with -Dnccl=enabled on a machine with CUDA and NCCL)");
+  FaultPlan::from_environment();  // a malformed RINGDP_FAULT is an error now, before any collective
   const bool under_launcher = launched_by_mpi_launcher() && !options.force_local;
 #if RINGDP_HAVE_MPI
   if (under_launcher) {
@@ -120,6 +121,15 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
       const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
       options.segment_bytes = static_cast<unsigned>(local_size) > cores ? 64 * 1024 : 1024 * 1024;
     }
+    // What shapes messages or picks algorithms must be the same on every rank, yet comes from each
+    // rank's environment and node (a sender's 1 MiB segment into a receiver's 64 KiB receive fails
+    // every ring): every rank takes the minimum over ranks.
+    uint64_t agreed[3] = {options.segment_bytes, options.recursive_doubling_max_bytes,
+                          options.chain_broadcast_min_bytes};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_UINT64_T, MPI_MIN, transport->comm()));
+    options.segment_bytes = agreed[0];
+    options.recursive_doubling_max_bytes = agreed[1];
+    options.chain_broadcast_min_bytes = agreed[2];
     std::shared_ptr<Communicator> comm(new Communicator(std::move(transport), options));
     comm->backend_ = "mpi";
     comm->local_rank_ = local_rank;
@@ -140,6 +150,7 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions opt
     : transport_(std::move(transport)), options_(options) {
   rank_ = transport_->rank();
   size_ = transport_->size();
+  sequence_bits_ = sequence_bits_for(transport_->tag_upper_bound());
   const char* trace = std::getenv("RINGDP_TRACE");
   trace_ = trace && std::strcmp(trace, "0") != 0 && *trace;
   const char* debug = std::getenv("RINGDP_DEBUG");
@@ -180,8 +191,12 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
 }
 
 Work Communicator::submit(const Issue& issue, Body body) {
-  const uint64_t sequence = sequence_++;
-  const FaultAction fault = FaultPlan::from_environment().action(rank_, sequence);
+  // Point-to-point calls involve some ranks only: counting them with the collectives would put
+  // the ranks that took part one collective ahead of the others in every later tag.
+  const bool p2p = issue.kind == CollectiveKind::send || issue.kind == CollectiveKind::recv;
+  const uint64_t sequence = p2p ? p2p_sequence_++ : sequence_++;
+  // RINGDP_FAULT numbers collectives only (see comm/fault.h).
+  const FaultAction fault = p2p ? FaultAction{} : FaultPlan::from_environment().action(rank_, sequence);
   if (fault.kill) {
     std::fprintf(stderr, "ringdp: rank %d: RINGDP_FAULT kill at %s #%llu\n", rank_, kind_name(issue.kind),
                  static_cast<unsigned long long>(sequence));
@@ -210,7 +225,7 @@ void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAct
                     .position = position_,
                     .segment_bytes = options_.segment_bytes,
                     .trace = trace_,
-                    .tag = encode_tag(issue.kind, issue.dtype, sequence),
+                    .tag = encode_tag(issue.kind, issue.dtype, sequence, sequence_bits_),
                     .requests = requests_,
                     // The corrupt fault flips a bit from the host: only where messages land there.
                     .corrupt_next_receive = fault.corrupt && !transport.device_memory()},
@@ -505,7 +520,9 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
   RINGDP_CHECK(peer >= 0 && peer < size_ && peer != rank_, what, ": peer ", peer,
                " is not another rank (rank ", rank_, " of ", size_, "; expected 0..", size_ - 1,
                " other than ", rank_, ")");
-  RINGDP_CHECK(tag >= 0 && tag < (1 << 30), what, ": tag ", tag, " out of range (expected 0 to 2^30 - 1)");
+  const int max_tag = std::min(transport_->tag_upper_bound(), kUserTagBase - 1);
+  RINGDP_CHECK(tag >= 0 && tag <= max_tag, what, ": tag ", tag, " out of range (expected 0 to ", max_tag,
+               ", MPI's tag upper bound MPI_TAG_UB here)");
   // A posted message must not wait in the ordered queue for its partner, or an asynchronous
   // send followed by a receive (the usual ring exchange) would deadlock: the queued part only
   // posts it, and the Work's wait() completes it.

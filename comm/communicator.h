@@ -27,6 +27,7 @@ struct CommOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(300);
   /// Ring pipelining unit; 0 = automatic: 1 MiB when this node's ranks each have a core,
   /// 64 KiB when they share cores (measured: docs/benchmarks.md). RINGDP_SEGMENT_BYTES overrides.
+  /// Under MPI this and the two thresholds below are agreed at init: the minimum over ranks.
   size_t segment_bytes = 0;
   /// all_reduce with `auto` uses recursive doubling up to this many bytes, ring above
   /// (measured: docs/collectives.md); RINGDP_RD_MAX_BYTES overrides.
@@ -129,7 +130,9 @@ class Communicator {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool trace_ = false;
   bool check_calls_ = false;  // RINGDP_DEBUG=DETAIL
-  uint64_t sequence_ = 0;
+  uint64_t sequence_ = 0;  // collectives issued: every rank issues each one, so it is part of their tags
+  uint64_t p2p_sequence_ = 0;  // sends and receives: between some ranks only, so numbered apart
+  int sequence_bits_ = 16;  // of the sequence in a tag: what fits under MPI_TAG_UB (comm/envelope.h)
   Position position_;
   std::vector<Request> requests_;
   CallQueue queue_;  // last: destroyed first, so queued calls still find everything above

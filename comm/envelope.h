@@ -1,9 +1,21 @@
 // The always-on check that ranks run the same collective: every message of an algorithm
-// carries, in its MPI tag, the collective's kind, dtype and sequence number (mod 2^16), and the
-// receiver posts its receive with MPI_ANY_TAG, then compares the tag and the byte count that
+// carries, in its MPI tag, the collective's kind, dtype and sequence number (modulo 2^bits), and
+// the receiver posts its receive with MPI_ANY_TAG, then compares the tag and the byte count that
 // arrived with what it expected. A rank that called a different collective, another dtype or a
 // different count is reported at its first exchange instead of hanging or corrupting data. The
 // "header" is MPI's own envelope, so the check costs no extra message and no copy.
+//
+// Tag budget. MPI guarantees tags up to MPI_TAG_UB, which may be as low as 32767 (the standard's
+// minimum; Open MPI's UCX transport gives 2^23 - 1, its ob1 transport 2^31 - 1). A tag is
+// 1 + (sequence mod 2^bits) << 6 | kind << 3 | dtype, so it stays below 2^(bits + 6) + 1: the
+// communicator picks bits = min(16, the largest that fits under MPI_TAG_UB) at init, and refuses
+// a bound that leaves fewer than kMinSequenceBits. Why wrap-around is safe: the tag does not
+// select which message a receive takes (it takes any tag; MPI's in-order delivery between a pair
+// of ranks on one communicator does), it only checks it. A skipped or extra collective is caught
+// unless a rank is a whole multiple of 2^bits collectives ahead of its peer at that exchange,
+// which a single skipped collective never is (bits >= 4: 16 collectives apart).
+// User send/recv travel on a communicator of their own with the user's tag as it is; inside the
+// process they are marked by kUserTagBase, which never reaches MPI.
 #pragma once
 
 #include <cstdint>
@@ -14,15 +26,22 @@
 
 namespace ringdp::comm {
 
-/// Tags at or above this belong to user send/recv, which travel on a communicator of their own.
-constexpr int kUserTagBase = 1 << 24;
+/// Tags at or above this belong to user send/recv; the transport sends tag - kUserTagBase, on a
+/// communicator of its own.
+constexpr int kUserTagBase = 1 << 30;
+/// Fewer sequence bits than this and the envelope check could miss a rank 2^bits collectives off.
+constexpr int kMinSequenceBits = 4;
 
-inline int encode_tag(CollectiveKind kind, DType dtype, uint64_t sequence) {
-  return 1 + static_cast<int>(((sequence & 0xFFFF) << 6) | (static_cast<uint64_t>(kind) << 3) |
+/// Sequence bits that fit under MPI_TAG_UB (at most 16); fewer than kMinSequenceBits is an Error.
+int sequence_bits_for(int tag_upper_bound);
+
+inline int encode_tag(CollectiveKind kind, DType dtype, uint64_t sequence, int sequence_bits) {
+  const uint64_t mask = (uint64_t{1} << sequence_bits) - 1;
+  return 1 + static_cast<int>(((sequence & mask) << 6) | (static_cast<uint64_t>(kind) << 3) |
                               static_cast<uint64_t>(dtype));
 }
 
-/// "all_reduce #8 (float32)" from a collective tag (the sequence number modulo 65536).
+/// "all_reduce #8 (float32)" from a collective tag (the sequence number modulo 2^bits).
 inline std::string describe_tag(int tag) {
   const int v = tag - 1;
   const auto kind = static_cast<CollectiveKind>((v >> 3) & 7);

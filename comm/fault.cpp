@@ -62,6 +62,11 @@ FaultPlan FaultPlan::parse(const std::string& text) {
         RINGDP_FAIL("RINGDP_FAULT: unknown key '", key, "' in '", item, "'; expected rank, op, ms or delta");
     }
     RINGDP_CHECK(has_rank && has_op, "RINGDP_FAULT: '", item, "' needs rank=R and op=K");
+    // A collective cannot run on more elements than its tensor holds, so the count is clamped to
+    // it: a positive delta would change nothing and the drill would rehearse nothing.
+    RINGDP_CHECK(fault.kind != Fault::Kind::count || fault.delta < 0, "RINGDP_FAULT: '", item,
+                 "': delta must be negative (a collective runs on at most its tensor's elements; delta=",
+                 fault.delta, " would change nothing)");
     plan.faults_.push_back(fault);
   }
   return plan;

@@ -1,10 +1,11 @@
 // Fault injection for tests and for practising diagnosis: RINGDP_FAULT holds a comma-separated
 // list of faults, each `kind:key=value:...` with keys rank (which rank misbehaves) and op (the
-// collective's sequence number on its communicator, counting from 0):
+// collective's sequence number on its communicator, counting from 0; send and recv are not
+// collectives and are not counted):
 //   delay:rank=1:op=10:ms=2000    rank 1 sleeps 2 s before collective 10
 //   skip:rank=2:op=5              rank 2 does not issue collective 5 (its peers wait for it)
 //   count:rank=1:op=3:delta=-1    rank 1 runs collective 3 with its count changed by delta
-//                                 (clamped to the tensor, so only shrinking is possible)
+//                                 (negative only: a positive one is refused when parsed)
 //   corrupt:rank=0:op=4           one bit of the first segment rank 0 receives in collective 4
 //                                 is flipped (ringdp's own algorithms; native ones are opaque)
 //   kill:rank=3:op=7              rank 3 sends itself SIGKILL when it issues collective 7

@@ -3,7 +3,9 @@
 #include "comm/mpi_transport.h"
 
 #if RINGDP_HAVE_MPI
+#include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "comm/envelope.h"
@@ -47,6 +49,16 @@ MpiTransport::MpiTransport(MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_set_errhandler(user_comm_, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  int* bound = nullptr;
+  int found = 0;
+  MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found));
+  if (found && bound) tag_ub_ = *bound;
+  if (const char* forced = std::getenv("RINGDP_TAG_UB"); forced && *forced) {
+    char* end = nullptr;
+    const long value = std::strtol(forced, &end, 10);
+    RINGDP_CHECK(end && *end == '\0' && value > 0, "RINGDP_TAG_UB='", forced, "' is not a positive integer");
+    tag_ub_ = static_cast<int>(std::min<long>(value, tag_ub_));
+  }
 }
 
 MpiTransport::~MpiTransport() {
@@ -58,12 +70,18 @@ MpiTransport::~MpiTransport() {
   }
 }
 
+int MpiTransport::wire_tag(int tag) const {
+  const int wire = tag >= kUserTagBase ? tag - kUserTagBase : tag;
+  RINGDP_CHECK(wire <= tag_ub_, "tag ", wire, " exceeds MPI's tag upper bound ", tag_ub_, " (MPI_TAG_UB)");
+  return wire;
+}
+
 Request MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
   const bool user = tag >= kUserTagBase;
   MPI_Request request;
-  MPI_CHECK(
-      MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, user ? user_comm_ : comm_, &request));
+  MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag), user ? user_comm_ : comm_,
+                      &request));
   return from_mpi(request, Request{0, peer, tag, bytes, false});
 }
 
@@ -73,7 +91,7 @@ Request MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   MPI_Request request;
   // A collective's receive takes any tag, so a message of another collective is seen (and
   // reported) instead of waiting forever for one that never comes.
-  MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, user ? tag : MPI_ANY_TAG,
+  MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, user ? wire_tag(tag) : MPI_ANY_TAG,
                       user ? user_comm_ : comm_, &request));
   return from_mpi(request, Request{0, peer, tag, bytes, !user});
 }

@@ -38,14 +38,20 @@ class MpiTransport final : public Transport {
   void native_barrier() override;
   bool reads_device_memory() const override;  // CUDA-aware MPI (mpi_cuda_aware())
   void bootstrap_broadcast(void* data, size_t bytes) override;  // MPI_Bcast from rank 0
+  /// MPI_TAG_UB, or less when RINGDP_TAG_UB says so (to test small bounds: the standard's 32767,
+  /// UCX's 2^23 - 1). Every tag posted is checked against it, as a strict MPI would.
+  int tag_upper_bound() const override { return tag_ub_; }
 
  private:
   void check_envelopes(std::span<Request> requests);
+  /// The tag MPI sees: a user tag without its in-process kUserTagBase mark; checked against tag_ub_.
+  int wire_tag(int tag) const;
 
   MPI_Comm comm_;  // collectives' messages
   MPI_Comm user_comm_;  // send/recv of user tags: never matched by a collective's ANY_TAG receive
   int rank_ = 0;
   int size_ = 1;
+  int tag_ub_ = 32767;
   std::vector<MPI_Request> waiting_;  // reused by wait_all: no allocation per wait
   std::vector<MPI_Status> statuses_;
 };

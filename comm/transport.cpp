@@ -2,6 +2,7 @@
 #include "comm/transport.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -45,6 +46,8 @@ void Transport::native_barrier() {
 }
 
 void Transport::end_collective(const std::string&, std::chrono::milliseconds, bool) {}
+
+int Transport::tag_upper_bound() const { return INT_MAX; }
 
 void Transport::bootstrap_broadcast(void*, size_t) {
   RINGDP_CHECK(size() == 1, "this transport cannot broadcast a bootstrap message to ", size(), " ranks");

@@ -89,6 +89,8 @@ class Transport {
   virtual void end_collective(const std::string& what, std::chrono::milliseconds timeout, bool blocking);
   /// Blocks the host until everything the transport has enqueued is done.
   virtual void synchronize() {}
+  /// The largest tag the library accepts (MPI_TAG_UB); the communicator fits its tags under it.
+  virtual int tag_upper_bound() const;
   /// Copies rank 0's `bytes` at `data` to every rank: how another transport bootstraps over this
   /// one (NCCL's unique id). A world of one has nothing to send.
   virtual void bootstrap_broadcast(void* data, size_t bytes);

@@ -45,6 +45,8 @@ case "$case_name" in
     expect 2 "unknown collective 'allreduce'"
     run 2 reduce --algo ring
     expect 1 "reduce has no ring algorithm"
+    RINGDP_FAULT=count:rank=1:op=3:delta=2 run 2 all_reduce -b 1K -e 1K
+    expect 1 "delta must be negative"
     out=$("$bench" --help) || fail "--help failed"
     for flag in -b -e -f -i -n -w -c -o -d -r -a -z --algo --backend --device --csv --json; do
       grep -qF -- "$flag" <<<"$out" || fail "--help does not list $flag"

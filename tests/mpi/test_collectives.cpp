@@ -226,6 +226,39 @@ TEST_CASE("send/recv around a ring of ranks", "[collectives][p2p]") {
   REQUIRE(global_sum(incoming.to_vector() != expected.to_vector()) == 0);
 }
 
+TEST_CASE("send/recv between two ranks leaves the others' collectives in step", "[collectives][p2p]") {
+  // Only ranks 0 and 1 exchange; the rest go straight to the all_reduce, whose tags must still
+  // match theirs (with 2 ranks everyone takes part, so this can only fail with 3 or more).
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  if (N < 2) return;
+  for (int round = 0; round < 3; ++round) {
+    if (rank == 0) comm.send(full({5}, 42.0 + round), 1, round);
+    if (rank == 1) {
+      Tensor got = zeros({5});
+      comm.recv(got, 0, round);
+      CHECK(got.to_vector() == std::vector<double>(5, 42.0 + round));
+    }
+    Tensor x = full({3}, rank + 1.0);
+    comm.all_reduce(x);
+    REQUIRE(global_sum(x.to_vector() != std::vector<double>(3, N * (N + 1) / 2.0)) == 0);
+  }
+}
+
+TEST_CASE("every rank runs with the same segment size and algorithm thresholds", "[collectives][agree]") {
+  // They come from each rank's environment and node; init agrees on the minimum.
+  auto& comm = world();
+  const auto& o = comm.options();
+  for (const uint64_t value : {uint64_t{o.segment_bytes}, uint64_t{o.recursive_doubling_max_bytes},
+                               uint64_t{o.chain_broadcast_min_bytes}}) {
+    Tensor t = full({1}, static_cast<double>(value), DType::float64);
+    Tensor low = t.clone(), high = t.clone();
+    comm.all_reduce(low, ReduceOp::min, {.algorithm = Algorithm::native});
+    comm.all_reduce(high, ReduceOp::max, {.algorithm = Algorithm::native});
+    REQUIRE(low.item() == high.item());
+  }
+}
+
 TEST_CASE("float32 sums of random data are bit-identical on every rank", "[collectives][determinism]") {
   auto& comm = world();
   for (Algorithm algo : {Algorithm::ring, Algorithm::recursive_doubling}) {

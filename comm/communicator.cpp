@@ -320,9 +320,11 @@ Transport& Communicator::transport_for(Route route) {
   RINGDP_FAIL("unknown route");
 }
 
-void Communicator::on_deadline() {
+void Communicator::on_deadline() { report_deadline(position_); }
+
+void Communicator::report_deadline(const Position& where) {
   std::fprintf(stderr, "ringdp: rank %d: %s exceeded %.3g s; ending the job\n", rank_,
-               position_.describe().c_str(), options_.timeout.count() / 1000.0);
+               where.describe().c_str(), options_.timeout.count() / 1000.0);
   abort_job(1);
 }
 
@@ -544,10 +546,25 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
     if (kind == CollectiveKind::recv) write_back(tensor, pending->host);
   });
   if (!async) return posted;
-  auto finish = [this, kind, tensor, pending]() mutable {
-    std::lock_guard exec(queue_.exec_mutex());
-    transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
-    transport_->wait(pending->request);
+  // Finishing polls, taking the execution lock for one test at a time: blocking in a wait while
+  // holding it would keep a collective queued behind this call from starting, and the peer may
+  // send only after that collective (a receive, an all_reduce, then wait() on the receive).
+  Position where{.kind = kind,
+                 .sequence = p2p_sequence_ - 1,
+                 .algorithm = Algorithm::native,
+                 .count = tensor.numel(),
+                 .dtype = tensor.dtype(),
+                 .waiting_for_rank = peer};
+  auto finish = [this, kind, tensor, pending, where]() mutable {
+    const auto deadline = Transport::Clock::now() + options_.timeout;
+    for (;;) {
+      {
+        std::lock_guard exec(queue_.exec_mutex());
+        if (transport_->test(pending->request)) break;
+      }
+      if (Transport::Clock::now() > deadline) report_deadline(where);
+      std::this_thread::yield();
+    }
     if (kind == CollectiveKind::recv) write_back(tensor, pending->host);
   };
   auto poll = [this, pending] {

@@ -116,7 +116,9 @@ class Communicator {
   void check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag);
   /// Posts one send or receive; the async form completes it outside the ordered queue.
   Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async);
+  /// A wait passed the collective timeout: reports where the running collective is, ends the job.
   [[noreturn]] void on_deadline();
+  [[noreturn]] void report_deadline(const Position& where);
   /// The route of a collective on `t` (checks the backend against the device).
   Route route_for(const Tensor& t) const;
   /// The transport of a route; those of CUDA tensors are created by their first collective.

@@ -21,6 +21,11 @@ Work Work::then(Work posted, std::function<void()> finish, std::function<bool()>
 }
 
 void Work::finish_once() const {
+  {
+    std::lock_guard lock(state_->mutex);
+    if (state_->finishing) return;  // another thread finishes it; wait() then waits for done
+    state_->finishing = true;
+  }
   Work posted;
   posted.state_ = state_->posted;
   try {

@@ -33,6 +33,7 @@ class Work {
     std::mutex mutex;
     std::condition_variable done_cv;
     bool done = false;
+    bool finishing = false;  // two-part work: finish_once has begun (wait() and is_completed() may race)
     std::chrono::steady_clock::time_point done_at;
     std::exception_ptr error;
     std::shared_ptr<State> posted;  // set for two-part work

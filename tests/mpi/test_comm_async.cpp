@@ -2,6 +2,9 @@
 // on finished work returns at once.
 #include <catch2/catch.hpp>
 
+#include <thread>
+#include <vector>
+
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;
@@ -43,4 +46,57 @@ TEST_CASE("a blocking collective after asynchronous ones waits its turn", "[asyn
   int64_t wrong = last.item(0) != N;
   for (int i = 0; i < 8; ++i) wrong += tensors[i].item(4095) != N * (N - 1) / 2.0 + N * i;
   REQUIRE(global_sum(wrong) == 0);
+}
+
+TEST_CASE("waiting on an asynchronous receive lets queued collectives run", "[async][p2p]") {
+  // Rank 0 queues a receive and an all_reduce, then waits on the receive; rank 1 joins the
+  // all_reduce first and sends after it. Waiting must not hold what the queued all_reduce needs,
+  // or rank 0 waits for a message rank 1 sends only after an all_reduce rank 0 cannot start.
+  // Other ranks only join the all_reduces. Many rounds, so every interleaving gets its chance.
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  if (N < 2) return;
+  int64_t wrong = 0;
+  for (int round = 0; round < 1000; ++round) {
+    Tensor sum = full({4}, 1.0);
+    if (rank == 0) {
+      Tensor got = zeros({2});
+      comm::Work received = comm.recv(got, 1, 7, {.async = true});
+      comm::Work reduced = comm.all_reduce(sum, ReduceOp::sum, {.async = true});
+      received.wait();
+      // Another thread may ask at the same time whether it is done: both must see one completion.
+      received.is_completed();
+      reduced.wait();
+      wrong += got.to_vector() != std::vector<double>(2, round);
+    } else {
+      comm.all_reduce(sum);
+      if (rank == 1) comm.send(full({2}, round), 0, 7);
+    }
+    wrong += sum.to_vector() != std::vector<double>(4, N);
+  }
+  REQUIRE(global_sum(wrong) == 0);
+}
+
+TEST_CASE("wait() and is_completed() racing on an asynchronous receive finish it once", "[async][p2p]") {
+  // Finishing a receive copies into the tensor: finished twice, from two threads, that is a data
+  // race ThreadSanitizer reports (the tsan suite runs this), and a double completion of the request.
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  if (N < 2 || rank > 1) return;
+  int64_t wrong = 0;
+  for (int round = 0; round < 1000; ++round) {
+    if (rank == 1) {
+      Tensor got = zeros({3});
+      comm::Work received = comm.recv(got, 0, 9, {.async = true});
+      std::thread poller([&] {
+        while (!received.is_completed()) std::this_thread::yield();
+      });
+      received.wait();
+      poller.join();
+      wrong += got.to_vector() != std::vector<double>(3, round);
+    } else {
+      comm.send(full({3}, round), 1, 9);
+    }
+  }
+  REQUIRE(wrong == 0);
 }

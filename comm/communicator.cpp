@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +50,23 @@ void check_pair(const Tensor& input, const Tensor& output, const char* what) {
                " differs from output dtype ", dtype_name(output.dtype()));
   RINGDP_CHECK(input.device() == output.device(), what, ": input on ", input.device().str(), ", output on ",
                output.device().str(), "; both must be on one device");
+}
+
+// Input and output may be one buffer (in place: the same bytes, or for all_gather and
+// reduce_scatter this rank's chunk of the larger one, at `in_place_offset` bytes into it) or two
+// that do not overlap. Anything in between is refused: the algorithms read one while writing the
+// other through restrict pointers, and MPI forbids overlapping send and receive buffers.
+void check_overlap(const Tensor& input, const Tensor& output, const char* what, const Tensor& larger,
+                   const Tensor& chunk, size_t in_place_offset) {
+  const auto* in = static_cast<const char*>(input.data_ptr());
+  const auto* out = static_cast<const char*>(output.data_ptr());
+  if (input.nbytes() == 0 || output.nbytes() == 0) return;
+  if (in + input.nbytes() <= out || out + output.nbytes() <= in) return;  // disjoint
+  const auto* base = static_cast<const char*>(larger.data_ptr());
+  if (static_cast<const char*>(chunk.data_ptr()) == base + in_place_offset) return;  // in place
+  RINGDP_FAIL(what, ": the output overlaps the input without being it (input bytes [0, ", input.nbytes(),
+              "), output bytes [", out - in, ", ", out - in + static_cast<std::ptrdiff_t>(output.nbytes()),
+              ") of the same memory); pass one tensor for in place, or two that do not overlap");
 }
 
 // Where a collective works on host copies (host tensors; CUDA tensors given to MPI's own
@@ -336,6 +354,7 @@ Work Communicator::all_reduce(Tensor& tensor, ReduceOp op, CollectiveOptions opt
 
 Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, CollectiveOptions opts) {
   check_pair(input, output, "all_reduce");
+  check_overlap(input, output, "all_reduce", input, output, 0);
   RINGDP_CHECK(input.numel() == output.numel(), "all_reduce: input has ", input.numel(), " elements, output ",
                output.numel());
   check_op(op, input.dtype());
@@ -376,6 +395,7 @@ Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptio
 Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceOp op,
                           CollectiveOptions opts) {
   check_pair(input, output, "reduce");
+  check_overlap(input, output, "reduce", input, output, 0);
   check_root(root, size_, "reduce");
   RINGDP_CHECK(input.numel() == output.numel(), "reduce: input has ", input.numel(), " elements, output ",
                output.numel());
@@ -414,6 +434,7 @@ Work Communicator::broadcast(Tensor& tensor, int root, CollectiveOptions opts) {
 
 Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, CollectiveOptions opts) {
   check_pair(input, output, "broadcast");
+  check_overlap(input, output, "broadcast", input, output, 0);
   check_root(root, size_, "broadcast");
   RINGDP_CHECK(input.numel() == output.numel(), "broadcast: input has ", input.numel(), " elements, output ",
                output.numel());
@@ -446,6 +467,7 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
 
 Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOptions opts) {
   check_pair(input, output, "all_gather");
+  check_overlap(input, output, "all_gather", output, input, rank_ * input.nbytes());
   RINGDP_CHECK(output.numel() == input.numel() * size_, "all_gather: output has ", output.numel(),
                " elements; expected ", size_, " ranks x ", input.numel(), " = ", input.numel() * size_);
   const Algorithm algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm);
@@ -470,6 +492,7 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
 
 Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op, CollectiveOptions opts) {
   check_pair(input, output, "reduce_scatter");
+  check_overlap(input, output, "reduce_scatter", input, output, rank_ * output.nbytes());
   RINGDP_CHECK(input.numel() == output.numel() * size_, "reduce_scatter: input has ", input.numel(),
                " elements; expected ", size_, " ranks x ", output.numel(), " = ", output.numel() * size_);
   check_op(op, input.dtype());

@@ -268,6 +268,16 @@ void MpiCudaTransport::native_all_gather(const void* input, void* output, int64_
 
 void MpiCudaTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count,
                                              DType dtype, ReduceOp op) {
+  // In place, MPI would get overlapping buffers (see MpiTransport::native_reduce_scatter): the
+  // input is copied first, on the device.
+  const size_t total = static_cast<size_t>(chunk_count) * size() * dtype_size(dtype);
+  const auto* in = static_cast<const char*>(input);
+  const auto* out = static_cast<const char*>(output);
+  if (total > 0 && out >= in && out < in + total) {
+    void* whole = scratch(2, total);
+    copy(whole, input, total);
+    input = whole;
+  }
   synchronize();
   host_.native_reduce_scatter(input, output, chunk_count, dtype, op);
 }

@@ -177,9 +177,17 @@ void MpiTransport::native_all_gather(const void* input, void* output, int64_t ch
 
 void MpiTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
                                          ReduceOp op) {
+  // In place (the output is this rank's chunk of the input), MPI would get overlapping send and
+  // receive buffers, which it forbids (MPI_IN_PLACE means another layout): reduce from a copy.
+  const size_t total = static_cast<size_t>(chunk_count) * size_ * dtype_size(dtype);
+  const auto* in = static_cast<const char*>(input);
+  const auto* out = static_cast<const char*>(output);
+  if (total > 0 && out >= in && out < in + total) {
+    in_place_copy_.assign(in, in + total);
+    input = in_place_copy_.data();
+  }
   native::reduce_scatter(comm_, input, output, chunk_count, dtype, op);
 }
-
 void MpiTransport::native_barrier() { native::barrier(comm_); }
 
 bool MpiTransport::reads_device_memory() const { return mpi_cuda_aware(); }

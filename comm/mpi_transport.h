@@ -54,6 +54,7 @@ class MpiTransport final : public Transport {
   int tag_ub_ = 32767;
   std::vector<MPI_Request> waiting_;  // reused by wait_all: no allocation per wait
   std::vector<MPI_Status> statuses_;
+  std::vector<char> in_place_copy_;  // native_reduce_scatter's input, when the output lies inside it
 };
 
 /// Throws ringdp::Error naming the call, the rank and MPI's error string when rc != MPI_SUCCESS.

@@ -2,6 +2,9 @@
 // moves, so no rank is left waiting. Each case runs on all ranks with the same bad input.
 #include <catch2/catch.hpp>
 
+#include <vector>
+
+#include "tensor/ops.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;
@@ -31,4 +34,36 @@ TEST_CASE("bad arguments are errors on every rank, with no communication", "[err
   Tensor one = ones({5});
   comm.all_reduce(one);
   REQUIRE(global_sum(one.item(4) != N) == 0);
+}
+
+TEST_CASE("an output that partly overlaps its input is refused; in place and disjoint work", "[errors]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  const int64_t n = 6;
+  Tensor x = zeros({(N + 1) * n + 1});
+  const auto overlap = Contains("the output overlaps the input without being it");
+  Tensor head = x.flat_view(0, n), shifted = x.flat_view(1, n), tail_of_head = x.flat_view(n - 1, n);
+  REQUIRE_THROWS_WITH(comm.all_reduce(head, shifted), overlap);
+  REQUIRE_THROWS_WITH(comm.reduce(shifted, head, 0), overlap);
+  REQUIRE_THROWS_WITH(comm.broadcast(head, tail_of_head, 0), overlap);
+  // all_gather in place: the input is this rank's chunk of the output, nowhere else.
+  Tensor whole_view = x.flat_view(0, N * n), off_chunk = x.flat_view(rank * n + 1, n);
+  REQUIRE_THROWS_WITH(comm.all_gather(off_chunk, whole_view), overlap);
+  REQUIRE_THROWS_WITH(comm.reduce_scatter(whole_view, off_chunk), overlap);
+  // What stays allowed, with the values checked: one buffer passed as both (in place), a rank's
+  // own chunk (ring and MPI's own), and two neighbouring views of one buffer.
+  ops::fill_(head, 1.0);
+  Tensor head_again = x.flat_view(0, n);
+  comm.all_reduce(head, head_again);
+  REQUIRE(global_sum(head.to_vector() != std::vector<double>(n, N)) == 0);
+  for (comm::Algorithm algo : {comm::Algorithm::ring, comm::Algorithm::native}) {
+    Tensor whole = full({N * n}, 1.0);
+    Tensor mine = whole.flat_view(rank * n, n);
+    comm.reduce_scatter(whole, mine, ReduceOp::sum, {.algorithm = algo});
+    REQUIRE(global_sum(mine.to_vector() != std::vector<double>(n, N)) == 0);
+  }
+  Tensor pair = full({2 * n}, 2.0);
+  Tensor first = pair.flat_view(0, n), second = pair.flat_view(n, n);
+  comm.all_reduce(first, second);
+  REQUIRE(global_sum(second.to_vector() != std::vector<double>(n, 2.0 * N)) == 0);
 }

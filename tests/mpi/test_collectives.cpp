@@ -3,8 +3,10 @@
 // in place and out of place; roots 0 and N−1. Wrong elements are summed over ranks.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <functional>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "tests/support/mpi_test.h"
@@ -197,14 +199,29 @@ TEST_CASE("reduce_scatter: ring and native", "[collectives][reduce_scatter]") {
   require_all_right(results);
 }
 
-TEST_CASE("barrier: dissemination and native complete", "[collectives][barrier]") {
+TEST_CASE("barrier: no rank leaves before the last one arrives", "[collectives][barrier]") {
+  // The last rank arrives 20 ms late each time; every rank checks that it came out after that
+  // arrival (one host: steady_clock is one clock for all its processes). A barrier that returned
+  // at once would let the others out 20 ms early.
   auto& comm = world();
-  for (int i = 0; i < 20; ++i) {
-    comm.barrier({.algorithm = Algorithm::recursive_doubling});
-    comm.barrier({.algorithm = Algorithm::native});
-    comm.barrier();
+  const int N = comm.size(), rank = comm.rank();
+  using Clock = std::chrono::steady_clock;
+  const auto micros = [] {
+    return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+  };
+  int64_t early = 0;
+  for (Algorithm algo : {Algorithm::recursive_doubling, Algorithm::native, Algorithm::automatic}) {
+    for (int round = 0; round < 3; ++round) {
+      if (rank == N - 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const double arrived = micros();
+      comm.barrier({.algorithm = algo});
+      const double left = micros();
+      Tensor last_arrival = full({1}, arrived, DType::float64);
+      comm.all_reduce(last_arrival, ReduceOp::max, {.algorithm = Algorithm::native});
+      early += left < last_arrival.item();
+    }
   }
-  SUCCEED("40 barriers completed on every rank");
+  REQUIRE(global_sum(early) == 0);
 }
 
 TEST_CASE("send/recv around a ring of ranks", "[collectives][p2p]") {

@@ -14,6 +14,7 @@
 #include <mpi.h>
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -228,15 +229,31 @@ TEST_CASE("every algorithm under each order of the streams", "[device]") {
 }
 
 TEST_CASE("the barrier's zero-byte messages pass through both transports", "[device]") {
+  // No rank may come out of the barrier (once its stream has run it) before the last rank, which
+  // arrives 20 ms late each time, went in. One host: steady_clock is one clock for all its processes.
   World& w = world();
+  const int rank = w.host.rank(), N = w.host.size();
+  using Clock = std::chrono::steady_clock;
+  const auto micros = [] {
+    return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+  };
+  int64_t early = 0;
   for (auto [name, device] : w.transports()) {
-    for (int i = 0; i < 20; ++i) {
+    for (int i = 0; i < 5; ++i) {
+      if (rank == N - 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const double arrived = micros();
       CollectiveContext ctx = w.context(*device, DType::float32, ReduceOp::sum, kSegment);
       barrier_dissemination(ctx);
+      device->synchronize();
+      const double left = micros();
+      double last_arrival = 0;
+      MPI_Allreduce(&arrived, &last_arrival, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      early += left < last_arrival;
     }
-    device->synchronize();
   }
-  SUCCEED();
+  int64_t early_anywhere = 0;
+  MPI_Allreduce(&early, &early_anywhere, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  REQUIRE(early_anywhere == 0);
 }
 
 TEST_CASE("a collective waits for the caller's stream, and the caller's stream for the collective",

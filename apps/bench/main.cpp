@@ -78,7 +78,14 @@ void print_preamble(const Options& o, const Sweep& sweep, comm::Communicator& co
       step_text(o, sweep).c_str(), o.warmup, o.iters, o.check, o.blocking);
   std::printf(
       "# GB/s = 1e9 bytes/s. all_gather/reduce_scatter sizes are the whole gathered array. busbw factors: "
-      "all_reduce 2(N-1)/N, all_gather and reduce_scatter (N-1)/N, reduce and broadcast 1.\n#\n");
+      "all_reduce 2(N-1)/N, all_gather and reduce_scatter (N-1)/N, reduce and broadcast 1.\n");
+  std::string skipped;
+  if (std::find(sweep.ops.begin(), sweep.ops.end(), ReduceOp::avg) != sweep.ops.end())
+    for (DType d : sweep.dtypes)
+      if (!is_floating(d)) skipped += std::string(skipped.empty() ? "" : ", ") + short_type(d);
+  if (!skipped.empty())
+    std::printf("# avg is skipped for %s: it is defined for floating-point types only\n", skipped.c_str());
+  std::printf("#\n");
 }
 
 }  // namespace

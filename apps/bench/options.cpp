@@ -103,6 +103,12 @@ Sweep make_sweep(const Options& o) {
     sweep.ops = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
   else
     sweep.ops = {parse_reduce_op(o.op)};
+  // avg needs a floating-point type: asked for with an integer type by name, that is an error;
+  // within -d all or -o all the pairs are skipped, and the preamble says so.
+  const bool reduces = std::any_of(sweep.specs.begin(), sweep.specs.end(), [](auto* s) { return s->has_op; });
+  RINGDP_CHECK(!reduces || o.op != "avg" || o.dtype == "all" || is_floating(sweep.dtypes.front()),
+               "-o avg -d ", o.dtype,
+               ": avg is defined for floating-point types only (float, double, bfloat16)");
   RINGDP_CHECK(o.device == "cpu" || kernels::cuda_device_count() > 0,
                "--device cuda: no CUDA device is visible",
                kernels::built_with_cuda() ? "" : " (ringdp was built without CUDA)");

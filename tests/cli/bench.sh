@@ -19,6 +19,8 @@ case "$case_name" in
     grep -qF "# Avg bus bandwidth" <<<"$out" || fail "no average bus bandwidth line"
     grep -qF "ratio of native" <<<"$out" || fail "no comparison with native"
     grep -qF "alpha(us)" <<<"$out" || fail "no alpha-beta summary"
+    grep -qF "# avg is skipped for int32, int64: it is defined for floating-point types only" <<<"$out" ||
+      fail "-d all -o all does not say that avg is skipped for the integer types"
     for c in all_reduce reduce broadcast all_gather reduce_scatter barrier; do
       grep -q "^$c," "$work/out.csv" || fail "CSV has no $c rows"
     done
@@ -45,6 +47,8 @@ case "$case_name" in
     expect 2 "unknown collective 'allreduce'"
     run 2 reduce --algo ring
     expect 1 "reduce has no ring algorithm"
+    run 2 all_reduce -d int32 -o avg
+    expect 2 "-o avg -d int32: avg is defined for floating-point types only"
     RINGDP_FAULT=count:rank=1:op=3:delta=2 run 2 all_reduce -b 1K -e 1K
     expect 1 "delta must be negative"
     out=$("$bench" --help) || fail "--help failed"

@@ -2,6 +2,7 @@
 #include "apps/train/trainer.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "apps/train/checkpoint.h"
@@ -135,6 +136,10 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
     comm.reduce(epoch_loss, 0, ReduceOp::avg);
     comm_seconds += std::chrono::duration<double>(Clock::now() - reduce_start).count();
     const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start).count();
+    // Only rank 0 holds the mean loss: its error ends the whole job (fail_job's MPI_Abort).
+    RINGDP_CHECK(rank != 0 || std::isfinite(epoch_loss.item()), "training diverged in epoch ", epoch + 1,
+                 ": the mean loss is ", epoch_loss.item(), "; lower --lr (now ", config.lr,
+                 ") or check the data for extreme values");
     if (rank == 0) {
       std::printf("epoch %lld/%lld  loss %.6f  samples/s %.0f  comm %.0f%%\n",
                   static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs), epoch_loss.item(),
@@ -143,6 +148,16 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
     } else if (config.verbose) {
       std::printf("rank %d: epoch %lld  local loss %.6f\n", rank, static_cast<long long>(epoch + 1),
                   loss_sum / steps);
+    }
+    // Gradients are averaged before every step, so the parameters are the same on every rank and
+    // so is this verdict: no rank goes on alone, and no epoch after it prints "loss -nan".
+    for (const auto& [name, p] : model->named_parameters()) {
+      for (const double v : p.to_vector()) {
+        RINGDP_CHECK(std::isfinite(v), "training diverged in epoch ", epoch + 1, ": parameter '", name,
+                     "' holds ", v, " after the step (mean batch loss on rank ", rank, ": ",
+                     loss_sum / static_cast<double>(steps), "); lower --lr (now ", config.lr,
+                     ") or check the data for extreme values");
+      }
     }
     const bool save_now =
         !config.checkpoint_path.empty() &&

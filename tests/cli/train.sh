@@ -42,6 +42,9 @@ case "$case_name" in
     expect_error 2 "--epochs: '0' must be positive" 2 --epochs 0
     expect_error 2 "--model: mlpx not in" 2 --model mlpx
     expect_error 1 "cannot open data file '$work/missing.csv'" 2 --data "$work/missing.csv"
+    # A learning rate that blows the parameters up stops the run at that epoch, on every rank.
+    expect_error 1 "training diverged in epoch" 3 --lr 1000
+    grep -q "loss -\?nan\|loss inf" <<<"$out" && fail "a diverged run went on printing non-finite losses: $out"
     printf 'a,b,y\n1,2,3\n4,x,6\n' >"$work/bad.csv"
     expect_error 1 "line 3: column 2 ('x') is not a number" 2 --data "$work/bad.csv"
     printf '1,2,3\n4,5\n' >"$work/ragged.csv"

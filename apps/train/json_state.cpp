@@ -2,15 +2,23 @@
 // (errors, checkpoint).
 #include "apps/train/json_state.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace ringdp::train {
 
 void write_state_json(const std::string& path, const autograd::StateDict& state) {
   nlohmann::ordered_json root = nlohmann::ordered_json::object();
   for (const auto& [name, tensor] : state) {
-    root[name] = {{"shape", tensor.shape()}, {"data", tensor.to_vector()}};
+    const std::vector<double> values = tensor.to_vector();
+    // JSON has no NaN or Inf (nlohmann writes null, which --init then rejects): refuse here,
+    // before the file exists, rather than write what cannot be read back.
+    for (size_t i = 0; i < values.size(); ++i)
+      RINGDP_CHECK(std::isfinite(values[i]), "cannot export '", path, "': ", name, "[", i, "] is ", values[i],
+                   " and JSON has no NaN or Inf");
+    root[name] = {{"shape", tensor.shape()}, {"data", values}};
   }
   std::ofstream out(path);
   RINGDP_CHECK(out.good(), "cannot write '", path, "'");

@@ -67,7 +67,7 @@ void backward(const Tensor& root, const Tensor& gradient) {
       ops::add_(grad, state.buffer);
     else
       state.leaf.set_grad(state.buffer.clone());
-    for (const GradHook& hook : state.leaf.hooks()) hook(state.leaf);
+    for (const auto& [handle, hook] : state.leaf.hooks()) hook(state.leaf);
   };
 
   if (root.is_leaf()) {

@@ -2,6 +2,7 @@
 #include "tensor/tensor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <ostream>
@@ -21,7 +22,7 @@ struct Tensor::Impl {
   bool requires_grad = false;
   std::shared_ptr<Impl> grad;
   std::shared_ptr<autograd::Node> grad_fn;
-  std::vector<GradHook> hooks;
+  std::vector<std::pair<uint64_t, GradHook>> hooks;
 };
 
 std::string shape_str(const Shape& shape) {
@@ -205,13 +206,20 @@ Tensor Tensor::grad() const { return Tensor(impl().grad); }
 void Tensor::set_grad(const Tensor& grad) { impl().grad = grad.impl_; }
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const { return impl().grad_fn; }
 void Tensor::set_grad_fn(std::shared_ptr<autograd::Node> node) { impl().grad_fn = std::move(node); }
-void Tensor::register_hook(GradHook hook) {
+uint64_t Tensor::register_hook(GradHook hook) {
   RINGDP_CHECK(requires_grad() && is_leaf(),
                "hooks can only be registered on leaf tensors that "
                "require grad");
-  impl().hooks.push_back(std::move(hook));
+  static std::atomic<uint64_t> next_handle{1};
+  const uint64_t handle = next_handle++;
+  impl().hooks.emplace_back(handle, std::move(hook));
+  return handle;
 }
-const std::vector<GradHook>& Tensor::hooks() const { return impl().hooks; }
+void Tensor::remove_hook(uint64_t handle) {
+  auto& hooks = impl().hooks;
+  std::erase_if(hooks, [handle](const auto& entry) { return entry.first == handle; });
+}
+const std::vector<std::pair<uint64_t, GradHook>>& Tensor::hooks() const { return impl().hooks; }
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t) {
   if (!t.defined()) return out << "tensor(undefined)";

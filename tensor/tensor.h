@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/dtype.h"
@@ -80,8 +81,14 @@ class Tensor {
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   void set_grad_fn(std::shared_ptr<autograd::Node> node);
   bool is_leaf() const { return grad_fn() == nullptr; }
-  void register_hook(GradHook hook);
-  const std::vector<GradHook>& hooks() const;
+  /// Runs `hook` after this leaf's gradient is accumulated, in every backward, until removed
+  /// with the returned handle (PyTorch's RemovableHandle): whoever registers a hook that
+  /// captures itself must remove it before it goes away.
+  uint64_t register_hook(GradHook hook);
+  /// Removes the hook `handle` names; nothing when it is already gone.
+  void remove_hook(uint64_t handle);
+  /// The hooks, in registration order, with their handles.
+  const std::vector<std::pair<uint64_t, GradHook>>& hooks() const;
   /// Runs backward from this scalar (defined in autograd/engine.cpp: link ringdp_autograd).
   void backward() const;
 

@@ -3,6 +3,8 @@
 #include "comm/ddp/distributed_data_parallel.h"
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "autograd/node.h"
@@ -13,6 +15,16 @@ namespace ringdp::ddp {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+
+// The parameters (by storage) that a live wrapper owns, in this process.
+std::set<const void*>& owned() {
+  static std::set<const void*> parameters;
+  return parameters;
+}
+std::mutex& owned_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 std::string describe(const std::vector<std::pair<std::string, Tensor>>& params) {
@@ -33,8 +45,20 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Modul
                                                  std::shared_ptr<comm::Communicator> comm, DdpOptions options)
     : module_(std::move(module)), comm_(std::move(comm)), options_(options) {
   RINGDP_CHECK(options.bucket_cap_mb > 0, "DDP: bucket_cap_mb ", options.bucket_cap_mb, " must be positive");
-  const auto params = module_->named_parameters();
-  RINGDP_CHECK(!params.empty(), "DDP: the module has no parameters");
+  // Frozen parameters (requires_grad false) are broadcast like the rest but get no hook and no
+  // bucket, as in PyTorch.
+  std::vector<std::pair<std::string, Tensor>> params;
+  for (auto& named : module_->named_parameters())
+    if (named.second.requires_grad()) params.push_back(std::move(named));
+  RINGDP_CHECK(!params.empty(), "DDP: the module has no parameters that require gradients");
+  // Checked on every rank before any message moves: a second wrapper would all-reduce every
+  // gradient twice, and its hooks would call into whichever wrapper died first.
+  {
+    std::lock_guard lock(owned_mutex());
+    for (const auto& [name, p] : params)
+      RINGDP_CHECK(!owned().contains(p.data_ptr()), "DDP: parameter '", name,
+                   "' is already wrapped by a live DistributedDataParallel; destroy that one first");
+  }
   broadcast_and_verify();
 
   std::vector<BucketParameter> sizes;
@@ -53,14 +77,24 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Modul
     const Tensor& first = params[members.front()].second;
     bucket.buffer = zeros({elements}, first.dtype(), first.device());
   }
-  for (size_t s = 0; s < slots_.size(); ++s) {
-    Tensor param = slots_[s].param;
-    param.register_hook([this, s](Tensor&) { on_gradient_ready(static_cast<int>(s)); });
+  for (size_t s = 0; s < slots_.size(); ++s)
+    slots_[s].hook =
+        slots_[s].param.register_hook([this, s](Tensor&) { on_gradient_ready(static_cast<int>(s)); });
+  {
+    std::lock_guard lock(owned_mutex());  // only now: a constructor that threw owns nothing
+    for (const Slot& slot : slots_) owned().insert(slot.param.data_ptr());
   }
   reset_iteration();
 }
 
 DistributedDataParallel::~DistributedDataParallel() {
+  // The parameters usually outlive the wrapper: a hook left behind would call into freed memory
+  // at the next backward.
+  for (Slot& slot : slots_) slot.param.remove_hook(slot.hook);
+  {
+    std::lock_guard lock(owned_mutex());
+    for (const Slot& slot : slots_) owned().erase(slot.param.data_ptr());
+  }
   // Collectives still in flight reference our buffers: let them finish.
   for (Bucket& b : buckets_) {
     if (b.launched) {
@@ -134,7 +168,23 @@ void DistributedDataParallel::reset_iteration() {
   iteration_synced_ = false;
 }
 
+void DistributedDataParallel::check_trainable_set() const {
+  for (const auto& [name, p] : module_->named_parameters()) {
+    if (!p.requires_grad()) continue;
+    const bool wrapped =
+        std::any_of(slots_.begin(), slots_.end(), [&](const Slot& s) { return s.param.is_same(p); });
+    RINGDP_CHECK(wrapped, "DDP: parameter '", name,
+                 "' requires gradients but did not when DistributedDataParallel was built; build a new "
+                 "wrapper after unfreezing parameters");
+  }
+  for (const Slot& s : slots_)
+    RINGDP_CHECK(s.param.requires_grad(), "DDP: parameter '", s.name,
+                 "' was frozen after DistributedDataParallel was built; build a new wrapper after freezing "
+                 "parameters");
+}
+
 Tensor DistributedDataParallel::forward(const Tensor& input) {
+  check_trainable_set();
   if (slots_ready_ != 0 && slots_ready_ != static_cast<int>(slots_.size())) {
     RINGDP_FAIL("DDP: parameter(s) ", unready_names(),
                 " received no gradient in the last iteration; every parameter "

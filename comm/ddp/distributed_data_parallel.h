@@ -76,6 +76,7 @@ class DistributedDataParallel {
     int bucket;
     int64_t offset;  // elements into the bucket's buffer
     bool ready = false;
+    uint64_t hook = 0;  // the handle of our gradient hook on param, removed by the destructor
   };
   struct Bucket {
     std::vector<int> slots;
@@ -87,6 +88,9 @@ class DistributedDataParallel {
   };
 
   void broadcast_and_verify();
+  /// The parameters that require gradients must be the ones wrapped (PyTorch asks for a new
+  /// wrapper after freezing or unfreezing); called by each forward.
+  void check_trainable_set() const;
   void on_gradient_ready(int slot);
   void launch_ready_buckets();
   void finish_iteration();

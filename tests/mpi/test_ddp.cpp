@@ -151,12 +151,14 @@ TEST_CASE("one bucket and many buckets give the same parameters", "[ddp][buckets
 
 TEST_CASE("buckets follow reverse registration order", "[ddp][buckets]") {
   auto model = make_model(true, DType::float32);
-  ddp::DistributedDataParallel many(model, world_ptr(), {.bucket_cap_mb = 1e-6, .first_bucket_mb = 1e-6});
-  const auto layout = many.bucket_layout();
-  REQUIRE(layout.size() == 6);
-  CHECK(layout.front() == std::vector<std::string>{"4.bias"});
-  CHECK(layout.back() == std::vector<std::string>{"0.weight"});
-  ddp::DistributedDataParallel one(model, world_ptr(), {});
+  {
+    ddp::DistributedDataParallel many(model, world_ptr(), {.bucket_cap_mb = 1e-6, .first_bucket_mb = 1e-6});
+    const auto layout = many.bucket_layout();
+    REQUIRE(layout.size() == 6);
+    CHECK(layout.front() == std::vector<std::string>{"4.bias"});
+    CHECK(layout.back() == std::vector<std::string>{"0.weight"});
+  }
+  ddp::DistributedDataParallel one(model, world_ptr(), {});  // one live wrapper at a time
   REQUIRE(one.bucket_layout().size() == 1);
 }
 
@@ -228,4 +230,52 @@ TEST_CASE("DDP names the parameter that differs between ranks", "[ddp][errors]")
                         Catch::Contains("the parameters of rank(s) " + std::to_string(comm.size() - 1) +
                                         " differ from rank 0's"));
   }
+}
+
+TEST_CASE("a destroyed wrapper leaves no hook behind, and a live one cannot be doubled", "[ddp][hooks]") {
+  auto model = make_model(true, DType::float64);
+  const Samples data = make_samples(8, 31);
+  Tensor x, y;
+  gather_rows(data, {0, 1, 2, 3}, DType::float64, x, y);
+  {
+    ddp::DistributedDataParallel ddp(model, world_ptr());
+    for (const Tensor& p : model->parameters()) CHECK(p.hooks().size() == 1);
+    // A second wrapper over the same parameters would all-reduce every gradient twice.
+    REQUIRE_THROWS_WITH(ddp::DistributedDataParallel(model, world_ptr()),
+                        Catch::Contains("is already wrapped by a live DistributedDataParallel"));
+    ddp.backward(mse_loss(ddp(x), y));
+  }
+  // The wrapper is gone: its hooks too, so a plain backward calls nothing that was freed.
+  for (const Tensor& p : model->parameters()) CHECK(p.hooks().empty());
+  mse_loss((*model)(x), y).backward();
+  // And the parameters may be wrapped again.
+  ddp::DistributedDataParallel again(model, world_ptr());
+  again.backward(mse_loss(again(x), y));
+}
+
+TEST_CASE("frozen parameters are left out, and freezing after wrapping is named", "[ddp][frozen]") {
+  auto model = make_model(true, DType::float64);
+  Tensor frozen = model->named_parameters().front().second;  // "0.weight"
+  frozen.set_requires_grad(false);
+  const std::vector<double> before = frozen.to_vector();
+  const Samples data = make_samples(8, 41);
+  Tensor x, y;
+  gather_rows(data, {2 * world().rank(), 2 * world().rank() + 1}, DType::float64, x, y);
+  optim::SGD sgd(model->parameters(), optim::SGDOptions(0.1));
+  ddp::DistributedDataParallel ddp(model, world_ptr());
+  for (const auto& bucket : ddp.bucket_layout())
+    for (const std::string& name : bucket) CHECK(name != "0.weight");
+  sgd.zero_grad();
+  ddp.backward(mse_loss(ddp(x), y));
+  sgd.step();
+  CHECK(frozen.to_vector() == before);
+  // Every trainable parameter ended the same on every rank (its gradient was averaged).
+  for (const Tensor& p : model->parameters()) {
+    Tensor mine = p.clone(), root = p.clone();
+    world().broadcast(root, 0);
+    REQUIRE(global_sum(mine.to_vector() != root.to_vector()) == 0);
+  }
+  // Freezing a wrapped parameter later is an error at the next forward, naming it.
+  model->named_parameters().back().second.set_requires_grad(false);
+  REQUIRE_THROWS_WITH(ddp(x), Catch::Contains("parameter '4.bias' was frozen after DistributedDataParallel"));
 }

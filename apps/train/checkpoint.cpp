@@ -15,7 +15,7 @@ namespace ringdp::train {
 
 namespace {
 constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'D', 'P', 'C', 'K'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: world size and shuffle after the seed
 
 template <typename T>
 void put(std::string& out, T value) {
@@ -103,6 +103,8 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   put<uint32_t>(out, kVersion);
   put<int64_t>(out, checkpoint.next_epoch);
   put<uint64_t>(out, checkpoint.seed);
+  put<uint32_t>(out, checkpoint.world_size);
+  put<uint8_t>(out, checkpoint.shuffle ? 1 : 0);
   write_dict(out, checkpoint.model);
   write_dict(out, checkpoint.optimizer);
   put<uint32_t>(out,
@@ -157,6 +159,11 @@ Checkpoint parse_checkpoint(const std::string& bytes, const std::string& source)
   Checkpoint checkpoint;
   checkpoint.next_epoch = in.get<int64_t>("the epoch");
   checkpoint.seed = in.get<uint64_t>("the seed");
+  checkpoint.world_size = in.get<uint32_t>("the world size");
+  const uint8_t shuffle = in.get<uint8_t>("the shuffle setting");
+  RINGDP_CHECK(shuffle <= 1, "checkpoint '", source, "' has shuffle setting ", int{shuffle},
+               " (expected 0 or 1)");
+  checkpoint.shuffle = shuffle == 1;
   checkpoint.model = read_dict(in, source);
   checkpoint.optimizer = read_dict(in, source);
   RINGDP_CHECK(in.position() + 4 == bytes.size(), "checkpoint '", source, "' has ",

@@ -82,6 +82,14 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
       sgd.load_state_dict(ck.optimizer);
       RINGDP_CHECK(ck.seed == config.seed, "checkpoint '", config.checkpoint_path,
                    "' was written with --seed ", ck.seed, ", this run uses --seed ", config.seed);
+      // The shards follow from seed, world size and shuffle: resuming with others would train
+      // each rank on other samples than the run it continues, silently.
+      RINGDP_CHECK(ck.world_size == static_cast<uint32_t>(N) && ck.shuffle == config.shuffle, "checkpoint '",
+                   config.checkpoint_path, "' was written by a run of ", ck.world_size,
+                   " ranks with shuffle ", ck.shuffle ? "on" : "off", "; this run has ", N,
+                   " ranks with shuffle ", config.shuffle ? "on" : "off",
+                   ", so each rank would see other samples; resume with the same -np",
+                   " and shuffle setting, or start afresh");
       epoch.data<int64_t>()[0] = ck.next_epoch;
     }
     comm.broadcast(epoch, 0);
@@ -163,8 +171,12 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
         !config.checkpoint_path.empty() &&
         ((epoch + 1) % std::max<int64_t>(config.save_every, 1) == 0 || epoch + 1 == config.epochs);
     if (save_now && rank == 0) {
-      save_checkpoint(config.checkpoint_path,
-                      Checkpoint{epoch + 1, config.seed, model->state_dict(), sgd.state_dict()});
+      save_checkpoint(config.checkpoint_path, Checkpoint{.next_epoch = epoch + 1,
+                                                         .seed = config.seed,
+                                                         .world_size = static_cast<uint32_t>(N),
+                                                         .shuffle = config.shuffle,
+                                                         .model = model->state_dict(),
+                                                         .optimizer = sgd.state_dict()});
     }
   }
   if (rank == 0 && !config.export_path.empty()) write_state_json(config.export_path, model->state_dict());

@@ -62,7 +62,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Modul
   broadcast_and_verify();
 
   std::vector<BucketParameter> sizes;
-  for (const auto& [name, p] : params) sizes.push_back({p.nbytes(), p.dtype(), p.device()});
+  for (const auto& [name, p] : params)
+    sizes.push_back({static_cast<int64_t>(p.nbytes()), p.dtype(), p.device()});
   const double first_cap = std::min(options.first_bucket_mb, options.bucket_cap_mb) * 1024 * 1024;
   const auto assignment = assign_buckets(sizes, options.bucket_cap_mb * 1024 * 1024, first_cap);
   for (const std::vector<int>& members : assignment) {

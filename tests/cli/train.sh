@@ -78,6 +78,9 @@ case "$case_name" in
     expect_error 1 "corrupt" 2 --checkpoint "$work/flipped.bin" --resume
     expect_error 1 "does not fit this model" 2 --checkpoint "$work/ck.bin" --resume --model mlp
     expect_error 1 "cannot open checkpoint" 2 --checkpoint "$work/none.bin" --resume
+    # The shards depend on the world size: a 2-rank checkpoint resumed on 3 ranks is refused.
+    expect_error 1 "was written by a run of 2 ranks with shuffle on; this run has 3 ranks" 3 \
+      --epochs 10 --momentum 0.9 --checkpoint "$work/ck.bin" --resume
     ;;
   rank-failure)
     # Rank 1 dies (SIGKILL) in the middle of training: the job must end, non-zero, promptly.

@@ -15,6 +15,7 @@ ringdp_fresh_check() {
   git clone -q "$source_tree" "$scratch/ringdp"
   cd "$scratch/ringdp"
   local command status failed=0 start report=()
+  ringdp_step "fresh check" "the failing command's own output is above; rerun it in $scratch/ringdp to see it again"
   for command in scripts/demo scripts/test; do
     echo "== fresh-check: $command in $scratch/ringdp =="
     start=$SECONDS
@@ -26,5 +27,6 @@ ringdp_fresh_check() {
   cd "$source_tree"
   echo "== fresh-check of $(git rev-parse --short HEAD), $(date -u '+%Y-%m-%d %H:%M UTC') =="
   printf '%s\n' "${report[@]}"
+  [ $failed -eq 0 ] || ringdp_log "fresh check FAILED: see the command's output above"
   return $failed
 }

@@ -84,7 +84,9 @@ case "$case_name" in
     RINGDP_FAULT=count:rank=1:op=8:delta=-100 run 3 all_reduce -b 1K -e 1K --algo ring
     [ $rc -ne 0 ] || fail "a count mismatch ended with exit 0"
     grep -qE "expected [0-9]+ bytes of all_reduce #8 \(float32\) from rank [0-9] and got" <<<"$out" || fail "no count report: $out"
-    [ $seconds -le 10 ] || fail "took $seconds s"
+    # Far below the 300 s watchdog: reported at the exchange, not by a timeout. (10 s failed once on a
+    # machine loaded 3x over by a parallel sanitizer build.)
+    [ $seconds -le 30 ] || fail "took $seconds s"
     echo "ok: mismatched collectives and counts are reported at the first exchange (${seconds}s)"
     ;;
   mismatch)

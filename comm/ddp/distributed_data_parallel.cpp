@@ -170,18 +170,22 @@ void DistributedDataParallel::reset_iteration() {
 }
 
 void DistributedDataParallel::check_trainable_set() const {
-  for (const auto& [name, p] : module_->named_parameters()) {
-    if (!p.requires_grad()) continue;
-    const bool wrapped =
-        std::any_of(slots_.begin(), slots_.end(), [&](const Slot& s) { return s.param.is_same(p); });
-    RINGDP_CHECK(wrapped, "DDP: parameter '", name,
-                 "' requires gradients but did not when DistributedDataParallel was built; build a new "
-                 "wrapper after unfreezing parameters");
-  }
+  // Runs every forward, so the common case is cheap: every wrapped parameter still trainable and
+  // as many trainable parameters as wrapped ones means the two sets are equal. Names only on error.
   for (const Slot& s : slots_)
     RINGDP_CHECK(s.param.requires_grad(), "DDP: parameter '", s.name,
                  "' was frozen after DistributedDataParallel was built; build a new wrapper after freezing "
                  "parameters");
+  size_t trainable = 0;
+  for (const Tensor& p : module_->parameters()) trainable += p.requires_grad();
+  if (trainable == slots_.size()) return;
+  for (const auto& [name, p] : module_->named_parameters()) {
+    const bool wrapped =
+        std::any_of(slots_.begin(), slots_.end(), [&](const Slot& s) { return s.param.is_same(p); });
+    RINGDP_CHECK(!p.requires_grad() || wrapped, "DDP: parameter '", name,
+                 "' requires gradients but did not when DistributedDataParallel was built; build a new "
+                 "wrapper after unfreezing parameters");
+  }
 }
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {

@@ -18,6 +18,7 @@
 #include "comm/mpi_transport.h"
 #include "comm/nccl_transport.h"
 #include "config.h"
+#include "kernels/device_memory.h"
 #include "tensor/ops.h"
 
 namespace ringdp::comm {
@@ -292,6 +293,13 @@ void Communicator::check_same_call(const Issue& issue, uint64_t sequence, int64_
   }
 }
 
+void Communicator::check_device(const Tensor& t) const {
+  const Device mine = device();
+  RINGDP_CHECK(t.device() == mine, "rank ", rank_, " (local rank ", local_rank_, ") got a tensor on ",
+               t.device().str(), " but communicates on ", mine.str(),
+               ": put its tensors on Communicator::device() (each rank uses GPU local_rank % visible GPUs)");
+}
+
 Communicator::Route Communicator::route_for(const Tensor& t) const {
   if (options_.backend == "nccl") {
     RINGDP_CHECK(RINGDP_HAVE_NCCL,
@@ -299,10 +307,17 @@ Communicator::Route Communicator::route_for(const Tensor& t) const {
                  "on a machine with CUDA and NCCL)");
     RINGDP_CHECK(!t.defined() || t.device().is_cuda(), "--backend nccl needs CUDA tensors; got a tensor on ",
                  t.device().str(), " (use --backend mpi or auto for host tensors)");
+    if (t.defined()) check_device(t);
     return t.defined() ? Route::nccl : Route::host;
   }
   if (!t.defined() || !t.device().is_cuda()) return Route::host;
+  check_device(t);
   return RINGDP_HAVE_NCCL && options_.backend == "auto" ? Route::nccl : Route::mpi_cuda;
+}
+
+Device Communicator::device() const {
+  const int gpus = kernels::cuda_device_count();
+  return gpus > 0 ? Device::cuda(local_rank_ % gpus) : Device::cpu();
 }
 
 Transport& Communicator::transport_for(Route route) {
@@ -313,7 +328,7 @@ Transport& Communicator::transport_for(Route route) {
       if (!nccl_transport_) {
         Transport& host = *transport_;
         nccl_transport_ = std::make_unique<NcclTransport>(
-            rank_, size_, local_rank_,
+            rank_, size_, device().index,
             [&host](void* id, size_t bytes) { host.bootstrap_broadcast(id, bytes); }, options_.timeout);
       }
       return *nccl_transport_;
@@ -325,7 +340,7 @@ Transport& Communicator::transport_for(Route route) {
       if (!mpi_cuda_transport_) {
         const auto path = transport_->reads_device_memory() ? MpiCudaTransport::Path::cuda_aware
                                                             : MpiCudaTransport::Path::staged;
-        mpi_cuda_transport_ = std::make_unique<MpiCudaTransport>(*transport_, local_rank_, path);
+        mpi_cuda_transport_ = std::make_unique<MpiCudaTransport>(*transport_, device().index, path);
         const char* debug = std::getenv("RINGDP_DEBUG");
         if (debug && rank_ == 0 && (std::strcmp(debug, "INFO") == 0 || std::strcmp(debug, "DETAIL") == 0))
           std::fprintf(stderr, "ringdp: CUDA tensors over MPI: %s\n", path_name(path));

@@ -63,6 +63,11 @@ class Communicator {
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
+  /// Where this rank's tensors belong: cuda:(local_rank % visible GPUs) when a GPU is visible,
+  /// else cpu. Decided here only: the CUDA transports run on this GPU, and the trainer, the
+  /// bench and the tests ask for it, so no rank computes on one GPU and communicates on another.
+  /// A CUDA tensor on any other GPU is refused by every collective, naming both.
+  Device device() const;
   const char* backend_name() const { return backend_; }
   const CommOptions& options() const { return options_; }
 
@@ -119,6 +124,8 @@ class Communicator {
   /// A wait passed the collective timeout: reports where the running collective is, ends the job.
   [[noreturn]] void on_deadline();
   [[noreturn]] void report_deadline(const Position& where);
+  /// Throws unless the CUDA tensor t is on device().
+  void check_device(const Tensor& t) const;
   /// The route of a collective on `t` (checks the backend against the device).
   Route route_for(const Tensor& t) const;
   /// The transport of a route; those of CUDA tensors are created by their first collective.

@@ -11,11 +11,13 @@
 
 namespace ringdp::comm {
 
-CudaStreamTransport::CudaStreamTransport(int local_rank, const char* who) {
+CudaStreamTransport::CudaStreamTransport(int device, const char* who) {
   int devices = 0;
   CUDA_CHECK(cudaGetDeviceCount(&devices));
   RINGDP_CHECK(devices > 0, who, " needs a CUDA device; none is visible");
-  device_ = local_rank % devices;
+  RINGDP_CHECK(device >= 0 && device < devices, who, ": CUDA device cuda:", device, " does not exist (",
+               devices, " visible)");
+  device_ = device;
   CUDA_CHECK(cudaSetDevice(device_));
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));

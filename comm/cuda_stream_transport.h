@@ -56,9 +56,9 @@ class CudaStreamTransport : public Transport {
   void join_caller(const std::string& what, std::chrono::milliseconds timeout);
 
  protected:
-  /// Selects device local_rank % device_count and creates the stream; `who` names the user of
-  /// the device in the error when there is none.
-  CudaStreamTransport(int local_rank, const char* who);
+  /// Selects `device` (the communicator's choice: Communicator::device()) and creates the
+  /// stream; `who` names the user of the device in the error when there is none.
+  CudaStreamTransport(int device, const char* who);
   /// Hands recorded but not yet issued operations to the stream (NCCL's pending group); called
   /// before the stream is waited for or joined.
   virtual void issue_pending() {}

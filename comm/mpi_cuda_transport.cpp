@@ -16,8 +16,8 @@ const char* path_name(MpiCudaTransport::Path path) {
   return path == MpiCudaTransport::Path::cuda_aware ? "CUDA-aware MPI" : "staged through pinned host memory";
 }
 
-MpiCudaTransport::MpiCudaTransport(Transport& host, int local_rank, Path path, Window window)
-    : CudaStreamTransport(local_rank, "CUDA tensors over MPI"), host_(host), path_(path), window_(window) {
+MpiCudaTransport::MpiCudaTransport(Transport& host, int device, Path path, Window window)
+    : CudaStreamTransport(device, "CUDA tensors over MPI"), host_(host), path_(path), window_(window) {
   RINGDP_CHECK(window.bytes > 0 && window.messages > 0, "MpiCudaTransport: empty staging window");
 }
 

@@ -37,9 +37,8 @@ class MpiCudaTransport final : public CudaStreamTransport {
     size_t bytes = 8u << 20;  ///< staged bytes in flight per direction (at least one message)
     int messages = 64;  ///< staged messages in flight per direction
   };
-  MpiCudaTransport(Transport& host, int local_rank, Path path, Window window);
-  MpiCudaTransport(Transport& host, int local_rank, Path path)
-      : MpiCudaTransport(host, local_rank, path, Window{}) {}
+  MpiCudaTransport(Transport& host, int device, Path path, Window window);
+  MpiCudaTransport(Transport& host, int device, Path path) : MpiCudaTransport(host, device, path, Window{}) {}
   ~MpiCudaTransport() override;
 
   int rank() const override { return host_.rank(); }

@@ -10,17 +10,21 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+namespace ringdp::comm {
+class NcclTransport;
+}
+
+// Each call goes on the transport's stream and is settled there (nccl_transport.h: the
+// communicator is non-blocking).
 namespace ringdp::comm::native_nccl {
 
-void all_reduce(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t count,
-                DType dtype, ReduceOp op);
-void reduce(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t count, DType dtype,
-            ReduceOp op, int root);
-void broadcast(ncclComm_t comm, cudaStream_t stream, void* buf, int64_t count, DType dtype, int root);
-void all_gather(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t chunk_count,
-                DType dtype);
-void reduce_scatter(ncclComm_t comm, cudaStream_t stream, const void* input, void* out, int64_t chunk_count,
-                    DType dtype, ReduceOp op);
+void all_reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op);
+void reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op,
+            int root);
+void broadcast(NcclTransport& t, void* buf, int64_t count, DType dtype, int root);
+void all_gather(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype);
+void reduce_scatter(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype,
+                    ReduceOp op);
 
 }  // namespace ringdp::comm::native_nccl
 #endif

@@ -17,10 +17,12 @@
 namespace ringdp::comm {
 
 void nccl_check(ncclResult_t result, const char* call, const char* file, int line) {
-  if (result == ncclSuccess || result == ncclInProgress) return;
+  if (result == ncclSuccess) return;
   std::string hint;
   const char* last = ncclGetLastError(nullptr);
-  if (last && std::strstr(last, "Duplicate GPU")) {
+  if (result == ncclInProgress) {
+    hint = " (a non-blocking call left in progress: complete it with NcclTransport::settle)";
+  } else if (last && std::strstr(last, "Duplicate GPU")) {
     hint =
         " (more ranks than GPUs on this node: run fewer ranks, or use --backend mpi, whose CUDA path stages "
         "through host memory; NCCL 2.30+ also allows several ranks per GPU with "
@@ -40,30 +42,23 @@ std::string nccl_version() {
          std::to_string(version % 100);
 }
 
-NcclTransport::NcclTransport(int rank, int size, int local_rank,
+NcclTransport::NcclTransport(int rank, int size, int device,
                              const std::function<void(void*, size_t)>& broadcast_id,
                              std::chrono::milliseconds timeout)
-    : CudaStreamTransport(local_rank, "the NCCL backend"), rank_(rank), size_(size) {
+    : CudaStreamTransport(device, "the NCCL backend"), rank_(rank), size_(size) {
   ncclUniqueId id;
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   broadcast_id(&id, sizeof id);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;  // returns at once; we poll, so a stuck init hits the deadline
-  NCCL_CHECK(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config));
-  const auto deadline = Clock::now() + timeout;
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress) {
-    NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
-    if (state == ncclInProgress) {
-      if (Clock::now() > deadline) {
-        ncclCommAbort(comm_);
-        RINGDP_FAIL("NCCL initialisation did not finish within ", timeout.count() / 1000.0, " s on rank ",
-                    rank_);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+  config.blocking = 0;  // see the header: every call that can return ncclInProgress is settled
+  const ncclResult_t started = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
+  if (started != ncclInProgress) NCCL_CHECK(started);
+  if (!poll_until_settled(Clock::now() + timeout, "NCCL initialisation")) {
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+    RINGDP_FAIL("NCCL initialisation did not finish within ", timeout.count() / 1000.0, " s on rank ", rank_,
+                " (a rank that never started, or a network NCCL cannot use: NCCL_DEBUG=INFO says more)");
   }
-  NCCL_CHECK(state);
   CUDA_CHECK(cudaMalloc(&signal_byte_, 2));
   CUDA_CHECK(cudaStreamCreateWithFlags(&reduce_stream_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&reduce_done_, cudaEventDisableTiming));
@@ -79,12 +74,52 @@ NcclTransport::~NcclTransport() {
   stop_watchdog();
   if (reduce_stream_) cudaStreamSynchronize(reduce_stream_);
   if (stream_) cudaStreamSynchronize(stream_);
-  if (comm_) ncclCommDestroy(comm_);
+  if (comm_) {
+    // Finalize flushes the communicator's work and settles (every rank finalizes); only then
+    // does destroy free it without blocking. One that does not settle in time is aborted.
+    const ncclResult_t finalizing = ncclCommFinalize(comm_);
+    const bool settled = (finalizing == ncclSuccess || finalizing == ncclInProgress) &&
+                         poll_until_settled(Clock::now() + destroy_timeout_, "ncclCommFinalize");
+    if (settled)
+      ncclCommDestroy(comm_);
+    else
+      ncclCommAbort(comm_);
+  }
   if (signal_byte_) cudaFree(signal_byte_);
   for (cudaEvent_t e : group_events_) cudaEventDestroy(e);
   if (reduce_done_) cudaEventDestroy(reduce_done_);
   if (transfers_now_) cudaEventDestroy(transfers_now_);
   if (reduce_stream_) cudaStreamDestroy(reduce_stream_);
+}
+
+bool NcclTransport::poll_until_settled(Clock::time_point deadline, const char* what) {
+  for (uint32_t polls = 0;; ++polls) {
+    ncclResult_t state = ncclSuccess;
+    NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
+    if (state != ncclInProgress) {
+      if (state != ncclSuccess) nccl_check(state, what, __FILE__, __LINE__);
+      return true;
+    }
+    if ((polls & 63u) == 63u && Clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+}
+
+void NcclTransport::settle(ncclResult_t result, const char* call, const char* file, int line) {
+  if (result == ncclInProgress) {
+    // Bounded by the collective's deadline: an operation that cannot even be enqueued (a peer
+    // that never connects) ends the job like one stuck on the GPU.
+    for (uint32_t polls = 0; result == ncclInProgress; ++polls) {
+      NCCL_CHECK(ncclCommGetAsyncError(comm_, &result));
+      if (result != ncclInProgress) break;
+      if ((polls & 63u) == 63u && deadline_passed()) {
+        on_stuck();
+        expire();
+      }
+      std::this_thread::yield();
+    }
+  }
+  nccl_check(result, call, file, line);
 }
 
 Request NcclTransport::post(const Pending& p) {
@@ -149,7 +184,8 @@ void NcclTransport::flush() {
       if (g < receives_.size()) issue(receives_[g], static_cast<int>(g));
       if (g < sends_.size()) issue(sends_[g], static_cast<int>(g));
     }
-    NCCL_CHECK(ncclGroupEnd());
+    // Non-blocking: the group reaches the stream only once settled, so the event comes after it.
+    NCCL_SETTLE(ncclGroupEnd());
     CUDA_CHECK(cudaEventRecord(group_events_[g], stream_));
   }
   groups_in_last_ = static_cast<int>(groups);
@@ -226,25 +262,25 @@ void NcclTransport::on_stuck() {
 
 void NcclTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype,
                                       ReduceOp op) {
-  native_nccl::all_reduce(comm_, stream_, input, output, count, dtype, op);
+  native_nccl::all_reduce(*this, input, output, count, dtype, op);
 }
 
 void NcclTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                                   int root) {
-  native_nccl::reduce(comm_, stream_, input, output, count, dtype, op, root);
+  native_nccl::reduce(*this, input, output, count, dtype, op, root);
 }
 
 void NcclTransport::native_broadcast(void* buffer, int64_t count, DType dtype, int root) {
-  native_nccl::broadcast(comm_, stream_, buffer, count, dtype, root);
+  native_nccl::broadcast(*this, buffer, count, dtype, root);
 }
 
 void NcclTransport::native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) {
-  native_nccl::all_gather(comm_, stream_, input, output, chunk_count, dtype);
+  native_nccl::all_gather(*this, input, output, chunk_count, dtype);
 }
 
 void NcclTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
                                           ReduceOp op) {
-  native_nccl::reduce_scatter(comm_, stream_, input, output, chunk_count, dtype, op);
+  native_nccl::reduce_scatter(*this, input, output, chunk_count, dtype, op);
 }
 
 }  // namespace ringdp::comm

@@ -8,8 +8,16 @@
 // since the next step sends what they produced and receives into what they read. A whole
 // collective is enqueued without host round trips. The stream, its join with the caller's and the watchdog
 // are CudaStreamTransport's; a stuck stream gets ncclCommAbort before the report. Bootstrap (nccl_bootstrap):
-// rank 0 creates the ncclUniqueId and MPI broadcasts it; each rank uses GPU local_rank % device_count;
-// non-blocking init so a stuck init can time out too.
+// rank 0 creates the ncclUniqueId and MPI broadcasts it; the rank's GPU is the communicator's
+// choice (Communicator::device_index).
+//
+// The communicator is non-blocking (config.blocking = 0), and every call that may return
+// ncclInProgress (init, ncclGroupEnd, each collective, ncclCommFinalize) is settled: polled with
+// ncclCommGetAsyncError until it reports something else, against the deadline, before any other
+// call on the communicator and before an event is recorded after it. Why not blocking: the
+// first send to a peer, like init, connects to it, and a blocking call waits for a peer that may
+// never come, past any deadline; polled, it ends the job with a message. The cost is a host
+// round trip per group (the enqueue by NCCL's thread, microseconds), not a wait for the transfer.
 #pragma once
 
 #include "comm/cuda_stream_transport.h"
@@ -30,13 +38,16 @@ class NcclTransport final : public CudaStreamTransport {
   /// Every rank must call it. `broadcast_id` sends rank 0's ncclUniqueId to all ranks (MPI_Bcast
   /// under mpirun; nothing in a world of one). Throws a clear Error on failure (the "Duplicate
   /// GPU" case explained).
-  NcclTransport(int rank, int size, int local_rank, const std::function<void(void*, size_t)>& broadcast_id,
+  NcclTransport(int rank, int size, int device, const std::function<void(void*, size_t)>& broadcast_id,
                 std::chrono::milliseconds timeout);
   ~NcclTransport() override;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   ncclComm_t comm() const { return comm_; }
+  /// Completes a call that may have returned ncclInProgress (see the file comment), then
+  /// throws as nccl_check does if it failed. Past the deadline: on_stuck() and expire().
+  void settle(ncclResult_t result, const char* call, const char* file, int line);
 
   Request isend(int peer, const void* data, size_t bytes, int tag) override;
   Request irecv(int peer, void* data, size_t bytes, int tag) override;
@@ -55,6 +66,9 @@ class NcclTransport final : public CudaStreamTransport {
                              ReduceOp op) override;
 
  private:
+  /// Polls ncclCommGetAsyncError until the state is not ncclInProgress (throws on an error);
+  /// false if `deadline` passes first.
+  bool poll_until_settled(Clock::time_point deadline, const char* what);
   void issue_pending() override;
   void check_async() override;  // ncclCommGetAsyncError
   void on_stuck() override;  // ncclCommAbort: unblocks the stream so the process can end
@@ -85,6 +99,7 @@ class NcclTransport final : public CudaStreamTransport {
   ncclComm_t comm_ = nullptr;
   void* signal_byte_ = nullptr;  // device byte that zero-length messages carry
   int rank_ = 0, size_ = 1;
+  std::chrono::milliseconds destroy_timeout_{30000};
 };
 
 /// NCCL's version as "2.28.9".
@@ -95,5 +110,7 @@ void nccl_check(ncclResult_t result, const char* call, const char* file, int lin
 }  // namespace ringdp::comm
 
 #define NCCL_CHECK(call) ::ringdp::comm::nccl_check((call), #call, __FILE__, __LINE__)
+/// In NcclTransport (or with a transport `t`): a call that may return ncclInProgress.
+#define NCCL_SETTLE(call) settle((call), #call, __FILE__, __LINE__)
 
 #endif

@@ -108,8 +108,7 @@ int main(int argc, char** argv) {
     auto communicator = comm::Communicator::init(comm_options);
     comm::Communicator& comm = *communicator;
     const int N = comm.size();
-    const Device device =
-        o.device == "cpu" ? Device::cpu() : Device::cuda(comm.local_rank() % kernels::cuda_device_count());
+    const Device device = o.device == "cpu" ? Device::cpu() : comm.device();
     if (o.root < 0 || o.root >= N) {
       comm::fail_job("ringdp-bench",
                      "-r " + std::to_string(o.root) + " out of range for " + std::to_string(N) +

@@ -38,19 +38,21 @@ std::shared_ptr<autograd::Module> build_model(const TrainConfig& config, int64_t
   return seq;
 }
 
-Device pick_device(const std::string& requested) {
+// The GPU is the communicator's choice (local rank % visible GPUs), never cuda:0 for all ranks:
+// the seed put every rank on GPU 0, while the transports ran on each rank's own GPU.
+Device pick_device(const std::string& requested, const comm::Communicator& comm) {
   if (requested == "cpu") return Device::cpu();
-  if (requested == "auto") return kernels::cuda_device_count() > 0 ? Device::cuda(0) : Device::cpu();
+  if (requested == "auto") return comm.device();
   RINGDP_CHECK(kernels::built_with_cuda(), "--device cuda: ringdp was built without CUDA");
   RINGDP_CHECK(kernels::cuda_device_count() > 0, "--device cuda: no CUDA device is visible on this machine");
-  return Device::cuda(0);
+  return comm.device();
 }
 }  // namespace
 
 int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
   comm::Communicator& comm = *communicator;
   const int N = comm.size(), rank = comm.rank();
-  const Device device = pick_device(config.device);
+  const Device device = pick_device(config.device, comm);
   RINGDP_CHECK(config.backend != "nccl" || RINGDP_HAVE_NCCL,
                "--backend nccl: ringdp was built without NCCL; use --backend mpi");
   RINGDP_CHECK(config.backend != "nccl" || device.is_cuda(),
@@ -71,7 +73,9 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
   int64_t start_epoch = 0;
   if (config.resume) {
     RINGDP_CHECK(!config.checkpoint_path.empty(), "--resume needs --checkpoint PATH");
-    Tensor epoch = zeros({1}, DType::int64);
+    // Every tensor a collective carries lives on the training device: the NCCL backend carries
+    // CUDA tensors only, so these small host values travel there and back.
+    int64_t next_epoch = 0;
     if (rank == 0) {
       Checkpoint ck = load_checkpoint(config.checkpoint_path);
       try {
@@ -90,16 +94,17 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
                    " ranks with shuffle ", config.shuffle ? "on" : "off",
                    ", so each rank would see other samples; resume with the same -np",
                    " and shuffle setting, or start afresh");
-      epoch.data<int64_t>()[0] = ck.next_epoch;
+      next_epoch = ck.next_epoch;
     }
+    Tensor epoch = full({1}, static_cast<double>(next_epoch), DType::int64, device);
     comm.broadcast(epoch, 0);
-    start_epoch = epoch.data<int64_t>()[0];
+    start_epoch = static_cast<int64_t>(epoch.to(Device::cpu()).item());
     // Momentum buffers: rank 0 has them; others create theirs with one warm step of zeros,
     // then receive rank 0's values.
     auto state = sgd.state_dict();
-    Tensor count = full({1}, static_cast<double>(state.size()), DType::int64);
+    Tensor count = full({1}, static_cast<double>(state.size()), DType::int64, device);
     comm.broadcast(count, 0);
-    if (count.item() > 0) {
+    if (count.to(Device::cpu()).item() > 0) {
       autograd::StateDict buffers;
       const auto params = model->parameters();
       for (size_t i = 0; i < params.size(); ++i) {
@@ -134,23 +139,24 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
       Tensor loss = autograd::mse_loss(ddp(x), y);
       ddp.backward(loss);
       sgd.step();
-      loss_sum += loss.item();
+      loss_sum += loss.to(Device::cpu()).item();  // the host needs it: one round trip per step
       comm_seconds += ddp.last_stats().comm_wait_seconds;
       ++steps;
     }
     // The epoch's loss is the mean over ranks of each rank's mean batch loss: a reduce to rank 0.
-    Tensor epoch_loss = full({1}, loss_sum / static_cast<double>(steps), DType::float64);
+    Tensor epoch_loss = full({1}, loss_sum / static_cast<double>(steps), DType::float64, device);
     const auto reduce_start = Clock::now();
     comm.reduce(epoch_loss, 0, ReduceOp::avg);
+    const double mean_loss = epoch_loss.to(Device::cpu()).item();
     comm_seconds += std::chrono::duration<double>(Clock::now() - reduce_start).count();
     const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start).count();
     // Only rank 0 holds the mean loss: its error ends the whole job (fail_job's MPI_Abort).
-    RINGDP_CHECK(rank != 0 || std::isfinite(epoch_loss.item()), "training diverged in epoch ", epoch + 1,
-                 ": the mean loss is ", epoch_loss.item(), "; lower --lr (now ", config.lr,
+    RINGDP_CHECK(rank != 0 || std::isfinite(mean_loss), "training diverged in epoch ", epoch + 1,
+                 ": the mean loss is ", mean_loss, "; lower --lr (now ", config.lr,
                  ") or check the data for extreme values");
     if (rank == 0) {
       std::printf("epoch %lld/%lld  loss %.6f  samples/s %.0f  comm %.0f%%\n",
-                  static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs), epoch_loss.item(),
+                  static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs), mean_loss,
                   static_cast<double>(shard * N) / elapsed, 100.0 * comm_seconds / elapsed);
       std::fflush(stdout);
     } else if (config.verbose) {

@@ -110,21 +110,26 @@ DistributedDataParallel::~DistributedDataParallel() {
 void DistributedDataParallel::broadcast_and_verify() {
   const auto params = module_->named_parameters();
   const std::string mine = describe(params);
-  Tensor hashes = zeros({comm_->size()}, DType::int64);
-  Tensor my_hash = zeros({1}, DType::int64);
+  // The check travels on the parameters' device: the NCCL backend carries CUDA tensors only.
+  const Device device = params.empty() ? Device::cpu() : params.front().second.device();
+  Tensor hashes = zeros({comm_->size()}, DType::int64, device);
+  Tensor my_hash = full({1}, 0, DType::int64);
   my_hash.data<int64_t>()[0] = static_cast<int64_t>(fnv1a(mine));
-  comm_->all_gather(my_hash, hashes);
+  comm_->all_gather(my_hash.to(device), hashes);
+  const Tensor all = hashes.to(Device::cpu());
   std::vector<int> differing;
   for (int r = 0; r < comm_->size(); ++r)
-    if (hashes.data<int64_t>()[r] != hashes.data<int64_t>()[0]) differing.push_back(r);
+    if (all.data<int64_t>()[r] != all.data<int64_t>()[0]) differing.push_back(r);
   if (!differing.empty()) {
     // Every rank learns rank 0's description, so each can name its first difference.
-    Tensor length = full({1}, static_cast<double>(mine.size()), DType::int64);
+    Tensor length = full({1}, static_cast<double>(mine.size()), DType::int64, device);
     comm_->broadcast(length, 0);
-    Tensor text = zeros({static_cast<int64_t>(length.item())}, DType::int32);
+    Tensor text = zeros({static_cast<int64_t>(length.to(Device::cpu()).item())}, DType::int32);
     if (comm_->rank() == 0)
       for (size_t i = 0; i < mine.size(); ++i) text.data<int32_t>()[i] = mine[i];
+    text = text.to(device);
     comm_->broadcast(text, 0);
+    text = text.to(Device::cpu());
     std::string root;
     for (int64_t i = 0; i < text.numel(); ++i) root.push_back(static_cast<char>(text.data<int32_t>()[i]));
     std::istringstream a(root), b(mine);

@@ -126,11 +126,23 @@ SharedSpan<T> dynamic_shared(const char* name) {
 
 /// Makes streams asynchronous (see runtime.cpp): enqueued work runs later, in order per stream.
 void set_deferred_streams(bool on);
+bool deferred_streams();
 /// Which stream with runnable work moves next when the host polls.
 enum class StreamOrder { round_robin, newest_first, oldest_first };
 void set_stream_order(StreamOrder order);
 /// True when [p, p + bytes) lies inside one cudaMalloc allocation.
 bool is_device_memory(const void* p, size_t bytes);
+/// The device of the allocation holding [p, p + bytes), or -1 when it is not device memory.
+int device_of(const void* p, size_t bytes);
+/// The device a stream belongs to (the default stream: the calling thread's current device).
+int stream_device(CUstream_emu* stream);
+int current_device();
+/// Drops every queued item unrun (a test that only checks that a launch is accepted).
+void discard_streams();
+/// "" when pointer argument `argument` of `kernel` may be used on `stream`, else why not.
+std::string check_pointer_device(const char* kernel, size_t argument, const void* p, CUstream_emu* stream);
+/// Leaves cudaErrorInvalidDevice, explained, for the next cudaGetLastError; nothing runs.
+void refuse_launch(std::string detail);
 /// Stops (or restarts) the deferred queue: enqueued work never runs, events never fire.
 void stall_streams(bool on);
 /// Runs `work` now, or queues it behind earlier work of `stream` when streams are deferred.
@@ -154,6 +166,21 @@ struct Launcher {
     // The arguments are copied now, as a launch copies them, whenever the kernel runs.
     std::tuple<Params...> bound(static_cast<Params>(args)...);
     if (!accept_launch(grid, block)) return;
+    std::string wrong_device;
+    size_t index = 0;
+    std::apply(
+        [&](const auto&... param) {
+          auto check = [&](const auto& value) {
+            if constexpr (std::is_pointer_v<std::decay_t<decltype(value)>>) {
+              if (wrong_device.empty()) wrong_device = check_pointer_device(name, index, value, stream);
+            }
+            ++index;
+          };
+          (void)check;
+          (check(param), ...);
+        },
+        bound);
+    if (!wrong_device.empty()) return refuse_launch(std::move(wrong_device));
     enqueue(stream, [k = kernel, bound, n = name, g = grid, b = block, shared = shared_bytes] {
       run_launch(n, g, b, shared, [k, &bound] { std::apply(k, bound); });
     });

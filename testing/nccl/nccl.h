@@ -3,7 +3,17 @@
 // It lets the mpi suite run NcclTransport with several real ranks, which the one-GPU machine
 // cannot (NCCL before 2.30 refuses two ranks on one device). It says nothing about NCCL's
 // speed or its own protocols; it checks how ringdp drives NCCL: groups, ordering on the stream,
-// device-memory buffers, the barrier's one-byte signals.
+// device-memory buffers, the barrier's one-byte signals, and, as NCCL documents them:
+//   - non-blocking communicators (config.blocking = 0): init, ncclGroupEnd with sends or
+//     receives, every collective, and ncclCommFinalize return ncclInProgress; the operation
+//     reaches the stream later, from the communicator's own thread, and any call on that
+//     communicator before ncclCommGetAsyncError reports ncclSuccess fails with
+//     ncclInvalidArgument. Here the thread enqueues only once the host has polled, so an event
+//     recorded right after ncclGroupEnd precedes the transfers every time, not now and then;
+//   - one device per communicator: the device current at init; a buffer or stream of another
+//     device is refused, naming both;
+//   - ncclCommDestroy before the communicator's operations have settled is refused, and one
+//     without ncclCommFinalize is counted (ringdp::emu::nccl_unfinalized_destroys()).
 #pragma once
 
 #include <cstddef>
@@ -48,12 +58,18 @@ struct ncclConfig_t {
 #define NCCL_CONFIG_INITIALIZER \
   { 1 }
 
+namespace ringdp::emu {
+/// Communicators destroyed without ncclCommFinalize since the process started.
+int nccl_unfinalized_destroys();
+}  // namespace ringdp::emu
+
 ncclResult_t ncclGetVersion(int* version);
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                     ncclConfig_t* config);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
+ncclResult_t ncclCommFinalize(ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 const char* ncclGetErrorString(ncclResult_t result);
 const char* ncclGetLastError(ncclComm_t comm);

@@ -6,19 +6,74 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/reduce_into.h"
 #include "testing/cuda/cuda_emu.h"
 
+// A communicator, with the thread that hands a non-blocking communicator's operations to the
+// stream: it enqueues them once the host polls ncclCommGetAsyncError (never earlier), then the
+// state becomes ncclSuccess.
 struct ncclComm {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
+  int device = 0;  // current at init, as NCCL binds a communicator to it
+  bool blocking = true;
+  bool finalized = false;
+  std::atomic<ncclResult_t> state{ncclSuccess};
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<std::function<void()>> handed_over;  // what the thread still has to enqueue
+  bool polled = false, stop = false;
+  std::thread thread;
+
+  void run() {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      wake.wait(lock, [this] { return stop || (polled && state == ncclInProgress); });
+      if (stop) return;
+      while (!handed_over.empty()) {
+        handed_over.front()();
+        handed_over.pop_front();
+      }
+      polled = false;
+      state = ncclSuccess;
+    }
+  }
+  /// Hands `work` to the thread (non-blocking), or does it now (blocking). The return value.
+  ncclResult_t hand_over(std::function<void()> work) {
+    if (blocking) {
+      work();
+      return ncclSuccess;
+    }
+    {
+      std::lock_guard lock(mutex);
+      handed_over.push_back(std::move(work));
+      state = ncclInProgress;
+    }
+    return ncclInProgress;
+  }
+  void stop_thread() {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+    }
+    wake.notify_all();
+    if (thread.joinable()) thread.join();
+  }
 };
 
 namespace {
+
+int g_unfinalized_destroys = 0;
 
 struct Transfer {
   bool send;
@@ -32,6 +87,37 @@ int g_group_depth = 0;
 std::string g_last_error;
 cudaStream_t g_group_stream = nullptr;  // the stream of the group's transfers (one stream per group)
 std::vector<Transfer> g_group;
+ncclResult_t g_group_error = ncclSuccess;  // a refused call inside the group fails its ncclGroupEnd
+
+ncclResult_t fail(ncclResult_t code, std::string why) {
+  g_last_error = std::move(why);
+  return code;
+}
+
+/// NCCL refuses any call on a non-blocking communicator whose last operation has not settled.
+ncclResult_t check_settled(const char* call, ncclComm_t comm) {
+  if (!comm) return fail(ncclInvalidArgument, std::string(call) + ": the communicator is null");
+  if (comm->state == ncclInProgress)
+    return fail(ncclInvalidArgument,
+                std::string(call) +
+                    " on a non-blocking communicator whose previous operation is still in progress: poll "
+                    "ncclCommGetAsyncError until it stops reporting ncclInProgress first");
+  return ncclSuccess;
+}
+
+/// The buffer (when it is device memory of some device) and the stream must be the communicator's device's.
+ncclResult_t check_device(const char* call, ncclComm_t comm, const void* buffer, size_t bytes,
+                          cudaStream_t stream) {
+  const int stream_device = ringdp::emu::stream_device(stream);
+  if (stream_device != comm->device)
+    return fail(ncclInvalidArgument, ringdp::detail::concat(call, ": stream of cuda:", stream_device,
+                                                            ", communicator of cuda:", comm->device));
+  const int owner = bytes ? ringdp::emu::device_of(buffer, bytes) : comm->device;
+  if (owner >= 0 && owner != comm->device)
+    return fail(ncclInvalidArgument, ringdp::detail::concat(call, ": buffer in memory of cuda:", owner,
+                                                            ", communicator of cuda:", comm->device));
+  return ncclSuccess;
+}
 
 size_t type_bytes(ncclDataType_t t) {
   switch (t) {
@@ -79,15 +165,31 @@ void run_group(const std::vector<Transfer>& transfers) {
 }
 
 ncclResult_t add(Transfer t, cudaStream_t stream) {
-  g_group_stream = stream;
+  const char* call = t.send ? "ncclSend" : "ncclRecv";
+  ncclResult_t result = check_settled(call, t.comm);
   // NCCL moves device memory (host buffers need registering, which ringdp never does).
-  if (t.bytes > 0 && !ringdp::emu::is_device_memory(t.buffer, t.bytes)) {
-    g_last_error = std::string(t.send ? "ncclSend" : "ncclRecv") + ": the buffer is not device memory";
-    return ncclInvalidArgument;
+  if (result == ncclSuccess && t.bytes > 0 && !ringdp::emu::is_device_memory(t.buffer, t.bytes))
+    result = fail(ncclInvalidArgument, std::string(call) + ": the buffer is not device memory");
+  if (result == ncclSuccess) result = check_device(call, t.comm, t.buffer, t.bytes, stream);
+  if (result == ncclSuccess && !g_group.empty() && g_group_stream != stream)
+    result = fail(ncclInvalidUsage, std::string(call) + ": the stand-in takes one stream per group");
+  if (result != ncclSuccess) {
+    if (g_group_depth > 0) g_group_error = result;
+    return result;
   }
+  g_group_stream = stream;
   g_group.push_back(t);
-  if (g_group_depth == 0) ncclGroupEnd();
+  if (g_group_depth == 0) return ncclGroupEnd();
   return ncclSuccess;
+}
+
+/// A collective: refused, or handed to the communicator for the stream.
+ncclResult_t collective(const char* call, ncclComm_t comm, const void* send, const void* recv, size_t bytes,
+                        cudaStream_t stream, std::function<void()> work) {
+  if (const ncclResult_t r = check_settled(call, comm)) return r;
+  if (const ncclResult_t r = check_device(call, comm, send, bytes, stream)) return r;
+  if (const ncclResult_t r = check_device(call, comm, recv, bytes, stream)) return r;
+  return comm->hand_over([stream, work = std::move(work)] { ringdp::emu::enqueue(stream, work); });
 }
 
 /// Every rank's `bytes` from `send`, in rank order (a copy first: send may alias the result).
@@ -114,6 +216,8 @@ std::vector<char> reduce_blocks(const std::vector<char>& all, size_t block_bytes
 
 }  // namespace
 
+int ringdp::emu::nccl_unfinalized_destroys() { return g_unfinalized_destroys; }
+
 ncclResult_t ncclGetVersion(int* version) {
   *version = NCCL_MAJOR * 10000 + NCCL_MINOR * 100 + NCCL_PATCH;
   return ncclSuccess;
@@ -122,23 +226,58 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   std::memset(id->internal, 0x2a, sizeof id->internal);
   return ncclSuccess;
 }
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank, ncclConfig_t*) {
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank,
+                                    ncclConfig_t* config) {
   auto* c = new ncclComm;
   MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &c->comm);
   c->rank = rank;
   c->size = nranks;
+  c->device = ringdp::emu::current_device();
+  c->blocking = !config || config->blocking != 0;
+  c->thread = std::thread([c] { c->run(); });
   *comm = c;
-  return ncclSuccess;
+  return c->hand_over([] {});  // a non-blocking init finishes later too
 }
-ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t* state) {
-  *state = ncclSuccess;
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
+  if (!comm) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: the communicator is null");
+  if (comm->state == ncclInProgress && !ringdp::emu::deferred_streams()) {
+    // Synchronous streams would run the work on the communicator's thread, MPI included: the
+    // host does that thread's part here instead (still never before this poll).
+    std::lock_guard lock(comm->mutex);
+    while (!comm->handed_over.empty()) {
+      comm->handed_over.front()();
+      comm->handed_over.pop_front();
+    }
+    comm->state = ncclSuccess;
+  }
+  *state = comm->state;
+  if (*state == ncclInProgress) {
+    {
+      std::lock_guard lock(comm->mutex);
+      comm->polled = true;
+    }
+    comm->wake.notify_all();
+  }
   return ncclSuccess;
 }
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (!comm) return ncclSuccess;
+  comm->stop_thread();
   delete comm;
   return ncclSuccess;
 }
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  if (const ncclResult_t r = check_settled("ncclCommFinalize", comm)) return r;
+  if (comm->finalized)
+    return fail(ncclInvalidUsage, "ncclCommFinalize: the communicator is already finalized");
+  comm->finalized = true;
+  return comm->hand_over([] {});
+}
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (!comm) return ncclSuccess;
+  if (const ncclResult_t r = check_settled("ncclCommDestroy", comm)) return r;
+  if (!comm->finalized) ++g_unfinalized_destroys;
+  comm->stop_thread();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Comm_free(&comm->comm);
@@ -146,7 +285,13 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return ncclSuccess;
 }
 const char* ncclGetErrorString(ncclResult_t result) {
-  return result == ncclSuccess ? "no error" : "emulated NCCL error";
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclInvalidArgument: return "invalid argument (the NCCL stand-in)";
+    case ncclInvalidUsage: return "invalid usage (the NCCL stand-in)";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "emulated NCCL error";
+  }
 }
 const char* ncclGetLastError(ncclComm_t) { return g_last_error.c_str(); }
 
@@ -156,12 +301,20 @@ ncclResult_t ncclGroupStart() {
 }
 ncclResult_t ncclGroupEnd() {
   if (g_group_depth > 0) --g_group_depth;
-  if (g_group_depth == 0 && !g_group.empty()) {
-    std::vector<Transfer> transfers;
-    transfers.swap(g_group);
-    ringdp::emu::enqueue(g_group_stream, [transfers] { run_group(transfers); });
+  if (g_group_depth > 0) return ncclSuccess;
+  if (const ncclResult_t error = g_group_error) {  // NCCL drops a group with a refused call in it
+    g_group_error = ncclSuccess;
+    g_group.clear();
+    return error;
   }
-  return ncclSuccess;
+  if (g_group.empty()) return ncclSuccess;
+  std::vector<Transfer> transfers;
+  transfers.swap(g_group);
+  ncclComm_t comm = transfers.front().comm;
+  if (const ncclResult_t r = check_settled("ncclGroupEnd", comm)) return r;
+  cudaStream_t stream = g_group_stream;
+  return comm->hand_over(
+      [stream, transfers] { ringdp::emu::enqueue(stream, [transfers] { run_group(transfers); }); });
 }
 ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
@@ -174,50 +327,50 @@ ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t type, int peer, nc
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream) {
-  ringdp::emu::enqueue(stream, [=] {
+  const size_t n = count * type_bytes(type);
+  return collective("ncclAllReduce", comm, send, recv, n, stream, [=] {
     const size_t bytes = count * type_bytes(type);
     const std::vector<char> result =
         reduce_blocks(gather_all(send, bytes, comm), bytes, 0, count, type, op, comm->size);
     if (bytes) std::memcpy(recv, result.data(), bytes);
   });
-  return ncclSuccess;
 }
 ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                         int root, ncclComm_t comm, cudaStream_t stream) {
-  ringdp::emu::enqueue(stream, [=] {
+  const size_t n = count * type_bytes(type);
+  return collective("ncclReduce", comm, send, comm->rank == root ? recv : send, n, stream, [=] {
     const size_t bytes = count * type_bytes(type);
     const std::vector<char> result =
         reduce_blocks(gather_all(send, bytes, comm), bytes, 0, count, type, op, comm->size);
     if (comm->rank == root && bytes) std::memcpy(recv, result.data(), bytes);
   });
-  return ncclSuccess;
 }
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root,
                            ncclComm_t comm, cudaStream_t stream) {
-  ringdp::emu::enqueue(stream, [=] {
+  const size_t n = count * type_bytes(type);
+  return collective("ncclBroadcast", comm, comm->rank == root ? send : recv, recv, n, stream, [=] {
     const size_t bytes = count * type_bytes(type);
     if (comm->rank == root && bytes) std::memmove(recv, send, bytes);
     MPI_Bcast(recv, static_cast<int>(bytes), MPI_BYTE, root, comm->comm);
   });
-  return ncclSuccess;
 }
 ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
                            cudaStream_t stream) {
-  ringdp::emu::enqueue(stream, [=] {
+  const size_t n = count * type_bytes(type);
+  return collective("ncclAllGather", comm, send, recv, n, stream, [=] {
     const size_t bytes = count * type_bytes(type);
     const std::vector<char> all = gather_all(send, bytes, comm);
     if (bytes) std::memcpy(recv, all.data(), bytes * static_cast<size_t>(comm->size));
   });
-  return ncclSuccess;
 }
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  ringdp::emu::enqueue(stream, [=] {
+  const size_t n = count * type_bytes(type);
+  return collective("ncclReduceScatter", comm, send, recv, n, stream, [=] {
     const size_t bytes = count * type_bytes(type), block = bytes * static_cast<size_t>(comm->size);
     const std::vector<char> result =
         reduce_blocks(gather_all(send, block, comm), block, bytes * static_cast<size_t>(comm->rank), count,
                       type, op, comm->size);
     if (bytes) std::memcpy(recv, result.data(), bytes);
   });
-  return ncclSuccess;
 }

@@ -19,7 +19,7 @@ TEST_CASE("every collective over NCCL at world size 1", "[cuda][nccl]") {
   options.backend = "nccl";
   options.force_local = true;
   auto world = comm::Communicator::init(options);
-  const Device gpu = Device::cuda(0);
+  const Device gpu = world->device();
   for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16}) {
     for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{1031}, int64_t{1000003}}) {
       CAPTURE(dtype_name(dtype), count);

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -65,9 +66,13 @@ struct World {
   int size() const { return host.size(); }
 };
 
+// Made on first use, destroyed by main before MPI_Finalize and before the CUDA runtime's
+// teardown at exit (a static would be destroyed after both).
+std::unique_ptr<World> g_world;
+
 World& world() {
-  static World w;
-  return w;
+  if (!g_world) g_world = std::make_unique<World>();
+  return *g_world;
 }
 
 /// A device buffer of n elements: input_value(rank, offset + i) for each i, or a poison pattern.
@@ -294,25 +299,24 @@ TEST_CASE("a collective waits for the caller's stream, and the caller's stream f
 TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[device]") {
   World& w = world();
   const int N = w.size();
-  ncclComm_t comm = w.nccl.comm();
-  cudaStream_t stream = w.nccl.stream();
+  NcclTransport& nccl = w.nccl;
   for (DType dtype : kDtypes)
     for (ReduceOp op : kOps)
       for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{1031}}) {
         CAPTURE(dtype_name(dtype), reduce_op_name(op), count, N);
         DeviceBuffer in(dtype, count), out(dtype, count);
         in.fill(w.rank(), op);
-        native_nccl::all_reduce(comm, stream, in.data, out.data, count, dtype, op);
+        native_nccl::all_reduce(nccl, in.data, out.data, count, dtype, op);
         DeviceBuffer red(dtype, count);
-        native_nccl::reduce(comm, stream, in.data, red.data, count, dtype, op, N - 1);
+        native_nccl::reduce(nccl, in.data, red.data, count, dtype, op, N - 1);
         DeviceBuffer whole(dtype, count * N), mine(dtype, count), gathered(dtype, count * N);
         whole.fill(w.rank(), op);
-        native_nccl::reduce_scatter(comm, stream, whole.data, mine.data, count, dtype, op);
-        native_nccl::all_gather(comm, stream, in.data, gathered.data, count, dtype);
+        native_nccl::reduce_scatter(nccl, whole.data, mine.data, count, dtype, op);
+        native_nccl::all_gather(nccl, in.data, gathered.data, count, dtype);
         DeviceBuffer b(dtype, count);
         b.fill(0, op);
         if (w.rank() != 0) cudaMemset(b.data, 0x55, count * dtype_size(dtype));
-        native_nccl::broadcast(comm, stream, b.data, count, dtype, 0);
+        native_nccl::broadcast(nccl, b.data, count, dtype, 0);
         w.nccl.synchronize();
         CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
         if (w.rank() == N - 1)
@@ -366,6 +370,14 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   ringdp::emu::set_deferred_streams(true);
   int result = Catch::Session().run(argc, argv);
+  g_world.reset();
+  // ncclCommFinalize before ncclCommDestroy, for every communicator the tests made.
+  if (ringdp::emu::nccl_unfinalized_destroys() != 0) {
+    std::fprintf(stderr,
+                 "test_mpi_device_transports: %d NCCL communicator(s) destroyed without ncclCommFinalize\n",
+                 ringdp::emu::nccl_unfinalized_destroys());
+    result = 1;
+  }
   int worst = 0;
   MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Finalize();

@@ -12,9 +12,19 @@
 
 namespace ringdp::testing {
 
-std::shared_ptr<comm::Communicator> world_ptr() {
-  static std::shared_ptr<comm::Communicator> communicator = comm::Communicator::init();
+namespace {
+// Released by main before it returns: destroyed at exit instead, it would outlive the CUDA
+// runtime (which registers its teardown at first use, after this was made) and tear down its
+// streams and NCCL communicator on a runtime that is gone.
+std::shared_ptr<comm::Communicator>& holder() {
+  static std::shared_ptr<comm::Communicator> communicator;
   return communicator;
+}
+}  // namespace
+
+std::shared_ptr<comm::Communicator> world_ptr() {
+  if (!holder()) holder() = comm::Communicator::init();
+  return holder();
 }
 
 comm::Communicator& world() { return *world_ptr(); }
@@ -39,5 +49,6 @@ int main(int argc, char** argv) {
     std::printf("world size %d: %lld rank(s) reported failures\n", world.size(),
                 static_cast<long long>(ranks_failed));
   }
+  ringdp::testing::holder().reset();
   return ranks_failed ? 1 : 0;
 }

@@ -19,11 +19,14 @@ std::shared_ptr<comm::Communicator> world_ptr();
 /// Sum over all ranks through MPI_Allreduce directly: independent of the code under test.
 int64_t global_sum(int64_t value);
 
-/// Where the suite's tensors live: RINGDP_TEST_DEVICE=cuda runs the same checks on GPU tensors
-/// (tests/gpu/device_check.sh does, with RINGDP_BACKEND=mpi or nccl); cpu by default.
+/// Where the suite's tensors live: RINGDP_TEST_DEVICE=cuda runs the same checks on GPU tensors,
+/// each rank on the GPU its communicator uses (tests/gpu/device_check.sh does, with
+/// RINGDP_BACKEND=mpi or nccl); cpu by default.
 inline Device test_device() {
   const char* d = std::getenv("RINGDP_TEST_DEVICE");
-  return d && *d ? Device::parse(d) : Device::cpu();
+  if (!d || !*d) return Device::cpu();
+  const Device requested = Device::parse(d);
+  return requested.is_cuda() ? world().device() : requested;
 }
 
 /// Input of `rank` at `index` for op: small integers, exact in every dtype (bfloat16 too),

@@ -12,6 +12,8 @@ enum cudaError_t {
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
   cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
   cudaErrorNotReady = 600
 };
 enum cudaMemcpyKind {
@@ -29,6 +31,7 @@ const char* cudaGetErrorString(cudaError_t);
 cudaError_t cudaGetLastError();
 cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaSetDevice(int);
+cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaMalloc(void** p, size_t bytes);
 cudaError_t cudaFree(void* p);

@@ -1,0 +1,86 @@
+// One GPU per rank, decided once (Communicator::device()), checked on two emulated GPUs: the
+// product's communicator, trainer and CUDA transports, compiled as shipped, linked against the
+// CPU emulator of the CUDA runtime (RINGDP_EMU_DEVICES=2, asynchronous streams) and the NCCL
+// stand-in, under mpirun with two ranks. The emulator refuses a kernel, copy or NCCL call whose
+// memory belongs to another device than its stream, and this suite's communicator lives in a
+// static of tests/support/mpi_main.cpp that must be gone before the CUDA runtime shuts down.
+// Run by tests/mpi/meson.build with RINGDP_BACKEND=mpi and =nccl, RINGDP_TEST_DEVICE=cuda.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "apps/train/trainer.h"
+#include "kernels/device_memory.h"
+#include "tests/support/mpi_test.h"
+
+using namespace ringdp;
+using ringdp::testing::world;
+
+namespace {
+std::string backend() {
+  const char* b = std::getenv("RINGDP_BACKEND");
+  return b && *b ? b : "auto";
+}
+}  // namespace
+
+TEST_CASE("each rank computes and communicates on the GPU its local rank selects", "[placement]") {
+  auto& w = world();
+  const int gpus = kernels::cuda_device_count();
+  REQUIRE(gpus == 2);  // RINGDP_EMU_DEVICES=2: the test is about more than one GPU
+  const Device mine = w.device();
+  REQUIRE(mine == Device::cuda(w.local_rank() % gpus));
+  REQUIRE(testing::test_device() == mine);
+  for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{1031}}) {
+    Tensor t = zeros({count}, DType::float32, mine);
+    testing::fill_input(t, w.rank(), ReduceOp::sum);
+    w.all_reduce(t, ReduceOp::sum);
+    CHECK(testing::global_sum(testing::count_wrong(t, w.size(), ReduceOp::sum)) == 0);
+  }
+  // A CUDA tensor on the other GPU: refused by the communicator before anything runs, naming both.
+  Tensor elsewhere = zeros({8}, DType::float32, Device::cuda((mine.index + 1) % gpus));
+  REQUIRE_THROWS_WITH(w.all_reduce(elsewhere),
+                      Catch::Contains("got a tensor on " + elsewhere.device().str()) &&
+                          Catch::Contains("communicates on " + mine.str()));
+}
+
+TEST_CASE("ringdp-train's loop puts every rank's model and data on the communicator's GPU",
+          "[placement][train]") {
+  auto& w = world();
+  train::TrainConfig config;
+  config.samples = 24;
+  config.features = 6;
+  config.epochs = 3;
+  config.backend = backend();
+  config.device = "cuda";
+  const std::string dir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+  const std::string cuda_out = dir + "/ringdp-placement-" + backend() + "-cuda.json";
+  config.export_path = cuda_out;
+  REQUIRE(train::run_training(config, testing::world_ptr()) == 0);
+  if (backend() == "nccl") return;  // NCCL carries CUDA tensors only: no CPU run to compare with
+  config.device = "cpu";
+  const std::string cpu_out = dir + "/ringdp-placement-" + backend() + "-cpu.json";
+  config.export_path = cpu_out;
+  REQUIRE(train::run_training(config, testing::world_ptr()) == 0);
+  if (w.rank() != 0) return;  // rank 0 writes the exports
+  const auto on_gpu = nlohmann::json::parse(std::ifstream(cuda_out));
+  const auto on_cpu = nlohmann::json::parse(std::ifstream(cpu_out));
+  REQUIRE(on_gpu.size() == on_cpu.size());
+  double worst = 0;
+  for (const auto& [name, tensor] : on_cpu.items()) {
+    const auto& a = on_gpu.at(name).at("data");
+    const auto& b = tensor.at("data");
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      worst = std::max(worst, std::fabs(a[i].get<double>() - b[i].get<double>()) /
+                                  std::max(1.0, std::fabs(b[i].get<double>())));
+  }
+  INFO("largest relative difference between the emulated-GPU and the CPU training: " << worst);
+  CHECK(worst < 1e-5);
+  std::remove(cuda_out.c_str());
+  std::remove(cpu_out.c_str());
+}

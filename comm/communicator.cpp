@@ -246,8 +246,7 @@ void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAct
                     .trace = trace_,
                     .tag = encode_tag(issue.kind, issue.dtype, sequence, sequence_bits_),
                     .requests = requests_,
-                    // The corrupt fault flips a bit from the host: only where messages land there.
-                    .corrupt_next_receive = fault.corrupt && !transport.device_memory()},
+                    .corrupt_next_receive = fault.corrupt},
             .algorithm = issue.algorithm,
             .count_delta = fault.count_delta,
             .timeout = options_.timeout,

@@ -8,6 +8,7 @@
 
 #include "comm/mpi_runtime.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/elementwise.h"
 
 namespace ringdp::comm {
 
@@ -65,6 +66,11 @@ void CudaStreamTransport::synchronize() {
       expire();
     }
   }
+}
+
+void CudaStreamTransport::corrupt_byte(void* p) {
+  issue_pending();
+  kernels::xor_byte_cuda(p, 0x40, stream_);
 }
 
 cudaEvent_t CudaStreamTransport::acquire_event() {

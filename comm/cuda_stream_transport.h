@@ -51,6 +51,8 @@ class CudaStreamTransport : public Transport {
   void wait_for_compute();
   /// Blocks until everything enqueued on the stream has finished, polling against the deadline.
   void synchronize() override;
+  /// On the device, on the transport's stream (NCCL: its reduction stream), after the receive.
+  void corrupt_byte(void* p) override;
   /// Ends a collective without blocking the host: the caller's stream waits for its completion,
   /// and the watchdog reports `what` if it has not completed within `timeout`.
   void join_caller(const std::string& what, std::chrono::milliseconds timeout);

@@ -13,6 +13,7 @@
 #include "comm/mpi_runtime.h"
 #include "comm/native_nccl.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/elementwise.h"
 
 namespace ringdp::comm {
 
@@ -230,7 +231,7 @@ void NcclTransport::issue_pending() {
   join_reductions();
 }
 
-void NcclTransport::reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {
+void NcclTransport::order_reduction() {
   flush();
   cudaEvent_t after = dependency_;
   if (!after) {  // not after a wait: after everything on the transfer stream so far
@@ -238,8 +239,17 @@ void NcclTransport::reduce_into(void* dst, const void* src, int64_t count, DType
     after = transfers_now_;
   }
   CUDA_CHECK(cudaStreamWaitEvent(reduce_stream_, after, 0));
-  kernels::reduce_into_cuda(dst, src, count, dtype, op, reduce_stream_);
   reductions_pending_ = true;
+}
+
+void NcclTransport::reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {
+  order_reduction();
+  kernels::reduce_into_cuda(dst, src, count, dtype, op, reduce_stream_);
+}
+
+void NcclTransport::corrupt_byte(void* p) {
+  order_reduction();
+  kernels::xor_byte_cuda(p, 0x40, reduce_stream_);
 }
 
 void NcclTransport::copy(void* dst, const void* src, size_t bytes) {

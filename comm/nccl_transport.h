@@ -55,6 +55,7 @@ class NcclTransport final : public CudaStreamTransport {
   bool test(Request& request) override;
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
+  void corrupt_byte(void* p) override;  // on the reduction stream, where the segment is read next
 
   // NCCL's own collectives (comm/native_nccl.h) on the transfer stream; at world size 1 too.
   void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
@@ -81,6 +82,9 @@ class NcclTransport final : public CudaStreamTransport {
   Request post(const Pending& p);
   /// Issues the recorded sends and receives (see the file comment for the grouping).
   void flush();
+  /// Makes the reduction stream wait for the last waited group (or all transfers so far): what
+  /// is enqueued on it next reads what they received.
+  void order_reduction();
   /// Makes the transfer stream wait for every reduction enqueued so far.
   void join_reductions();
   /// The group of the last issued batch that carries request r (issuing it if still pending).

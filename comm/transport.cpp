@@ -11,6 +11,8 @@
 
 namespace ringdp::comm {
 
+void Transport::corrupt_byte(void* p) { *static_cast<unsigned char*>(p) ^= 0x40; }  // a float's exponent bit
+
 void* Transport::scratch(int slot, size_t bytes) {
   if (scratch_.size() <= static_cast<size_t>(slot)) scratch_.resize(slot + 1);
   Scratch& s = scratch_[slot];

@@ -20,6 +20,8 @@ T from_double(double v) {
 
 }  // namespace
 
+void xor_byte_cpu(void* p, unsigned char mask, Stream) { *static_cast<unsigned char*>(p) ^= mask; }
+
 void fill_cpu(void* dst, int64_t n, DType dtype, double value, Stream) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -44,6 +44,7 @@ void relu_forward_cuda(const void*, void*, int64_t, DType, Stream) { no_cuda("re
 void relu_backward_cuda(const void*, const void*, void*, int64_t, DType, Stream) { no_cuda("relu_backward"); }
 void sgd_step_cuda(void*, const void*, void*, int64_t, DType, const SgdStep&, Stream) { no_cuda("sgd_step"); }
 void fill_cuda(void*, int64_t, DType, double, Stream) { no_cuda("fill"); }
+void xor_byte_cuda(void*, unsigned char, Stream) { no_cuda("xor_byte"); }
 void cast_cuda(const void*, DType, void*, DType, int64_t, Stream) { no_cuda("cast"); }
 void scale_cuda(void*, int64_t, DType, double, Stream) { no_cuda("scale"); }
 void add_cuda(const void*, const void*, void*, int64_t, DType, double, Stream) { no_cuda("add"); }

@@ -60,7 +60,15 @@ void with_storage_type(DType dtype, Fn&& fn) {
 
 constexpr unsigned kBlock = 256;
 
+__global__ void xor_byte_kernel(unsigned char* p, unsigned char mask) { *p ^= mask; }
+
 }  // namespace
+
+void xor_byte_cuda(void* p, unsigned char mask, Stream stream) {
+  RINGDP_LAUNCH(1, 1, 0, static_cast<cudaStream_t>(stream), xor_byte_kernel)
+  (static_cast<unsigned char*>(p), mask);
+  RINGDP_CUDA_CHECK_LAUNCH(xor_byte_kernel);
+}
 
 void fill_cuda(void* dst, int64_t n, DType dtype, double value, Stream stream) {
   if (n == 0) return;

@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float As[kBK][kBM];
   __shared__ float Bs[kBK][kBN];
   const int t = threadIdx.x;
-  const int block_m = blockIdx.y * kBM, block_n = blockIdx.x * kBN;
+  const int block_m = blockIdx.x * kBM, block_n = blockIdx.y * kBN;  // rows on x: see launch_gemm
   const int ty = t / (kBN / kTN), tx = t % (kBN / kTN);
   // Stored shapes: A is [M,K] (or [K,M] when transposed), B is [K,N] (or [N,K]).
   const int lda = TRANS_A ? M : K, ldb = TRANS_B ? K : N;
@@ -102,8 +102,8 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, bool TRANS_A, bool TRANS_B>
 __global__ void gemm_simple_kernel(const T* __restrict__ A, const T* __restrict__ B,
                                    const T* __restrict__ bias, T* __restrict__ C, int M, int N, int K) {
-  const int n = blockIdx.x * blockDim.x + threadIdx.x;
-  const int m = blockIdx.y * blockDim.y + threadIdx.y;
+  const int n = blockIdx.y * blockDim.x + threadIdx.x;  // threads along n (coalesced), blocks: rows on x
+  const int m = blockIdx.x * blockDim.y + threadIdx.y;
   if (m >= M || n >= N) return;
   T acc = bias ? bias[n] : T(0);
   for (int k = 0; k < K; ++k) {

@@ -16,12 +16,19 @@ void launch_gemm(const T* A, const T* B, const T* bias, T* C, int64_t M, int64_t
   RINGDP_CHECK(M < (1LL << 31) && N < (1LL << 31) && K < (1LL << 31), "GEMM sizes ", M, "x", N, "x", K,
                " exceed the kernel's int indexing");
   const auto s = static_cast<cudaStream_t>(stream);
+  // Row tiles on gridDim.x (up to 2^31 - 1 blocks), column tiles on gridDim.y (at most 65535):
+  // the batch is the dimension that grows; rows on y stopped launching past 65535 tiles (8.4 M
+  // rows of float32, 1 M of the others).
+  const int64_t tile_n = std::is_same_v<T, float> ? gemm::kBN : 16;
+  RINGDP_CHECK((N + tile_n - 1) / tile_n <= 65535, "GEMM with ", N, " output columns needs ",
+               (N + tile_n - 1) / tile_n, " column tiles; CUDA's gridDim.y allows 65535 (at most ",
+               65535 * tile_n, " columns)");
   if constexpr (std::is_same_v<T, float>) {
-    const dim3 grid((N + gemm::kBN - 1) / gemm::kBN, (M + gemm::kBM - 1) / gemm::kBM);
+    const dim3 grid((M + gemm::kBM - 1) / gemm::kBM, (N + gemm::kBN - 1) / gemm::kBN);
     RINGDP_LAUNCH(grid, gemm::kThreads, 0, s, gemm::sgemm_kernel<TRANS_A, TRANS_B>)(A, B, bias, C, M, N, K);
     RINGDP_CUDA_CHECK_LAUNCH(sgemm_kernel);
   } else {
-    const dim3 block(16, 16), grid((N + 15) / 16, (M + 15) / 16);
+    const dim3 block(16, 16), grid((M + 15) / 16, (N + 15) / 16);
     RINGDP_LAUNCH(grid, block, 0, s, gemm::gemm_simple_kernel<T, TRANS_A, TRANS_B>)(A, B, bias, C, M, N, K);
     RINGDP_CUDA_CHECK_LAUNCH(gemm_simple_kernel);
   }

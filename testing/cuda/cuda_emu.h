@@ -127,6 +127,8 @@ SharedSpan<T> dynamic_shared(const char* name) {
 /// Makes streams asynchronous (see runtime.cpp): enqueued work runs later, in order per stream.
 void set_deferred_streams(bool on);
 bool deferred_streams();
+/// As RINGDP_EMU_DEVICES=n, for a test that needs several devices.
+void set_device_count(int n);
 /// Which stream with runnable work moves next when the host polls.
 enum class StreamOrder { round_robin, newest_first, oldest_first };
 void set_stream_order(StreamOrder order);

@@ -105,14 +105,15 @@ void check_alive(const char* call) {
   std::abort();
 }
 
-int device_count() {
-  static const int n = [] {
+int& devices() {
+  static int n = [] {
     const char* env = std::getenv("RINGDP_EMU_DEVICES");
     const int v = env ? std::atoi(env) : 1;
     return v >= 1 ? v : 1;
   }();
   return n;
 }
+int device_count() { return devices(); }
 
 thread_local int g_current_device = 0;
 thread_local std::string g_detail;  // what cudaGetErrorString adds for the emulator's refusals
@@ -238,6 +239,8 @@ void set_deferred_streams(bool on) {
 }
 
 bool deferred_streams() { return queues().deferred; }
+
+void set_device_count(int n) { devices() = n; }
 
 void set_stream_order(StreamOrder order) { queues().order = order; }
 

@@ -64,6 +64,13 @@ struct DeviceBuffer {
 
 Tensor on_gpu(const Tensor& t) { return t.to(Device::cuda(0)); }
 
+// rows x 1 with x[r] = r % 1024: exact in every float dtype, and 2x + 0.5 too.
+Tensor arange_like_rows(int64_t rows, DType dtype) {
+  Tensor t = zeros({rows, 1}, DType::float64);
+  for (int64_t r = 0; r < rows; ++r) t.data<double>()[r] = static_cast<double>(r % 1024);
+  return t.to(dtype);
+}
+
 // |got − want| ≤ rtol · scale[i] for every element, where scale is |want| or a sum of |terms|.
 int64_t mismatches(const std::vector<double>& got, const std::vector<double>& want,
                    const std::vector<double>& scale, double rtol, const char* what) {
@@ -151,6 +158,28 @@ TEST_CASE("a 4096x4096x4096 GEMM matches on sampled outputs", "[cuda][linear][la
       UNSCOPED_INFO("y[" << m << "," << o << "] " << got[m * n + o] << " vs " << want);
   }
   CHECK(bad == 0);
+}
+
+TEST_CASE("a batch of more rows than gridDim.y can tile runs whole", "[cuda][linear][large]") {
+  // 65535 row tiles was the old limit (rows on gridDim.y): one more, float32 (128-row tiles) and
+  // float64 (16-row tiles); y = 2x + 0.5 checked on every row, so no tile is missed.
+  for (auto [dtype, rows] :
+       {std::pair{DType::float32, 65535LL * 128 + 1}, std::pair{DType::float64, 65535LL * 16 + 1}}) {
+    CAPTURE(dtype_name(dtype), rows);
+    const Tensor x = arange_like_rows(rows, dtype);
+    const Tensor W = full({1, 1}, 2.0, dtype), b = full({1}, 0.5, dtype);
+    DeviceBuffer y(rows, dtype);
+    const Tensor gx = on_gpu(x), gW = on_gpu(W), gb = on_gpu(b);
+    linear_forward_cuda(gx.data_ptr(), gW.data_ptr(), gb.data_ptr(), y.data(), rows, 1, 1, dtype);
+    const auto got = y.values();
+    CHECK(y.sentinels_intact());
+    int64_t bad = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const double want = 2.0 * static_cast<double>(r % 1024) + 0.5;
+      if (got[r] != want && bad++ < 5) UNSCOPED_INFO("y[" << r << "] = " << got[r] << ", want " << want);
+    }
+    CHECK(bad == 0);
+  }
 }
 
 TEST_CASE("mse forward is deterministic and matches; backward matches", "[cuda][mse]") {

@@ -8,7 +8,11 @@
 
 #include <cstdio>
 
+#include <chrono>
+#include <vector>
+
 #include "comm/communicator.h"
+#include "comm/nccl_transport.h"
 #include "kernels/device_memory.h"
 
 using namespace ringdp;
@@ -54,6 +58,51 @@ TEST_CASE("every collective over NCCL at world size 1", "[cuda][nccl]") {
   world->barrier();
   Tensor host = zeros({4});
   REQUIRE_THROWS_WITH(world->all_reduce(host), Catch::Contains("--backend nccl needs CUDA tensors"));
+}
+
+TEST_CASE("a ring step sent to itself goes through NCCL's send/receive path", "[cuda][nccl][p2p]") {
+  // At world size 1 the algorithms send nothing and NCCL runs collectives without its proxy, so
+  // the test above passes even if ringdp drives NCCL's groups wrongly. Here every step sends
+  // rank 0's segments to rank 0 in one group per segment (isend/irecv, then reduce_into, as the
+  // ring does), several steps in a row: the non-blocking group protocol of nccl_transport.h.
+  const Device gpu = Device::cuda(0);
+  comm::NcclTransport nccl(
+      0, 1, 0, [](void*, size_t) {}, std::chrono::seconds(60));
+  nccl.set_deadline(comm::Transport::Clock::now() + std::chrono::seconds(60), [] {
+    std::fprintf(stderr, "test_nccl_local: the send-to-self steps exceeded 60 s\n");
+    std::abort();
+  });
+  const int64_t count = 100003, segment = 4096, steps = 6;
+  const Tensor source = rand({count}, 11, -8, 8, DType::float64).to(DType::float32);
+  Tensor input = source.to(gpu), received = zeros({count}, DType::float32, gpu);
+  Tensor total = zeros({count}, DType::float32, gpu);
+  nccl.activate();
+  std::vector<comm::Request> requests;
+  for (int step = 0; step < steps; ++step) {
+    requests.clear();
+    for (int64_t off = 0; off < count; off += segment) {
+      const size_t bytes = static_cast<size_t>(std::min(segment, count - off)) * sizeof(float);
+      requests.push_back(nccl.irecv(0, static_cast<float*>(received.data_ptr()) + off, bytes, step));
+      requests.push_back(nccl.isend(0, static_cast<const float*>(input.data_ptr()) + off, bytes, step));
+    }
+    for (size_t k = 0; k < requests.size(); k += 2) {
+      nccl.wait(requests[k]);
+      const int64_t off = static_cast<int64_t>(k / 2) * segment;
+      nccl.reduce_into(static_cast<float*>(total.data_ptr()) + off,
+                       static_cast<float*>(received.data_ptr()) + off, std::min(segment, count - off),
+                       DType::float32, ReduceOp::sum);
+    }
+    nccl.wait_all(requests);
+  }
+  nccl.synchronize();
+  const auto got = total.to_vector(), values = source.to_vector();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    float want = 0;  // the same additions in the same order, in float
+    for (int step = 0; step < steps; ++step) want += static_cast<float>(values[i]);
+    if (got[i] != want && wrong++ < 3) UNSCOPED_INFO("element " << i << ": " << got[i] << " vs " << want);
+  }
+  CHECK(wrong == 0);
 }
 
 int main(int argc, char** argv) {

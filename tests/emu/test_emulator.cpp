@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/linear.h"
 
 namespace {
 
@@ -229,4 +230,109 @@ TEST_CASE("the emulator runs the next launch normally after a failed one", "[emu
   CHECK_THROWS(RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(9, 0, &out));
   RINGDP_LAUNCH(1, 32, 0, nullptr, index_kernel)(1, 1, &out);
   CHECK(out == 1.0f);
+}
+
+namespace {
+__global__ void fill_kernel(float* out, float value) { out[threadIdx.x] = value; }
+
+// Two emulated devices for one test case; back to one (and device 0) after it.
+struct TwoDevices {
+  TwoDevices() { ringdp::emu::set_device_count(2); }
+  ~TwoDevices() {
+    cudaSetDevice(0);
+    ringdp::emu::set_device_count(1);
+  }
+};
+}  // namespace
+
+TEST_CASE("memory, streams and events belong to the device current when they were made", "[emu][devices]") {
+  TwoDevices two;
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  REQUIRE(count == 2);
+  REQUIRE(cudaSetDevice(2) == cudaErrorInvalidDevice);
+  CHECK_THAT(cudaGetErrorString(cudaErrorInvalidDevice), Catch::Contains("the emulator has 2 device(s)"));
+  float *on0 = nullptr, *on1 = nullptr;
+  cudaStream_t stream0 = nullptr, stream1 = nullptr;
+  cudaEvent_t event0 = nullptr;
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  cudaMalloc(reinterpret_cast<void**>(&on0), 32 * sizeof(float));
+  cudaStreamCreateWithFlags(&stream0, cudaStreamNonBlocking);
+  cudaEventCreateWithFlags(&event0, cudaEventDisableTiming);
+  REQUIRE(cudaSetDevice(1) == cudaSuccess);
+  cudaMalloc(reinterpret_cast<void**>(&on1), 32 * sizeof(float));
+  cudaStreamCreateWithFlags(&stream1, cudaStreamNonBlocking);
+  CHECK(ringdp::emu::device_of(on0, 4) == 0);
+  CHECK(ringdp::emu::device_of(on1, 4) == 1);
+
+  // A kernel on device 1's stream with device 0's memory: refused at launch, naming both.
+  RINGDP_LAUNCH(1, 32, 0, stream1, fill_kernel)(on0, 1.0f);
+  const auto check_launch = [] { RINGDP_CUDA_CHECK_LAUNCH(fill_kernel); };
+  REQUIRE_THROWS_WITH(check_launch(), Catch::Contains("fill_kernel") && Catch::Contains("stream of cuda:1") &&
+                                          Catch::Contains("memory of cuda:0"));
+  // The default stream is the current device's (1 now).
+  RINGDP_LAUNCH(1, 32, 0, nullptr, fill_kernel)(on0, 1.0f);
+  REQUIRE_THROWS_WITH(check_launch(), Catch::Contains("stream of cuda:1"));
+  RINGDP_LAUNCH(1, 32, 0, stream1, fill_kernel)(on1, 2.0f);
+  REQUIRE_NOTHROW(check_launch());
+
+  // Asynchronous copies and sets run on their stream's device.
+  CHECK(cudaMemcpyAsync(on1, on0, 32 * sizeof(float), cudaMemcpyDeviceToDevice, stream1) ==
+        cudaErrorInvalidDevice);
+  CHECK_THAT(cudaGetErrorString(cudaErrorInvalidDevice),
+             Catch::Contains("cudaMemcpyAsync on cuda:1") && Catch::Contains("source memory of cuda:0"));
+  CHECK(cudaMemsetAsync(on0, 0, 4, stream1) == cudaErrorInvalidDevice);
+  CHECK(cudaMemsetAsync(on0, 0, 4, stream0) == cudaSuccess);
+  // Synchronous copies go by the pointers (unified addressing), but never device to device across.
+  std::vector<float> host(32, 0.0f);
+  CHECK(cudaMemcpy(host.data(), on0, 32 * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(cudaMemcpy(on1, on0, 32 * sizeof(float), cudaMemcpyDeviceToDevice) == cudaErrorInvalidDevice);
+  // An event of device 0 recorded on device 1's stream fails, as in CUDA.
+  CHECK(cudaEventRecord(event0, stream1) == cudaErrorInvalidResourceHandle);
+  CHECK(cudaEventRecord(event0, stream0) == cudaSuccess);
+  cudaDeviceSynchronize();
+  CHECK(cudaMemcpy(host.data(), on1, 32 * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(host[31] == 2.0f);
+  cudaEventDestroy(event0);
+  cudaStreamDestroy(stream0);
+  cudaStreamDestroy(stream1);
+  cudaFree(on0);
+  cudaFree(on1);
+}
+
+TEST_CASE("a GEMM over more row tiles than gridDim.y can number still launches", "[emu][linear]") {
+  // CUDA allows 65535 blocks in y and z, 2^31 - 1 in x. Launch only: the streams are deferred
+  // and stalled, and the queued launch is dropped unrun (emulated, it would take hours).
+  for (auto [dtype, rows] : {std::pair{ringdp::DType::float32, 65535LL * 128 + 1},
+                             std::pair{ringdp::DType::float64, 65535LL * 16 + 1}}) {
+    CAPTURE(ringdp::dtype_name(dtype), rows);
+    const size_t bytes = static_cast<size_t>(rows) * ringdp::dtype_size(dtype);
+    void *x = nullptr, *w = nullptr, *y = nullptr;
+    cudaMalloc(&x, bytes);
+    cudaMalloc(&w, 8);
+    cudaMalloc(&y, bytes);
+    ringdp::emu::set_deferred_streams(true);
+    ringdp::emu::stall_streams(true);
+    CHECK_NOTHROW(ringdp::kernels::linear_forward_cuda(x, w, nullptr, y, rows, 1, 1, dtype, nullptr));
+    // The backward GEMM for dW has the output features as rows and the input features as columns.
+    CHECK_NOTHROW(ringdp::kernels::linear_backward_cuda(y, x, w, x, w, nullptr, rows, 1, 1, dtype, nullptr));
+    ringdp::emu::discard_streams();
+    ringdp::emu::stall_streams(false);
+    ringdp::emu::set_deferred_streams(false);
+    cudaFree(x);
+    cudaFree(w);
+    cudaFree(y);
+  }
+  // Columns stay on y: past its limit the error names it (not an opaque launch failure).
+  const int64_t columns = 65535LL * 128 + 1;
+  void *x = nullptr, *w = nullptr, *y = nullptr;
+  cudaMalloc(&x, 4);
+  cudaMalloc(&w, columns * 4);
+  cudaMalloc(&y, columns * 4);
+  REQUIRE_THROWS_WITH(
+      ringdp::kernels::linear_forward_cuda(x, w, nullptr, y, 1, 1, columns, ringdp::DType::float32, nullptr),
+      Catch::Contains("8388481 output columns") && Catch::Contains("gridDim.y allows 65535"));
+  cudaFree(x);
+  cudaFree(w);
+  cudaFree(y);
 }

@@ -176,7 +176,7 @@ timeout 120 meson setup "$build" "${options[@]}" >"$logs/configure.log" 2>&1 ||
   { tail -25 "$logs/configure.log"; die "meson setup ${options[*]} failed (configure.log)"; }
 targets=(tests/cuda/test_kernels_cuda apps/bench/ringdp-bench apps/train/ringdp-train)
 [ -n "$nccl_home" ] && targets+=(tests/cuda/test_nccl_local)
-[ -n "$mpi" ] && targets+=(tests/mpi/test_mpi_collectives)
+[ -n "$mpi" ] && targets+=(tests/mpi/test_mpi_collectives tests/mpi/test_device_placement)
 grep -q ringdp-kernel-bench "$build/build.ninja" && targets+=(perf/ringdp-kernel-bench)
 timeout "$(left)" ninja -C "$build" -j"$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1 ||
   { grep -m5 -B2 -A6 'error' "$logs/build.log"; die "build failed (build.log)"; }
@@ -225,7 +225,10 @@ else
   row "compute-sanitizer memcheck, racecheck" "SKIPPED: compute-sanitizer not installed" 0
 fi
 if [ -n "$nccl_home" ]; then
-  gpu_step "NCCL, world size 1 (every collective and algorithm)" 90 nccl-local.log "$build/tests/cuda/test_nccl_local" --warn NoTests
+  # Includes the send-to-self ring steps: NCCL's send/receive path and the non-blocking group
+  # protocol, which world-size-1 collectives never reach.
+  gpu_step "NCCL, world size 1 (every collective and algorithm; send-to-self ring steps)" 90 nccl-local.log \
+    "$build/tests/cuda/test_nccl_local" --warn NoTests
 else
   row "NCCL, world size 1" "SKIPPED: no NCCL found" 0
 fi
@@ -253,6 +256,17 @@ else
         env NCCL_MULTI_RANK_GPU_ENABLE=1 RINGDP_TEST_DEVICE=cuda RINGDP_BACKEND=nccl \
         mpirun -np $np -x NCCL_MULTI_RANK_GPU_ENABLE -x RINGDP_TEST_DEVICE -x RINGDP_BACKEND "$collectives" --warn NoTests '[all_reduce]'
     done
+  fi
+  # One GPU per rank, decided by the communicator: two emulated GPUs (CPU only, so it runs with or
+  # without a GPU here), then the real one: every rank of a 2-rank job must report cuda:0.
+  summary="2 ranks x 2 emulated GPUs, backend mpi"
+  step "device placement (emulated GPUs)" 60 placement-emu.log \
+    env RINGDP_EMU_DEVICES=2 RINGDP_EMU_DEFERRED=1 RINGDP_TEST_DEVICE=cuda RINGDP_BACKEND=mpi \
+    mpirun -np 2 -x RINGDP_EMU_DEVICES -x RINGDP_EMU_DEFERRED -x RINGDP_TEST_DEVICE -x RINGDP_BACKEND \
+    "$build/tests/mpi/test_device_placement" --warn NoTests
+  if [ "$gpu" != none ] && [ -n "$nccl_home" ]; then
+    step "ringdp-train, 1 rank, --device cuda --backend nccl" 60 train-nccl.log \
+      mpirun -np 1 "$train" --device cuda --backend nccl
   fi
   if [ "$gpu" != none ]; then
     step "ringdp-train, 2 ranks, --device cuda" 60 train-cuda.log mpirun -np 2 "$train" --device cuda --backend mpi --export "$logs/train-cuda.json"

@@ -84,3 +84,19 @@ TEST_CASE("ringdp-train's loop puts every rank's model and data on the communica
   std::remove(cuda_out.c_str());
   std::remove(cpu_out.c_str());
 }
+
+// Hidden: run by the "device corrupt fault" tests with RINGDP_FAULT=corrupt:rank=1:op=2. The
+// fault flips a bit of the first segment rank 1 receives in collective 2; on CUDA tensors it
+// is done on the device, in stream order, where it was once silently skipped.
+TEST_CASE("the corrupt fault reaches CUDA tensors", "[.fault]") {
+  auto& w = world();
+  REQUIRE(w.size() > 1);
+  for (int op = 0; op < 4; ++op) {
+    Tensor t = zeros({1031}, DType::float32, w.device());
+    testing::fill_input(t, w.rank(), ReduceOp::sum);
+    w.all_reduce(t, ReduceOp::sum, {.algorithm = comm::Algorithm::ring});
+    const int64_t wrong = testing::global_sum(testing::count_wrong(t, w.size(), ReduceOp::sum));
+    CAPTURE(op, wrong);
+    CHECK((op == 2 ? wrong > 0 : wrong == 0));
+  }
+}

@@ -331,6 +331,42 @@ TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[dev
       }
 }
 
+TEST_CASE("ring steps each rank sends to itself, one group per segment", "[device][p2p]") {
+  // The send/receive path with the peer being the rank itself (what tests/cuda/test_nccl_local
+  // runs on a real GPU at world size 1): several steps, each reusing the receive buffer the
+  // previous step's reductions read, so a missing join or an unsettled group shows.
+  World& w = world();
+  const int64_t count = 20011, segment = 1024;
+  const int steps = 5;
+  for (auto [name, device] : w.transports()) {
+    CAPTURE(name);
+    DeviceBuffer input(DType::float32, count), received(DType::float32, count), total(DType::float32, count);
+    input.fill(w.rank(), ReduceOp::sum);
+    cudaMemset(total.data, 0, count * sizeof(float));
+    w.context(*device, DType::float32, ReduceOp::sum, kSegment);  // sets the deadline
+    std::vector<Request> requests;
+    for (int step = 0; step < steps; ++step) {
+      requests.clear();
+      for (int64_t off = 0; off < count; off += segment) {
+        const size_t bytes = static_cast<size_t>(std::min(segment, count - off)) * sizeof(float);
+        requests.push_back(
+            device->irecv(w.rank(), static_cast<float*>(received.data) + off, bytes, 900 + step));
+        requests.push_back(device->isend(w.rank(), static_cast<float*>(input.data) + off, bytes, 900 + step));
+      }
+      for (size_t k = 0; k < requests.size(); k += 2) {
+        device->wait(requests[k]);
+        const int64_t off = static_cast<int64_t>(k / 2) * segment;
+        device->reduce_into(static_cast<float*>(total.data) + off, static_cast<float*>(received.data) + off,
+                            std::min(segment, count - off), DType::float32, ReduceOp::sum);
+      }
+      device->wait_all(requests);
+    }
+    device->synchronize();
+    CHECK(wrong(total.read(), [&](int64_t i) { return steps * input_value(w.rank(), i, ReduceOp::sum); }) ==
+          0);
+  }
+}
+
 TEST_CASE("a small staging window bounds pinned memory and still delivers everything in order", "[device]") {
   World& w = world();
   // 4 messages or 16 KiB per direction, against a ring that posts a whole chunk's 4 KiB

@@ -5,6 +5,7 @@
 #if RINGDP_HAVE_CUDA || defined(RINGDP_CUDA_EMULATOR)
 #include <cstdio>
 #include <exception>
+#include <utility>
 
 #include "comm/mpi_runtime.h"
 #include "kernels/cuda/cuda_check.h"
@@ -94,6 +95,8 @@ void CudaStreamTransport::release_event(cudaEvent_t event) {
 void CudaStreamTransport::begin_collective() {
   activate();
   wait_for_compute();
+  if (!start_) start_ = acquire_event();
+  CUDA_CHECK(cudaEventRecord(start_, stream_));
 }
 
 void CudaStreamTransport::end_collective(const std::string& what, std::chrono::milliseconds timeout,
@@ -110,7 +113,7 @@ void CudaStreamTransport::join_caller(const std::string& what, std::chrono::mill
   std::unique_lock lock(mutex_);
   CUDA_CHECK(cudaEventRecord(done, stream_));
   CUDA_CHECK(cudaStreamWaitEvent(nullptr, done, 0));
-  outstanding_.push_back({done, Clock::now() + timeout, what});
+  outstanding_.push_back({std::exchange(start_, nullptr), done, Clock::now(), timeout, false, {}, what});
   if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch(); });
   lock.unlock();
   wake_.notify_one();
@@ -134,8 +137,14 @@ void CudaStreamTransport::watch() {
     }
     while (failure.empty() && !outstanding_.empty()) {
       Outstanding& front = outstanding_.front();
+      const auto now = Clock::now();
+      if (!front.started && (!front.start || cudaEventQuery(front.start) == cudaSuccess)) {
+        front.started = true;
+        front.started_at = front.start ? now : front.joined;
+      }
       const cudaError_t state = cudaEventQuery(front.done);
       if (state == cudaSuccess) {
+        if (front.start) release_event(front.start);
         release_event(front.done);
         outstanding_.pop_front();
         continue;
@@ -143,15 +152,19 @@ void CudaStreamTransport::watch() {
       if (state != cudaErrorNotReady) {
         failure =
             front.what + " failed on the GPU: " + cudaGetErrorName(state) + ": " + cudaGetErrorString(state);
-      } else if (Clock::now() > front.deadline) {
+      } else if (front.started && now > front.started_at + front.timeout) {
         failure = front.what + " did not finish on the GPU within the collective timeout (RINGDP_TIMEOUT)";
+      } else if (!front.started && now > front.joined + 4 * front.timeout) {
+        failure = front.what +
+                  " did not even start on the GPU within 4 collective timeouts (RINGDP_TIMEOUT): the work "
+                  "enqueued before it (the caller's computation, or an earlier collective) has not finished";
       }
       break;  // completion is in stream order: later ones cannot be done before this one
     }
     if (!failure.empty()) {
+      // No on_stuck() here: this thread must not touch NCCL or MPI while the owner may be in them.
       std::fprintf(stderr, "ringdp: rank %d: %s; ending the job\n", rank(), failure.c_str());
-      on_stuck();
-      abort_job(1);
+      abort_job_from_thread(1);
     }
   }
 }

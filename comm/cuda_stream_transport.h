@@ -12,6 +12,11 @@
 // (RINGDP_BLOCKING_WAIT=1, or a caller that needs the bytes on the host). Because nothing blocks,
 // a watchdog thread watches every outstanding completion event against the collective timeout
 // and the library's asynchronous errors, and ends the job with a message instead of a hang.
+// The timeout counts from when the GPU starts the collective (an event recorded at its start),
+// not from when the host enqueued it behind a long backward pass; one that never starts is
+// reported after 4 timeouts, naming the work before it. The watchdog calls no MPI and touches
+// nothing of the transport's library: it reports and ends the process (abort_job_from_thread),
+// while another thread may be inside MPI or NCCL.
 #pragma once
 
 #include "comm/transport.h"
@@ -67,8 +72,8 @@ class CudaStreamTransport : public Transport {
   /// Throws when the library behind the transport has failed asynchronously (NCCL); polled by
   /// every wait and by the watchdog.
   virtual void check_async() {}
-  /// Called when the stream is stuck past its deadline, before the job ends (NCCL aborts its
-  /// communicator there, which unblocks the stream).
+  /// Called on the thread that owns the transport (never the watchdog) when a wait passes its
+  /// deadline, before the job ends (NCCL aborts its communicator there).
   virtual void on_stuck() {}
   /// Derived destructors call this first: the watchdog must not poll what they tear down.
   void stop_watchdog();
@@ -84,11 +89,16 @@ class CudaStreamTransport : public Transport {
   void watch();
 
   struct Outstanding {
+    cudaEvent_t start;  // null when joined without begin_collective: counted from the join
     cudaEvent_t done;
-    Clock::time_point deadline;
+    Clock::time_point joined;
+    std::chrono::milliseconds timeout;
+    bool started;
+    Clock::time_point started_at;
     std::string what;
   };
   cudaEvent_t compute_done_ = nullptr;
+  cudaEvent_t start_ = nullptr;  // recorded by begin_collective, handed to the next join
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Outstanding> outstanding_;

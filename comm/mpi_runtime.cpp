@@ -3,6 +3,7 @@
 #include "comm/mpi_runtime.h"
 
 #include <unistd.h>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,7 @@ namespace ringdp::comm {
 
 namespace {
 std::string g_terminate_prefix = "ringdp";
+std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is initialised
 
 int env_int(const char* name, int fallback) {
   const char* value = std::getenv(name);
@@ -52,9 +54,15 @@ void mpi_ensure_initialized() {
   std::call_once(once, [] {
     int already = 0;
     MPI_Initialized(&already);
-    if (already) return;
+    if (already) {  // by the program itself, at whatever level it asked for
+      int level = 0;
+      MPI_Query_thread(&level);
+      g_thread_level = level;
+      return;
+    }
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    g_thread_level = provided;
     RINGDP_CHECK(provided >= MPI_THREAD_SERIALIZED, "the MPI library provides thread level ", provided,
                  "; ringdp needs MPI_THREAD_SERIALIZED (", MPI_THREAD_SERIALIZED, ")");
     // Return codes instead of MPI's default abort, so failures become ringdp::Errors.
@@ -80,6 +88,13 @@ bool mpi_is_initialized() {
   if (mpi_is_initialized()) MPI_Abort(MPI_COMM_WORLD, code);
   _exit(code);
 }
+
+[[noreturn]] void abort_job_from_thread(int code) {
+  if (g_thread_level == MPI_THREAD_MULTIPLE) abort_job(code);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(code);
+}
 #else
 void mpi_ensure_initialized() {}
 bool mpi_is_initialized() { return false; }
@@ -88,6 +103,7 @@ bool mpi_is_initialized() { return false; }
   std::fflush(stderr);
   _exit(code);
 }
+[[noreturn]] void abort_job_from_thread(int code) { abort_job(code); }
 #endif
 
 [[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code) {

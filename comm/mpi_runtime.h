@@ -27,6 +27,13 @@ bool mpi_is_initialized();
 /// when there is no MPI job.
 [[noreturn]] void abort_job(int code);
 
+/// abort_job for a thread that may run while another is inside MPI (the CUDA transports'
+/// watchdog): under MPI_THREAD_SERIALIZED it must not call MPI at all, so unless MPI provides
+/// MPI_THREAD_MULTIPLE it ends this process alone with `code`, and the launcher ends the rest
+/// of the job, as Open MPI's mpirun and MPICH's hydra do for a rank that exits without
+/// MPI_Finalize.
+[[noreturn]] void abort_job_from_thread(int code);
+
 /// Prints "<prefix>: error: <message>" (rank-prefixed when the job has several ranks) on stderr
 /// and ends the whole job with `code`: what each app's main does with an escaped exception.
 [[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code);

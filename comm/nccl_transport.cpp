@@ -124,8 +124,15 @@ void NcclTransport::settle(ncclResult_t result, const char* call, const char* fi
 }
 
 Request NcclTransport::post(const Pending& p) {
-  pending_.push_back(p);
-  return Request{(static_cast<uintptr_t>(batch_) << 32) | pending_.size()};
+  if (!ops_.empty() && issued_ == ops_.size()) {  // everything of this batch is issued: a new one
+    ops_.clear();
+    issued_ = 0;
+    groups_ = 0;
+    lazy_ = lazy_decided_ = joined_ = false;
+    ++batch_;
+  }
+  ops_.push_back({p, -1});
+  return Request{(static_cast<uintptr_t>(batch_) << 32) | ops_.size()};
 }
 
 Request NcclTransport::isend(int peer, const void* data, size_t bytes, int) {
@@ -146,75 +153,124 @@ void NcclTransport::join_reductions() {
   reductions_pending_ = false;
 }
 
-void NcclTransport::flush() {
-  if (pending_.empty()) return;
-  join_reductions();
+void NcclTransport::flush(size_t upto) {
+  if (issued_ == ops_.size()) return;
+  if (upto != kAll && !lazy_decided_) {
+    // The batch's first wait. Receives from one peer with no send posted yet are a forwarding
+    // rank (the chain broadcast, the tree's gather): issue them as they are waited, so each
+    // forward joins the next receive's group instead of queueing behind every receive.
+    lazy_decided_ = true;
+    int peer = -1;
+    lazy_ = !ops_[upto].p.send;
+    for (const Op& op : ops_) {
+      if (op.group >= 0) continue;
+      if (op.p.send || (peer >= 0 && op.p.peer != peer)) lazy_ = false;
+      peer = op.p.peer;
+    }
+  }
   sends_.clear();
   receives_.clear();
+  bool has_send = false;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const Op& op = ops_[i];
+    if (op.group >= 0) continue;
+    // Lazily: every posted send (the algorithm has its data), receives up to the waited one.
+    if (lazy_ && upto != kAll && !op.p.send && i > upto) continue;
+    (op.p.send ? sends_ : receives_).push_back(i);
+    has_send = has_send || op.p.send;
+  }
+  if (sends_.empty() && receives_.empty()) return;
+  // Before the batch's first transfers: the transfer stream waits for the reductions so far,
+  // since this step receives into what they read and sends what they produced. Later receives of
+  // the same batch land in segments no reduction of it reads yet; a later send may carry one's result.
+  if (!joined_ || has_send) {
+    join_reductions();
+    joined_ = true;
+  }
   int send_peer = -1, receive_peer = -1;
-  bool exchange = true;
-  for (size_t i = 0; i < pending_.size(); ++i) {
-    const Pending& p = pending_[i];
-    int& peer = p.send ? send_peer : receive_peer;
-    if (peer >= 0 && peer != p.peer) exchange = false;
-    peer = p.peer;
-    (p.send ? sends_ : receives_).push_back(i);
+  bool exchange = !lazy_ || upto == kAll;
+  for (size_t i : sends_) {
+    if (send_peer >= 0 && ops_[i].p.peer != send_peer) exchange = false;
+    send_peer = ops_[i].p.peer;
+  }
+  for (size_t i : receives_) {
+    if (receive_peer >= 0 && ops_[i].p.peer != receive_peer) exchange = false;
+    receive_peer = ops_[i].p.peer;
   }
   // Segment k's send and receive pair up across the ring: every rank numbers a chunk's segments
-  // the same way, so group k here meets group k of both neighbours and no group waits on a later one.
+  // the same way, so group k here meets group k of both neighbours and no group waits on a later
+  // one. Otherwise (a lazy forward, or sends and receives to several peers) one group.
   const size_t groups = exchange ? std::max(sends_.size(), receives_.size()) : 1;
-  while (group_events_.size() < groups) {
+  while (group_events_.size() < static_cast<size_t>(groups_) + groups) {
     cudaEvent_t e = nullptr;
     CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     group_events_.push_back(e);
   }
-  group_of_.assign(pending_.size(), 0);
   auto issue = [this](size_t i, int group) {
-    const Pending& p = pending_[i];
-    if (p.send)
-      NCCL_CHECK(ncclSend(p.data, p.bytes, ncclUint8, p.peer, comm_, stream_));
+    Op& op = ops_[i];
+    if (op.p.send)
+      NCCL_CHECK(ncclSend(op.p.data, op.p.bytes, ncclUint8, op.p.peer, comm_, stream_));
     else
-      NCCL_CHECK(ncclRecv(p.data, p.bytes, ncclUint8, p.peer, comm_, stream_));
-    group_of_[i] = group;
+      NCCL_CHECK(ncclRecv(op.p.data, op.p.bytes, ncclUint8, op.p.peer, comm_, stream_));
+    op.group = group;
+    ++issued_;
   };
   for (size_t g = 0; g < groups; ++g) {
+    const int group = groups_ + static_cast<int>(g);
     NCCL_CHECK(ncclGroupStart());
     if (!exchange) {
-      for (size_t i = 0; i < pending_.size(); ++i) issue(i, 0);
+      for (size_t i : receives_) issue(i, group);
+      for (size_t i : sends_) issue(i, group);
     } else {
-      if (g < receives_.size()) issue(receives_[g], static_cast<int>(g));
-      if (g < sends_.size()) issue(sends_[g], static_cast<int>(g));
+      if (g < receives_.size()) issue(receives_[g], group);
+      if (g < sends_.size()) issue(sends_[g], group);
     }
     // Non-blocking: the group reaches the stream only once settled, so the event comes after it.
     NCCL_SETTLE(ncclGroupEnd());
-    CUDA_CHECK(cudaEventRecord(group_events_[g], stream_));
+    CUDA_CHECK(cudaEventRecord(group_events_[static_cast<size_t>(group)], stream_));
   }
-  groups_in_last_ = static_cast<int>(groups);
-  pending_.clear();
-  ++batch_;
+  groups_ += static_cast<int>(groups);
+  latest_event_ = group_events_[static_cast<size_t>(groups_ - 1)];
   dependency_ = nullptr;  // new transfers: a reduction now waits for the groups it is told about
 }
 
-int NcclTransport::group_of(const Request& r) {
+cudaEvent_t NcclTransport::group_event(const Request& r) {
   const uint64_t batch = r.handle >> 32;
   const size_t index = (r.handle & 0xffffffffu) - 1;
-  if (batch == batch_) flush();  // still being collected
-  if (batch + 1 == batch_ && index < group_of_.size()) return group_of_[index];
-  // An older batch: its groups are done before the last group of the last batch is.
-  return groups_in_last_ - 1;
+  if (batch == batch_ && index < ops_.size()) {
+    if (ops_[index].group < 0) flush(index);
+    return group_events_[static_cast<size_t>(ops_[index].group)];
+  }
+  // An older batch: everything in it is before the latest group in stream order.
+  return latest_event_;
 }
 
 void NcclTransport::wait_all(std::span<Request> requests) {
   // Ordering on the streams is the wait: the host does not block. A reduction enqueued next
   // waits for the last of these requests' groups, not for the whole step.
-  flush();
-  int latest = -1;
+  size_t upto = kAll;
+  bool current = false;
+  for (const Request& r : requests) {
+    if (r.handle == 0 || (r.handle >> 32) != batch_) continue;
+    const size_t index = (r.handle & 0xffffffffu) - 1;
+    upto = current ? std::max(upto, index) : index;
+    current = true;
+  }
+  flush(upto);
+  cudaEvent_t latest = nullptr;
+  int latest_group = -1;
   for (Request& r : requests) {
     if (r.handle == 0) continue;
-    latest = std::max(latest, group_of(r));
+    cudaEvent_t e = group_event(r);
+    const uint64_t batch = r.handle >> 32;
+    const int group = batch == batch_ ? ops_[(r.handle & 0xffffffffu) - 1].group : groups_;
+    if (group >= latest_group) {
+      latest_group = group;
+      latest = e;
+    }
     r.handle = 0;
   }
-  if (latest >= 0) dependency_ = group_events_[static_cast<size_t>(latest)];
+  if (latest) dependency_ = latest;
 }
 
 bool NcclTransport::test(Request& request) {
@@ -227,12 +283,12 @@ bool NcclTransport::test(Request& request) {
 }
 
 void NcclTransport::issue_pending() {
-  flush();
+  flush(kAll);
   join_reductions();
 }
 
 void NcclTransport::order_reduction() {
-  flush();
+  if (!dependency_) flush(kAll);  // after a wait, its group is issued; otherwise issue everything
   cudaEvent_t after = dependency_;
   if (!after) {  // not after a wait: after everything on the transfer stream so far
     CUDA_CHECK(cudaEventRecord(transfers_now_, stream_));
@@ -262,10 +318,13 @@ void NcclTransport::check_async() {
   if (!comm_) return;
   ncclResult_t async = ncclSuccess;
   NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
-  NCCL_CHECK(async);
+  if (async != ncclInProgress) NCCL_CHECK(async);  // in progress: the owner is settling a call
 }
 
 void NcclTransport::on_stuck() {
+  // The owner's thread (see the base class): the watchdog, which polls the communicator for
+  // asynchronous errors, is stopped first, so nothing else uses the communicator being freed.
+  stop_watchdog();
   if (comm_) ncclCommAbort(comm_);
   comm_ = nullptr;
 }

@@ -3,7 +3,12 @@
 // the transfer stream. When the step is an exchange (every send to one peer, every receive from
 // one peer: the ring's segments, recursive doubling, the barrier), segment k's send and receive
 // form group k, and an event after each group lets the reduction of segment k run on a second
-// stream while segment k+1 is on the wire; any other pattern is one group. Before the next step's
+// stream while segment k+1 is on the wire; any other pattern is one group. A rank that first
+// waits on receives from one peer with no send posted (the chain broadcast, a tree's gather)
+// has them issued one by one as it waits, each with the sends posted since: segment k's
+// forward then shares a group with segment k+1's receive and the chain pipelines, where
+// issuing every receive first made each rank forward only once the whole buffer had arrived.
+// Before the next step's
 // transfers (and before a copy, a join or a sync) the transfer stream waits for the reductions,
 // since the next step sends what they produced and receives into what they read. A whole
 // collective is enqueued without host round trips. The stream, its join with the caller's and the watchdog
@@ -79,23 +84,31 @@ class NcclTransport final : public CudaStreamTransport {
     void* data;
     size_t bytes;
   };
+  struct Op {
+    Pending p;
+    int group;  // its group within the batch; -1 while not issued
+  };
+  static constexpr size_t kAll = static_cast<size_t>(-1);
   Request post(const Pending& p);
-  /// Issues the recorded sends and receives (see the file comment for the grouping).
-  void flush();
+  /// Issues recorded sends and receives: all of them (kAll), or what a wait for op `upto` needs
+  /// (see the file comment for the grouping).
+  void flush(size_t upto);
+  /// Makes the transfer stream wait for every reduction enqueued so far.
+  void join_reductions();
   /// Makes the reduction stream wait for the last waited group (or all transfers so far): what
   /// is enqueued on it next reads what they received.
   void order_reduction();
-  /// Makes the transfer stream wait for every reduction enqueued so far.
-  void join_reductions();
-  /// The group of the last issued batch that carries request r (issuing it if still pending).
-  int group_of(const Request& r);
+  /// The event after the group that carries request r (issuing it if still recorded only).
+  cudaEvent_t group_event(const Request& r);
 
-  std::vector<Pending> pending_;
-  uint64_t batch_ = 0;  // number of the batch being collected in pending_
-  std::vector<int> group_of_;  // last issued batch: request index -> its group
-  std::vector<size_t> sends_, receives_;  // flush()'s split of pending_, kept to reuse its memory
-  int groups_in_last_ = 0;
-  std::vector<cudaEvent_t> group_events_;  // event after group g of the last batch
+  std::vector<Op> ops_;  // the batch: posted since everything before was issued
+  size_t issued_ = 0;
+  int groups_ = 0;  // groups issued in this batch
+  bool lazy_decided_ = false, lazy_ = false, joined_ = false;
+  uint64_t batch_ = 0;
+  std::vector<size_t> sends_, receives_;  // flush()'s selection, kept to reuse its memory
+  std::vector<cudaEvent_t> group_events_;  // event after group g of the batch
+  cudaEvent_t latest_event_ = nullptr;  // after the latest group issued
   cudaStream_t reduce_stream_ = nullptr;  // reductions, so segment k reduces while k+1 arrives
   cudaEvent_t reduce_done_ = nullptr, transfers_now_ = nullptr;
   bool reductions_pending_ = false;  // reductions enqueued since the last join

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -61,6 +63,10 @@ struct ncclConfig_t {
 namespace ringdp::emu {
 /// Communicators destroyed without ncclCommFinalize since the process started.
 int nccl_unfinalized_destroys();
+/// Every group of sends and receives in the order it reached a stream, one line each, e.g.
+/// "recv 0 4096, send 2 4096" (peer, bytes), when logging is on; cleared when turned on.
+void nccl_log_groups(bool on);
+const std::vector<std::string>& nccl_group_log();
 }  // namespace ringdp::emu
 
 ncclResult_t ncclGetVersion(int* version);

@@ -74,6 +74,9 @@ struct ncclComm {
 namespace {
 
 int g_unfinalized_destroys = 0;
+std::mutex g_log_mutex;  // appended by a communicator's thread
+bool g_log_on = false;
+std::vector<std::string> g_group_log;
 
 struct Transfer {
   bool send;
@@ -217,6 +220,12 @@ std::vector<char> reduce_blocks(const std::vector<char>& all, size_t block_bytes
 }  // namespace
 
 int ringdp::emu::nccl_unfinalized_destroys() { return g_unfinalized_destroys; }
+void ringdp::emu::nccl_log_groups(bool on) {
+  std::lock_guard lock(g_log_mutex);
+  g_log_on = on;
+  if (on) g_group_log.clear();
+}
+const std::vector<std::string>& ringdp::emu::nccl_group_log() { return g_group_log; }
 
 ncclResult_t ncclGetVersion(int* version) {
   *version = NCCL_MAJOR * 10000 + NCCL_MINOR * 100 + NCCL_PATCH;
@@ -313,8 +322,19 @@ ncclResult_t ncclGroupEnd() {
   ncclComm_t comm = transfers.front().comm;
   if (const ncclResult_t r = check_settled("ncclGroupEnd", comm)) return r;
   cudaStream_t stream = g_group_stream;
-  return comm->hand_over(
-      [stream, transfers] { ringdp::emu::enqueue(stream, [transfers] { run_group(transfers); }); });
+  return comm->hand_over([stream, transfers] {
+    {
+      std::lock_guard lock(g_log_mutex);
+      if (g_log_on) {
+        std::string line;
+        for (const Transfer& t : transfers)
+          line += (line.empty() ? "" : ", ") + std::string(t.send ? "send " : "recv ") +
+                  std::to_string(t.peer) + " " + std::to_string(t.bytes);
+        g_group_log.push_back(line);
+      }
+    }
+    ringdp::emu::enqueue(stream, [transfers] { run_group(transfers); });
+  });
 }
 ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                       cudaStream_t stream) {

@@ -367,6 +367,36 @@ TEST_CASE("ring steps each rank sends to itself, one group per segment", "[devic
   }
 }
 
+TEST_CASE("the chain broadcast pipelines over NCCL: a rank forwards segment k before the last arrives",
+          "[device][chain]") {
+  // The stand-in logs each group as it reaches the stream. A middle rank of the chain must put
+  // its first forward (a send) on the stream before its last receive; issuing every receive
+  // first made it forward only once the whole buffer had arrived.
+  World& w = world();
+  const int N = w.size();
+  const int64_t count = 8 * kSegment / sizeof(float);  // 8 segments
+  DeviceBuffer b(DType::float32, count);
+  b.fill(0, ReduceOp::sum);
+  if (w.rank() != 0) cudaMemset(b.data, 0x55, count * sizeof(float));
+  ringdp::emu::nccl_log_groups(true);
+  CollectiveContext ctx = w.context(w.nccl, DType::float32, ReduceOp::sum, kSegment);
+  broadcast_chain(ctx, b.data, count, 0);
+  w.nccl.synchronize();
+  ringdp::emu::nccl_log_groups(false);
+  const auto& log = ringdp::emu::nccl_group_log();
+  CHECK(wrong(b.read(), [&](int64_t i) { return input_value(0, i, ReduceOp::sum); }) == 0);
+  if (w.rank() == 0 || w.rank() == N - 1) return;  // the ends only send, or only receive
+  size_t first_send = log.size(), last_receive = 0;
+  for (size_t g = 0; g < log.size(); ++g) {
+    if (log[g].find("send") != std::string::npos) first_send = std::min(first_send, g);
+    if (log[g].find("recv") != std::string::npos) last_receive = g;
+  }
+  std::string groups;
+  for (const std::string& line : log) groups += "[" + line + "] ";
+  INFO("rank " << w.rank() << "'s groups, in stream order: " << groups);
+  CHECK(first_send < last_receive);
+}
+
 TEST_CASE("a small staging window bounds pinned memory and still delivers everything in order", "[device]") {
   World& w = world();
   // 4 messages or 16 KiB per direction, against a ring that posts a whole chunk's 4 KiB
@@ -400,6 +430,61 @@ TEST_CASE("a collective stuck on the GPU ends the job through the watchdog", "[.
   w.staged.join_caller("all_reduce #7 (test, 1024 x float32)", std::chrono::milliseconds(300));
   std::this_thread::sleep_for(std::chrono::seconds(20));
   FAIL("the watchdog did not end the job within 20 s");
+}
+
+TEST_CASE("a collective's timeout counts from when the GPU starts it, not from when it was enqueued",
+          "[device][watchdog]") {
+  // The GPU is busy (stalled) with the caller's work past the collective's 300 ms timeout; the
+  // collective itself then finishes at once. Counted from the enqueue, the watchdog would have
+  // ended the job at 300 ms.
+  World& w = world();
+  DeviceBuffer a(DType::float32, 1024), b(DType::float32, 1024);
+  for (auto [name, device] : w.transports()) {
+    CAPTURE(name);
+    ringdp::emu::stall_streams(true);
+    device->begin_collective();
+    device->copy(a.data, b.data, 1024 * sizeof(float));
+    device->join_caller(std::string("all_reduce (late start, ") + name + ")", std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    ringdp::emu::stall_streams(false);
+    device->set_deadline(Transport::Clock::now() + std::chrono::seconds(60),
+                         [] { MPI_Abort(MPI_COMM_WORLD, 1); });
+    device->synchronize();
+    cudaDeviceSynchronize();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the watchdog sees it done
+  }
+  SUCCEED("the watchdog let both collectives finish");
+}
+
+// Hidden: run by the "watchdog, NCCL" tests (mpi and tsan suites). The host keeps polling the
+// transport (synchronize: NCCL's asynchronous errors, the stream) while the watchdog decides
+// the collective is stuck: the watchdog must end the job without touching the communicator
+// the host is using (it used to abort and null it from its own thread: a race, then a use
+// after free).
+TEST_CASE("a stuck NCCL collective ends the job while the host polls the communicator", "[.stuck-nccl]") {
+  World& w = world();
+  DeviceBuffer a(DType::float32, 1024), b(DType::float32, 1024);
+  ringdp::emu::stall_streams(true);
+  w.nccl.begin_collective();
+  w.nccl.copy(a.data, b.data, 1024 * sizeof(float));
+  w.nccl.join_caller("all_reduce #9 (test, NCCL, 1024 x float32)", std::chrono::milliseconds(300));
+  w.nccl.set_deadline(Transport::Clock::now() + std::chrono::seconds(20), [] {});
+  w.nccl.synchronize();
+  FAIL("the watchdog did not end the job within 20 s");
+}
+
+// Hidden: the host blocks inside MPI (a receive nobody sends) when the GPU work is stuck: the
+// watchdog must end the whole job without calling MPI itself (MPI_THREAD_SERIALIZED).
+TEST_CASE("a stuck collective ends the job while the host is inside MPI", "[.stuck-in-mpi]") {
+  World& w = world();
+  DeviceBuffer a(DType::float32, 1024), b(DType::float32, 1024);
+  ringdp::emu::stall_streams(true);
+  w.staged.begin_collective();
+  w.staged.copy(a.data, b.data, 1024 * sizeof(float));
+  w.staged.join_caller("all_reduce #11 (test, 1024 x float32)", std::chrono::milliseconds(300));
+  int never = 0;
+  MPI_Recv(&never, 1, MPI_INT, w.rank(), 4242, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  FAIL("a receive nobody sends returned");
 }
 
 int main(int argc, char** argv) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <thread>
 
 #include "config.h"
 #include "kernels/error.h"
@@ -85,7 +86,14 @@ bool mpi_is_initialized() {
 [[noreturn]] void abort_job(int code) {
   std::fflush(stdout);
   std::fflush(stderr);
-  if (mpi_is_initialized()) MPI_Abort(MPI_COMM_WORLD, code);
+  if (mpi_is_initialized()) {
+    // Open MPI 4.1's mpirun can crash (SIGSEGV in its PMIx log handler, exit 139 instead of the
+    // code) when several ranks call MPI_Abort at once, as they do for an error every rank hits
+    // alike (a bad flag). Rank 0 aborts at once and ends the others; they abort themselves
+    // only if it has not within 250 ms (their error may be theirs alone).
+    if (launcher_rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
   _exit(code);
 }
 

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"

@@ -461,13 +461,23 @@ TEST_CASE("a collective's timeout counts from when the GPU starts it, not from w
 // the collective is stuck: the watchdog must end the job without touching the communicator
 // the host is using (it used to abort and null it from its own thread: a race, then a use
 // after free).
+namespace {
+// Stalls the emulated GPU, then enqueues a collective's work on `device` and joins it with a
+// 300 ms timeout: from here only the watchdog can notice that it never finishes.
+void start_stuck_collective(CudaStreamTransport& device, const char* what) {
+  void *a = nullptr, *b = nullptr;  // never freed: the watchdog ends the process
+  cudaMalloc(&a, 4096);
+  cudaMalloc(&b, 4096);
+  ringdp::emu::stall_streams(true);
+  device.begin_collective();
+  device.copy(a, b, 4096);
+  device.join_caller(what, std::chrono::milliseconds(300));
+}
+}  // namespace
+
 TEST_CASE("a stuck NCCL collective ends the job while the host polls the communicator", "[.stuck-nccl]") {
   World& w = world();
-  DeviceBuffer a(DType::float32, 1024), b(DType::float32, 1024);
-  ringdp::emu::stall_streams(true);
-  w.nccl.begin_collective();
-  w.nccl.copy(a.data, b.data, 1024 * sizeof(float));
-  w.nccl.join_caller("all_reduce #9 (test, NCCL, 1024 x float32)", std::chrono::milliseconds(300));
+  start_stuck_collective(w.nccl, "all_reduce #9 (test, NCCL, 1024 x float32)");
   w.nccl.set_deadline(Transport::Clock::now() + std::chrono::seconds(20), [] {});
   w.nccl.synchronize();
   FAIL("the watchdog did not end the job within 20 s");
@@ -477,11 +487,7 @@ TEST_CASE("a stuck NCCL collective ends the job while the host polls the communi
 // watchdog must end the whole job without calling MPI itself (MPI_THREAD_SERIALIZED).
 TEST_CASE("a stuck collective ends the job while the host is inside MPI", "[.stuck-in-mpi]") {
   World& w = world();
-  DeviceBuffer a(DType::float32, 1024), b(DType::float32, 1024);
-  ringdp::emu::stall_streams(true);
-  w.staged.begin_collective();
-  w.staged.copy(a.data, b.data, 1024 * sizeof(float));
-  w.staged.join_caller("all_reduce #11 (test, 1024 x float32)", std::chrono::milliseconds(300));
+  start_stuck_collective(w.staged, "all_reduce #11 (test, 1024 x float32)");
   int never = 0;
   MPI_Recv(&never, 1, MPI_INT, w.rank(), 4242, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   FAIL("a receive nobody sends returned");

@@ -83,6 +83,17 @@ void exchange_segmented(CollectiveContext& ctx, int send_peer, const void* send,
   ctx.transport.wait_all(std::span<Request>(requests).subspan(recv_segments));
 }
 
+/// The ring all-reduce's halves (all_reduce_ring.cpp), on a layout of ctx.size() chunks, steps
+/// numbered from first_step of `steps` for the trace and the watchdog. After the reduce-scatter
+/// (input may be out), rank r holds the complete reduction of chunk (r + 1) mod N in out; the
+/// all-gather then copies every complete chunk of out to every rank.
+void ring_reduce_scatter_phase(CollectiveContext& ctx, const void* input, void* out,
+                               const ChunkLayout& layout, int first_step, int steps);
+void ring_all_gather_phase(CollectiveContext& ctx, void* out, const ChunkLayout& layout, int first_step,
+                           int steps);
+/// The chunk rank r holds complete after ring_reduce_scatter_phase.
+inline int ring_owned_chunk(int rank, int size) { return (rank + 1) % size; }
+
 // all_reduce: the ring reads input and writes out (which may be input); recursive doubling
 // works in place on buf.
 void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64_t count);
@@ -97,5 +108,13 @@ void all_gather_ring(CollectiveContext& ctx, const void* input, void* out, int64
 // reduce_scatter: input of N·chunk_count elements; out receives reduced chunk `rank`.
 void reduce_scatter_ring(CollectiveContext& ctx, const void* input, void* out, int64_t chunk_count);
 void barrier_dissemination(CollectiveContext& ctx);
+
+/// Hierarchical all-reduce, in place on buf (all_reduce_hierarchical.cpp). `host` spans this
+/// rank's host, `cross` the ranks of every host with this rank's local index. Hosts of equal
+/// size: ring reduce-scatter inside each host, all-reduce of each rank's shard across hosts
+/// (recursive doubling up to rd_max_bytes, else ring), ring all-gather inside each host.
+/// Uneven hosts: reduce to each host's first rank, all-reduce across those, broadcast back.
+void all_reduce_hierarchical(CollectiveContext& host, CollectiveContext& cross, void* buf, int64_t count,
+                             bool uniform_hosts, size_t rd_max_bytes);
 
 }  // namespace ringdp::comm

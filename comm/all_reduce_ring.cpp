@@ -24,22 +24,16 @@
 
 namespace ringdp::comm {
 
-void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64_t count) {
+void ring_reduce_scatter_phase(CollectiveContext& ctx, const void* input, void* out,
+                               const ChunkLayout& layout, int first_step, int steps) {
   const int N = ctx.size(), r = ctx.rank();
   const bool in_place = input == out;
-  if (N == 1 || count == 0) {
-    if (!in_place) ctx.transport.copy(out, input, count * ctx.element_bytes());
-    return;
-  }
-  const ChunkLayout layout{count, N};
   const int right = (r + 1) % N, left = (r + N - 1) % N;
-  const int steps = 2 * (N - 1);
   void* scratch = in_place ? ctx.transport.scratch(0, layout.length(0) * ctx.element_bytes()) : nullptr;
-
   for (int s = 0; s < N - 1; ++s) {
     const int send_chunk = ((r - s) % N + N) % N;
     const int recv_chunk = ((r - s - 1) % N + N) % N;
-    ctx.enter_step(s + 1, steps, "reduce-scatter", right, send_chunk, left, recv_chunk, "reduce");
+    ctx.enter_step(first_step + s, steps, "reduce-scatter", right, send_chunk, left, recv_chunk, "reduce");
     const void* sending = ctx.at(s == 0 ? input : out, layout.offset(send_chunk));
     char* target = ctx.at(out, layout.offset(recv_chunk));
     const char* mine = ctx.at(input, layout.offset(recv_chunk));
@@ -57,14 +51,31 @@ void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64
                          });
     }
   }
+}
+
+void ring_all_gather_phase(CollectiveContext& ctx, void* out, const ChunkLayout& layout, int first_step,
+                           int steps) {
+  const int N = ctx.size(), r = ctx.rank();
+  const int right = (r + 1) % N, left = (r + N - 1) % N;
   for (int s = 0; s < N - 1; ++s) {
     const int send_chunk = ((r + 1 - s) % N + N) % N;
     const int recv_chunk = ((r - s) % N + N) % N;
-    ctx.enter_step(N + s, steps, "all-gather", right, send_chunk, left, recv_chunk, "store");
+    ctx.enter_step(first_step + s, steps, "all-gather", right, send_chunk, left, recv_chunk, "store");
     exchange_segmented(ctx, right, ctx.at(out, layout.offset(send_chunk)), layout.length(send_chunk), left,
                        ctx.at(out, layout.offset(recv_chunk)), layout.length(recv_chunk),
                        [](int64_t, int64_t) {});
   }
+}
+
+void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64_t count) {
+  const int N = ctx.size();
+  if (N == 1 || count == 0) {
+    if (input != out) ctx.transport.copy(out, input, count * ctx.element_bytes());
+    return;
+  }
+  const ChunkLayout layout{count, N};
+  ring_reduce_scatter_phase(ctx, input, out, layout, 1, 2 * (N - 1));
+  ring_all_gather_phase(ctx, out, layout, N, 2 * (N - 1));
 }
 
 }  // namespace ringdp::comm

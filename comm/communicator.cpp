@@ -133,7 +133,24 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     int local_rank = 0, local_size = 1;
     MPI_CHECK(MPI_Comm_rank(node, &local_rank));
     MPI_CHECK(MPI_Comm_size(node, &local_size));
+    // Hosts for the hierarchical all-reduce: the nodes, or with RINGDP_RANKS_PER_HOST=k every k
+    // consecutive ranks (to try the algorithm on one machine; GPUs still follow the real node).
+    MPI_Comm host = MPI_COMM_NULL, cross = MPI_COMM_NULL;
+    const int64_t per_host = env_number("RINGDP_RANKS_PER_HOST", 0);
+    RINGDP_CHECK(per_host >= 0, "RINGDP_RANKS_PER_HOST=", per_host, ": expected a positive number of ranks");
+    if (per_host > 0)
+      MPI_CHECK(MPI_Comm_split(transport->comm(), static_cast<int>(transport->rank() / per_host),
+                               transport->rank(), &host));
+    else
+      MPI_CHECK(MPI_Comm_dup(node, &host));
     MPI_CHECK(MPI_Comm_free(&node));
+    int host_rank = 0, host_size = 1;
+    MPI_CHECK(MPI_Comm_rank(host, &host_rank));
+    MPI_CHECK(MPI_Comm_size(host, &host_size));
+    MPI_CHECK(MPI_Comm_split(transport->comm(), host_rank, transport->rank(), &cross));
+    int hosts = host_rank == 0 ? 1 : 0, sizes[2] = {-host_size, host_size};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hosts, 1, MPI_INT, MPI_SUM, transport->comm()));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, transport->comm()));
     if (options.segment_bytes == 0) {
       // Ranks that share cores progress only while scheduled: small segments keep each time
       // slice useful. Ranks with a core each do better with fewer, larger messages.
@@ -153,6 +170,12 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     comm->backend_ = "mpi";
     comm->local_rank_ = local_rank;
     comm->local_size_ = local_size;
+    comm->host_transport_ = std::make_unique<MpiTransport>(host);
+    comm->cross_transport_ = std::make_unique<MpiTransport>(cross);
+    comm->hosts_ = hosts;
+    comm->uniform_hosts_ = -sizes[0] == sizes[1];
+    MPI_CHECK(MPI_Comm_free(&host));
+    MPI_CHECK(MPI_Comm_free(&cross));
     return comm;
   }
 #else
@@ -190,8 +213,12 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
   };
   switch (kind) {
     case CollectiveKind::all_reduce:
+      // Ranks on several hosts, some sharing one: the hierarchical scheme for all but small
+      // messages (recursive doubling's log2 N latency wins those). Host tensors only, for now.
+      if (requested == Algorithm::automatic && spans_hosts() && bytes > options_.recursive_doubling_max_bytes)
+        return Algorithm::hierarchical;
       return pick(
-          {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native},
+          {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native, Algorithm::hierarchical},
           bytes <= options_.recursive_doubling_max_bytes ? Algorithm::recursive_doubling : Algorithm::ring);
     case CollectiveKind::reduce: return pick({Algorithm::tree, Algorithm::native}, Algorithm::tree);
     case CollectiveKind::broadcast:
@@ -372,13 +399,21 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
   RINGDP_CHECK(input.numel() == output.numel(), "all_reduce: input has ", input.numel(), " elements, output ",
                output.numel());
   check_op(op, input.dtype());
-  const Algorithm algorithm = resolve(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm);
+  const Route route = route_for(input);
+  Algorithm algorithm = resolve(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm);
+  if (algorithm == Algorithm::hierarchical && route != Route::host) {
+    RINGDP_CHECK(
+        opts.algorithm != Algorithm::hierarchical,
+        "all_reduce: the hierarchical algorithm runs on host tensors (over MPI) for now; got a tensor on ",
+        input.device().str(), " (use ring, recursive_doubling or native)");
+    algorithm = Algorithm::ring;
+  }
   const Issue issue{.kind = CollectiveKind::all_reduce,
                     .dtype = input.dtype(),
                     .count = input.numel(),
                     .algorithm = algorithm,
                     .op = op,
-                    .route = route_for(input),
+                    .route = route,
                     .async = opts.async};
   return submit(issue, [this, input, output, op](Call& call) mutable {
     Tensor in = call.view(input);
@@ -391,6 +426,9 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     } else if (call.algorithm == Algorithm::recursive_doubling) {
       transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
       all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n);
+    } else if (call.algorithm == Algorithm::hierarchical) {
+      transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
+      run_hierarchical(call, out.data_ptr(), n);
     } else {
       if (n < in.numel())
         transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());  // an injected count fault
@@ -400,6 +438,27 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
   });
+}
+
+void Communicator::run_hierarchical(Call& call, void* buf, int64_t n) {
+  if (!host_transport_) {  // a world of one without MPI: nothing to reduce
+    all_reduce_ring(call.ctx, buf, buf, n);
+    return;
+  }
+  auto context = [&](Transport& t) {
+    t.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+    return CollectiveContext{.transport = t,
+                             .dtype = call.ctx.dtype,
+                             .op = call.ctx.op,
+                             .position = position_,
+                             .segment_bytes = options_.segment_bytes,
+                             .trace = trace_,
+                             .tag = call.ctx.tag,
+                             .requests = requests_,
+                             .corrupt_next_receive = call.ctx.corrupt_next_receive};
+  };
+  CollectiveContext host = context(*host_transport_), cross = context(*cross_transport_);
+  all_reduce_hierarchical(host, cross, buf, n, uniform_hosts_, options_.recursive_doubling_max_bytes);
 }
 
 Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptions opts) {

@@ -124,6 +124,10 @@ class Communicator {
   /// A wait passed the collective timeout: reports where the running collective is, ends the job.
   [[noreturn]] void on_deadline();
   [[noreturn]] void report_deadline(const Position& where);
+  /// Several hosts, at least one with several ranks: where the hierarchical all-reduce helps.
+  bool spans_hosts() const { return hosts_ > 1 && hosts_ < size_; }
+  /// The hierarchical all-reduce of buf (n elements) over the host and cross transports.
+  void run_hierarchical(Call& call, void* buf, int64_t n);
   /// Throws unless the CUDA tensor t is on device().
   void check_device(const Tensor& t) const;
   /// The route of a collective on `t` (checks the backend against the device).
@@ -137,6 +141,11 @@ class Communicator {
   CommOptions options_;
   const char* backend_ = "local";
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  // Hosts, for the hierarchical all-reduce (made at init under MPI; see hosts.cpp): this rank's
+  // host, and the ranks of every host with this rank's index in its host.
+  std::unique_ptr<Transport> host_transport_, cross_transport_;
+  int hosts_ = 1;
+  bool uniform_hosts_ = true;
   bool trace_ = false;
   bool check_calls_ = false;  // RINGDP_DEBUG=DETAIL
   uint64_t sequence_ = 0;  // collectives issued: every rank issues each one, so it is part of their tags

@@ -26,6 +26,7 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::recursive_doubling: return "recursive_doubling";
     case Algorithm::tree: return "tree";
     case Algorithm::native: return "native";
+    case Algorithm::hierarchical: return "hierarchical";
   }
   return "unknown";
 }
@@ -36,7 +37,9 @@ Algorithm parse_algorithm(std::string_view name) {
   if (name == "recursive_doubling" || name == "rd") return Algorithm::recursive_doubling;
   if (name == "tree") return Algorithm::tree;
   if (name == "native") return Algorithm::native;
-  RINGDP_FAIL("unknown algorithm '", name, "'; expected auto, ring, recursive_doubling, tree or native");
+  if (name == "hierarchical") return Algorithm::hierarchical;
+  RINGDP_FAIL("unknown algorithm '", name,
+              "'; expected auto, ring, recursive_doubling, tree, native or hierarchical");
 }
 
 }  // namespace ringdp::comm

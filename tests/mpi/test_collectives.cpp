@@ -64,8 +64,11 @@ TEST_CASE("all_reduce: every algorithm, dtype, op and count", "[collectives][all
   auto& comm = world();
   const int N = comm.size(), rank = comm.rank();
   std::vector<std::pair<std::string, int64_t>> results;
-  for (Algorithm algo :
-       {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native, Algorithm::automatic})
+  std::vector<Algorithm> algorithms = {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native,
+                                       Algorithm::automatic};
+  // Host tensors only; its host grouping comes from the nodes or RINGDP_RANKS_PER_HOST (meson.build).
+  if (test_device().is_cpu()) algorithms.push_back(Algorithm::hierarchical);
+  for (Algorithm algo : algorithms)
     for (DType dtype : kDtypes)
       for (ReduceOp op : kOps)
         for (int64_t count : counts()) {

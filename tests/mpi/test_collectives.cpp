@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <sstream>
 #include <thread>
@@ -297,4 +298,23 @@ TEST_CASE("float32 sums of random data are bit-identical on every rank", "[colle
       REQUIRE(global_sum(root_hash.data<int64_t>()[0] != mine.data<int64_t>()[0]) == 0);
     }
   }
+}
+
+// Hidden: run by the net suite (tests/net/meson.build) on hosts made of network namespaces, with
+// RINGDP_TEST_RANKS_PER_HOST saying how many ranks each host holds (consecutive ranks, the
+// hostfile's slots). Each rank must find its local rank, the size of its host, and, where ranks
+// span hosts and share one, `auto` choosing the hierarchical all-reduce for large messages.
+TEST_CASE("ranks find their host: local rank, host size, hierarchical by default", "[.hosts]") {
+  auto& comm = world();
+  const char* env = std::getenv("RINGDP_TEST_RANKS_PER_HOST");
+  REQUIRE(env != nullptr);
+  const int per_host = std::atoi(env);
+  REQUIRE(per_host > 0);
+  const int64_t wrong_local = global_sum(comm.local_rank() != comm.rank() % per_host ? 1 : 0);
+  const int64_t wrong_size = global_sum(comm.local_size() != per_host ? 1 : 0);
+  CHECK(wrong_local == 0);
+  CHECK(wrong_size == 0);
+  const bool spans = comm.size() > per_host && per_host > 1;
+  CHECK((comm.resolve(comm::CollectiveKind::all_reduce, 1 << 20, Algorithm::automatic) ==
+         Algorithm::hierarchical) == spans);
 }

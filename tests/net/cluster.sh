@@ -56,11 +56,19 @@ unavailable() {
   command -v ip >/dev/null || { echo "no 'ip' (iproute2)"; return; }
   command -v tc >/dev/null || { echo "no 'tc' (iproute2)"; return; }
   command -v unshare >/dev/null || { echo "no 'unshare' (util-linux)"; return; }
-  if ! ip netns add "$prefix-probe" 2>/dev/null; then
-    echo "cannot create a network namespace here (a container without CAP_SYS_ADMIN?)"
+  local err
+  if ! err=$(ip netns add "$prefix-probe" 2>&1); then
+    echo "cannot create a network namespace here (${err:-ip netns add failed}; a container without CAP_SYS_ADMIN?)"
     return
   fi
-  ip netns del "$prefix-probe"
+  # Entering one remounts /sys inside it, which fails where / is not a mount point (a chroot).
+  if ! err=$(ip netns exec "$prefix-probe" true 2>&1); then
+    ip netns del "$prefix-probe" >/dev/null 2>&1 || true
+    rm -f "/run/netns/$prefix-probe" 2>/dev/null || true
+    echo "cannot run a command inside a network namespace here (ip netns exec: ${err:-failed}; a chroot?)"
+    return
+  fi
+  ip netns del "$prefix-probe" >/dev/null 2>&1 || true
 }
 
 has_netem() {
@@ -110,6 +118,7 @@ up() {
   local why
   why=$(unavailable)
   [ -z "$why" ] || die "$why"
+  trap 'echo "cluster.sh: making the hosts failed at line $LINENO: $BASH_COMMAND" >&2' ERR
   [ "$hosts" -ge 1 ] && [ "$hosts" -le 200 ] || die "--hosts $hosts: expected 1 to 200"
   down
   mkdir -p "$state"

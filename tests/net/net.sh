@@ -35,28 +35,31 @@ check_clean() {
   [ -z "$left" ] || fail "left behind: $left"
 }
 
+# on_layouts WHAT LIMIT "HOSTS PER_HOST"... -- PROGRAM ARGS: PROGRAM on each layout, all must pass.
+on_layouts() {
+  local what=$1 limit=$2 layouts=()
+  shift 2
+  while [ "$1" != -- ]; do layouts+=("$1"); shift; done
+  shift
+  local layout h p
+  for layout in "${layouts[@]}"; do
+    read -r h p <<<"$layout"
+    RINGDP_TEST_RANKS_PER_HOST=$p net --hosts "$h" --ranks-per-host "$p" --timeout "$limit" -- "$@"
+    check_clean
+    [ $rc -eq 0 ] || fail "$what on $h hosts x $p ranks: exit $rc: $(echo "$out" | tail -20)"
+    echo "ok: $what on $h hosts x $p ranks (${seconds}s)"
+  done
+}
+
 case "$case_name" in
   collectives)
     # Every collective and algorithm, odd and zero counts, every dtype, on 2 hosts x 2 ranks
     # (hierarchical: 2 x 2) and 3 hosts x 1 rank (odd world, nothing shared).
-    for layout in "2 2" "3 1"; do
-      set -- $layout
-      net --hosts "$1" --ranks-per-host "$2" --timeout 240 -- "$build/tests/mpi/test_mpi_collectives"
-      check_clean
-      [ $rc -eq 0 ] || fail "collectives on $1 hosts x $2 ranks: exit $rc: $(echo "$out" | tail -20)"
-      echo "ok: collectives on $1 hosts x $2 ranks (${seconds}s)"
-    done
+    on_layouts "collectives" 240 "2 2" "3 1" -- "$build/tests/mpi/test_mpi_collectives"
     ;;
   hosts)
     # Local ranks and host sizes as each host sees them; auto picks hierarchical across hosts.
-    for layout in "2 2" "4 1"; do
-      set -- $layout
-      RINGDP_TEST_RANKS_PER_HOST=$2 net --hosts "$1" --ranks-per-host "$2" --timeout 60 -- \
-        "$build/tests/mpi/test_mpi_collectives" "[.hosts]"
-      check_clean
-      [ $rc -eq 0 ] || fail "host discovery on $1 hosts x $2 ranks: exit $rc: $(echo "$out" | tail -20)"
-      echo "ok: host discovery on $1 hosts x $2 ranks"
-    done
+    on_layouts "host discovery" 60 "2 2" "4 1" -- "$build/tests/mpi/test_mpi_collectives" "[.hosts]"
     ;;
   train)
     # The seed job and an MLP on 2 hosts x 2 ranks end with the parameters of a 4-rank run on

@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
     *) echo "net-sweep.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RINGDP_NET_PREFIX=rdpn-sweep
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RINGDP_NET_PREFIX=rdpn-s
 for layout in $layouts; do
   hosts=${layout%x*} per_host=${layout#*x}
   echo "## $hosts hosts x $per_host ranks, links $rate, $(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -119,7 +119,9 @@ up() {
   why=$(unavailable)
   [ -z "$why" ] || die "$why"
   trap 'echo "cluster.sh: making the hosts failed at line $LINENO: $BASH_COMMAND" >&2' ERR
-  [ "$hosts" -ge 1 ] && [ "$hosts" -le 200 ] || die "--hosts $hosts: expected 1 to 200"
+  [ "$hosts" -ge 1 ] && [ "$hosts" -le 99 ] || die "--hosts $hosts: expected 1 to 99"
+  # Interface names have at most 15 characters: PREFIX-h99-in.
+  [ ${#prefix} -le 8 ] || die "RINGDP_NET_PREFIX '$prefix' is longer than 8 characters (link names would pass 15)"
   down
   mkdir -p "$state"
   netem=no

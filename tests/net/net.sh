@@ -9,7 +9,7 @@ case_name=$1
 build=$2
 cluster=$(cd "$(dirname "$0")" && pwd)/cluster.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export RINGDP_NET_PREFIX=rdpn-test
+export RINGDP_NET_PREFIX=rdpn-t
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

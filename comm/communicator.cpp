@@ -170,6 +170,7 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     comm->backend_ = "mpi";
     comm->local_rank_ = local_rank;
     comm->local_size_ = local_size;
+    comm->decide_device();
     comm->host_transport_ = std::make_unique<MpiTransport>(host);
     comm->cross_transport_ = std::make_unique<MpiTransport>(cross);
     comm->hosts_ = hosts;
@@ -197,6 +198,7 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions opt
   trace_ = trace && std::strcmp(trace, "0") != 0 && *trace;
   const char* debug = std::getenv("RINGDP_DEBUG");
   check_calls_ = debug && std::strcmp(debug, "DETAIL") == 0;
+  decide_device();
 }
 
 Communicator::~Communicator() = default;
@@ -265,20 +267,13 @@ void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAct
   Transport& routed = transport_for(issue.route);
   // The library's own collectives may live elsewhere: MPI without CUDA support takes host copies.
   Transport& transport = issue.algorithm == Algorithm::native ? routed.native_transport() : routed;
-  Call call{.ctx = {.transport = transport,
-                    .dtype = issue.dtype,
-                    .op = ReduceOp::sum,
-                    .position = position_,
-                    .segment_bytes = options_.segment_bytes,
-                    .trace = trace_,
-                    .tag = encode_tag(issue.kind, issue.dtype, sequence, sequence_bits_),
-                    .requests = requests_,
-                    .corrupt_next_receive = fault.corrupt},
-            .algorithm = issue.algorithm,
-            .count_delta = fault.count_delta,
-            .timeout = options_.timeout,
-            .blocking_wait = options_.blocking_wait};
-  transport.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+  Call call{
+      .ctx = armed(transport, issue.dtype, encode_tag(issue.kind, issue.dtype, sequence, sequence_bits_)),
+      .algorithm = issue.algorithm,
+      .count_delta = fault.count_delta,
+      .timeout = options_.timeout,
+      .blocking_wait = options_.blocking_wait};
+  call.ctx.corrupt_next_receive = fault.corrupt;
   transport.begin_collective();
   if (check_calls_ && size_ > 1 && issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv)
     check_same_call(issue, sequence, call.effective(issue.count), call.ctx.tag);
@@ -303,15 +298,7 @@ void Communicator::check_same_call(const Issue& issue, uint64_t sequence, int64_
                          issue.root,
                          static_cast<int64_t>(sequence)};
   // A host-side check: its exchange runs over the host transport whatever the tensors' device.
-  transport_->set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
-  CollectiveContext host{.transport = *transport_,
-                         .dtype = issue.dtype,
-                         .op = ReduceOp::sum,
-                         .position = position_,
-                         .segment_bytes = options_.segment_bytes,
-                         .trace = trace_,
-                         .tag = tag,
-                         .requests = requests_};
+  CollectiveContext host = armed(*transport_, issue.dtype, tag);
   const std::string mismatch = compare_fingerprints(host, mine);
   if (!mismatch.empty()) {
     std::fprintf(stderr, "ringdp: rank %d: %s; ending the job\n", rank_, mismatch.c_str());
@@ -341,9 +328,9 @@ Communicator::Route Communicator::route_for(const Tensor& t) const {
   return RINGDP_HAVE_NCCL && options_.backend == "auto" ? Route::nccl : Route::mpi_cuda;
 }
 
-Device Communicator::device() const {
+void Communicator::decide_device() {
   const int gpus = kernels::cuda_device_count();
-  return gpus > 0 ? Device::cuda(local_rank_ % gpus) : Device::cpu();
+  device_ = gpus > 0 ? Device::cuda(local_rank_ % gpus) : Device::cpu();
 }
 
 Transport& Communicator::transport_for(Route route) {
@@ -440,24 +427,27 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
   });
 }
 
+CollectiveContext Communicator::armed(Transport& transport, DType dtype, int tag) {
+  transport.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+  return CollectiveContext{.transport = transport,
+                           .dtype = dtype,
+                           .op = ReduceOp::sum,
+                           .position = position_,
+                           .segment_bytes = options_.segment_bytes,
+                           .trace = trace_,
+                           .tag = tag,
+                           .requests = requests_};
+}
+
 void Communicator::run_hierarchical(Call& call, void* buf, int64_t n) {
   if (!host_transport_) {  // a world of one without MPI: nothing to reduce
     all_reduce_ring(call.ctx, buf, buf, n);
     return;
   }
-  auto context = [&](Transport& t) {
-    t.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
-    return CollectiveContext{.transport = t,
-                             .dtype = call.ctx.dtype,
-                             .op = call.ctx.op,
-                             .position = position_,
-                             .segment_bytes = options_.segment_bytes,
-                             .trace = trace_,
-                             .tag = call.ctx.tag,
-                             .requests = requests_,
-                             .corrupt_next_receive = call.ctx.corrupt_next_receive};
-  };
-  CollectiveContext host = context(*host_transport_), cross = context(*cross_transport_);
+  CollectiveContext host = armed(*host_transport_, call.ctx.dtype, call.ctx.tag);
+  CollectiveContext cross = armed(*cross_transport_, call.ctx.dtype, call.ctx.tag);
+  host.op = cross.op = call.ctx.op;
+  host.corrupt_next_receive = call.ctx.corrupt_next_receive;
   all_reduce_hierarchical(host, cross, buf, n, uniform_hosts_, options_.recursive_doubling_max_bytes);
 }
 

@@ -22,6 +22,8 @@
 
 namespace ringdp::comm {
 
+struct CollectiveContext;  // comm/algorithms.h
+
 struct CommOptions {
   /// Deadline of each collective; RINGDP_TIMEOUT (seconds) overrides the default.
   std::chrono::milliseconds timeout = std::chrono::seconds(300);
@@ -67,7 +69,7 @@ class Communicator {
   /// else cpu. Decided here only: the CUDA transports run on this GPU, and the trainer, the
   /// bench and the tests ask for it, so no rank computes on one GPU and communicates on another.
   /// A CUDA tensor on any other GPU is refused by every collective, naming both.
-  Device device() const;
+  Device device() const { return device_; }
   const char* backend_name() const { return backend_; }
   const CommOptions& options() const { return options_; }
 
@@ -126,6 +128,8 @@ class Communicator {
   [[noreturn]] void report_deadline(const Position& where);
   /// Several hosts, at least one with several ranks: where the hierarchical all-reduce helps.
   bool spans_hosts() const { return hosts_ > 1 && hosts_ < size_; }
+  /// A collective's context on `transport`, whose deadline (the collective timeout) starts now.
+  CollectiveContext armed(Transport& transport, DType dtype, int tag);
   /// The hierarchical all-reduce of buf (n elements) over the host and cross transports.
   void run_hierarchical(Call& call, void* buf, int64_t n);
   /// Throws unless the CUDA tensor t is on device().
@@ -141,6 +145,8 @@ class Communicator {
   CommOptions options_;
   const char* backend_ = "local";
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  Device device_ = Device::cpu();  // see device(); set by decide_device() once the local rank is known
+  void decide_device();
   // Hosts, for the hierarchical all-reduce (made at init under MPI; see hosts.cpp): this rank's
   // host, and the ranks of every host with this rank's index in its host.
   std::unique_ptr<Transport> host_transport_, cross_transport_;

@@ -54,7 +54,9 @@ NcclTransport::NcclTransport(int rank, int size, int device,
   config.blocking = 0;  // see the header: every call that can return ncclInProgress is settled
   const ncclResult_t started = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
   if (started != ncclInProgress) NCCL_CHECK(started);
-  if (!poll_until_settled(Clock::now() + timeout, "NCCL initialisation")) {
+  const auto init_deadline = Clock::now() + timeout;
+  if (!poll_until_settled([&] { return Clock::now() > init_deadline; }, "NCCL initialisation", __FILE__,
+                          __LINE__)) {
     ncclCommAbort(comm_);
     comm_ = nullptr;
     RINGDP_FAIL("NCCL initialisation did not finish within ", timeout.count() / 1000.0, " s on rank ", rank_,
@@ -78,9 +80,16 @@ NcclTransport::~NcclTransport() {
   if (comm_) {
     // Finalize flushes the communicator's work and settles (every rank finalizes); only then
     // does destroy free it without blocking. One that does not settle in time is aborted.
+    // A destructor must not throw: an asynchronous error while finalizing aborts instead.
     const ncclResult_t finalizing = ncclCommFinalize(comm_);
-    const bool settled = (finalizing == ncclSuccess || finalizing == ncclInProgress) &&
-                         poll_until_settled(Clock::now() + destroy_timeout_, "ncclCommFinalize");
+    bool settled = false;
+    try {
+      const auto end = Clock::now() + destroy_timeout_;
+      settled =
+          (finalizing == ncclSuccess || finalizing == ncclInProgress) &&
+          poll_until_settled([end] { return Clock::now() > end; }, "ncclCommFinalize", __FILE__, __LINE__);
+    } catch (const Error&) {
+    }
     if (settled)
       ncclCommDestroy(comm_);
     else
@@ -93,34 +102,29 @@ NcclTransport::~NcclTransport() {
   if (reduce_stream_) cudaStreamDestroy(reduce_stream_);
 }
 
-bool NcclTransport::poll_until_settled(Clock::time_point deadline, const char* what) {
+bool NcclTransport::poll_until_settled(const std::function<bool()>& expired, const char* call,
+                                       const char* file, int line) {
   for (uint32_t polls = 0;; ++polls) {
     ncclResult_t state = ncclSuccess;
     NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
     if (state != ncclInProgress) {
-      if (state != ncclSuccess) nccl_check(state, what, __FILE__, __LINE__);
+      nccl_check(state, call, file, line);
       return true;
     }
-    if ((polls & 63u) == 63u && Clock::now() > deadline) return false;
+    if ((polls & 63u) == 63u && expired()) return false;
     std::this_thread::yield();
   }
 }
 
 void NcclTransport::settle(ncclResult_t result, const char* call, const char* file, int line) {
-  if (result == ncclInProgress) {
-    // Bounded by the collective's deadline: an operation that cannot even be enqueued (a peer
-    // that never connects) ends the job like one stuck on the GPU.
-    for (uint32_t polls = 0; result == ncclInProgress; ++polls) {
-      NCCL_CHECK(ncclCommGetAsyncError(comm_, &result));
-      if (result != ncclInProgress) break;
-      if ((polls & 63u) == 63u && deadline_passed()) {
-        on_stuck();
-        expire();
-      }
-      std::this_thread::yield();
-    }
+  // Bounded by the collective's deadline: an operation that cannot even be enqueued (a peer
+  // that never connects) ends the job like one stuck on the GPU.
+  if (result == ncclInProgress &&
+      !poll_until_settled([this] { return deadline_passed(); }, call, file, line)) {
+    on_stuck();
+    expire();
   }
-  nccl_check(result, call, file, line);
+  if (result != ncclInProgress) nccl_check(result, call, file, line);
 }
 
 Request NcclTransport::post(const Pending& p) {
@@ -234,43 +238,24 @@ void NcclTransport::flush(size_t upto) {
   dependency_ = nullptr;  // new transfers: a reduction now waits for the groups it is told about
 }
 
-cudaEvent_t NcclTransport::group_event(const Request& r) {
-  const uint64_t batch = r.handle >> 32;
-  const size_t index = (r.handle & 0xffffffffu) - 1;
-  if (batch == batch_ && index < ops_.size()) {
-    if (ops_[index].group < 0) flush(index);
-    return group_events_[static_cast<size_t>(ops_[index].group)];
-  }
-  // An older batch: everything in it is before the latest group in stream order.
-  return latest_event_;
-}
-
 void NcclTransport::wait_all(std::span<Request> requests) {
   // Ordering on the streams is the wait: the host does not block. A reduction enqueued next
   // waits for the last of these requests' groups, not for the whole step.
+  auto index_of = [](const Request& r) { return static_cast<size_t>((r.handle & 0xffffffffu) - 1); };
+  auto in_batch = [this](const Request& r) { return r.handle != 0 && (r.handle >> 32) == batch_; };
   size_t upto = kAll;
-  bool current = false;
-  for (const Request& r : requests) {
-    if (r.handle == 0 || (r.handle >> 32) != batch_) continue;
-    const size_t index = (r.handle & 0xffffffffu) - 1;
-    upto = current ? std::max(upto, index) : index;
-    current = true;
-  }
+  for (const Request& r : requests)
+    if (in_batch(r)) upto = upto == kAll ? index_of(r) : std::max(upto, index_of(r));
   flush(upto);
-  cudaEvent_t latest = nullptr;
-  int latest_group = -1;
+  // The latest group among them; a request of an older batch is before every group issued since.
+  int latest = -1;
   for (Request& r : requests) {
     if (r.handle == 0) continue;
-    cudaEvent_t e = group_event(r);
-    const uint64_t batch = r.handle >> 32;
-    const int group = batch == batch_ ? ops_[(r.handle & 0xffffffffu) - 1].group : groups_;
-    if (group >= latest_group) {
-      latest_group = group;
-      latest = e;
-    }
+    latest = std::max(latest, in_batch(r) ? ops_[index_of(r)].group : groups_);
     r.handle = 0;
   }
-  if (latest) dependency_ = latest;
+  if (latest >= 0)
+    dependency_ = latest >= groups_ ? latest_event_ : group_events_[static_cast<size_t>(latest)];
 }
 
 bool NcclTransport::test(Request& request) {

@@ -72,9 +72,9 @@ class NcclTransport final : public CudaStreamTransport {
                              ReduceOp op) override;
 
  private:
-  /// Polls ncclCommGetAsyncError until the state is not ncclInProgress (throws on an error);
-  /// false if `deadline` passes first.
-  bool poll_until_settled(Clock::time_point deadline, const char* what);
+  /// Polls ncclCommGetAsyncError until the state is not ncclInProgress, then throws as
+  /// nccl_check does (naming `call` at file:line) if it is an error; false if `expired()` first.
+  bool poll_until_settled(const std::function<bool()>& expired, const char* call, const char* file, int line);
   void issue_pending() override;
   void check_async() override;  // ncclCommGetAsyncError
   void on_stuck() override;  // ncclCommAbort: unblocks the stream so the process can end
@@ -98,8 +98,6 @@ class NcclTransport final : public CudaStreamTransport {
   /// Makes the reduction stream wait for the last waited group (or all transfers so far): what
   /// is enqueued on it next reads what they received.
   void order_reduction();
-  /// The event after the group that carries request r (issuing it if still recorded only).
-  cudaEvent_t group_event(const Request& r);
 
   std::vector<Op> ops_;  // the batch: posted since everything before was issued
   size_t issued_ = 0;

@@ -3,17 +3,20 @@
 # against MPI_Allreduce in the same run, for each layout (hosts x ranks per host), on links
 # shaped to RATE (and DELAY where the kernel has netem). Prints ringdp-bench's summary and
 # ratio tables per layout. Needs root; a build in BUILD (default build/).
-#   perf/net-sweep.sh [--rate 10gbit] [--delay 25us] [--max 16M] [--layouts "2x1 2x2 4x1"]
+#   perf/net-sweep.sh [--rate 10gbit] [--delay 25us] [--max 16M] [--layouts "2x1 2x2 4x1"] [--ddp]
+# --ddp: instead of the bandwidth sweep, the DDP MLP step (perf/ddp_step.cpp, 8 steps, 25 MB
+# buckets) per layout; "1x4" is the one-host baseline to compare "2x2" with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
-rate=10gbit delay=25us max=16M layouts="2x1 2x2 4x1"
+rate=10gbit delay=25us max=16M layouts="2x1 2x2 4x1" ddp=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --rate) rate=$2; shift 2 ;;
     --delay) delay=$2; shift 2 ;;
     --max) max=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
+    --ddp) ddp=1; shift ;;
     *) echo "net-sweep.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -21,6 +24,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RINGDP_NET_PREF
 for layout in $layouts; do
   hosts=${layout%x*} per_host=${layout#*x}
   echo "## $hosts hosts x $per_host ranks, links $rate, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  if [ "$ddp" = 1 ]; then
+    tests/net/cluster.sh run --hosts "$hosts" --ranks-per-host "$per_host" --rate "$rate" --delay "$delay" \
+      --timeout 600 -- "$build/perf/ringdp-ddp-bench" 8 25 2>&1 | tail -n 1
+    continue
+  fi
   tests/net/cluster.sh run --hosts "$hosts" --ranks-per-host "$per_host" --rate "$rate" --delay "$delay" \
     --timeout 600 -- "$build/apps/bench/ringdp-bench" all_reduce --algo all -b 8 -e "$max" -f 8 -n 20 -w 3 2>&1 |
     sed -n '/^# Summary/,$p'

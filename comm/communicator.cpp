@@ -151,12 +151,14 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     int hosts = host_rank == 0 ? 1 : 0, sizes[2] = {-host_size, host_size};
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hosts, 1, MPI_INT, MPI_SUM, transport->comm()));
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, transport->comm()));
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const bool oversubscribed = static_cast<unsigned>(local_size) > cores;
     if (options.segment_bytes == 0) {
       // Ranks that share cores progress only while scheduled: small segments keep each time
       // slice useful. Ranks with a core each do better with fewer, larger messages.
-      const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-      options.segment_bytes = static_cast<unsigned>(local_size) > cores ? 64 * 1024 : 1024 * 1024;
+      options.segment_bytes = oversubscribed ? 64 * 1024 : 1024 * 1024;
     }
+    const bool yield = env_number("RINGDP_YIELD", oversubscribed ? 1 : 0) != 0;
     // What shapes messages or picks algorithms must be the same on every rank, yet comes from each
     // rank's environment and node (a sender's 1 MiB segment into a receiver's 64 KiB receive fails
     // every ring): every rank takes the minimum over ranks.
@@ -166,13 +168,18 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     options.segment_bytes = agreed[0];
     options.recursive_doubling_max_bytes = agreed[1];
     options.chain_broadcast_min_bytes = agreed[2];
+    transport->set_yield_when_idle(yield);
     std::shared_ptr<Communicator> comm(new Communicator(std::move(transport), options));
     comm->backend_ = "mpi";
     comm->local_rank_ = local_rank;
     comm->local_size_ = local_size;
     comm->decide_device();
-    comm->host_transport_ = std::make_unique<MpiTransport>(host);
-    comm->cross_transport_ = std::make_unique<MpiTransport>(cross);
+    auto host_transport = std::make_unique<MpiTransport>(host);
+    auto cross_transport = std::make_unique<MpiTransport>(cross);
+    host_transport->set_yield_when_idle(yield);
+    cross_transport->set_yield_when_idle(yield);
+    comm->host_transport_ = std::move(host_transport);
+    comm->cross_transport_ = std::move(cross_transport);
     comm->hosts_ = hosts;
     comm->uniform_hosts_ = -sizes[0] == sizes[1];
     MPI_CHECK(MPI_Comm_free(&host));

@@ -6,6 +6,7 @@
 #if RINGDP_HAVE_CUDA || defined(RINGDP_CUDA_EMULATOR)
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/reduce_into.h"
@@ -217,6 +218,7 @@ void MpiCudaTransport::wait_all(std::span<Request> requests) {
     for (const Request& r : requests)
       all = all && (r.handle == 0 || message_of(r).state == Message::State::done);
     if (all) break;
+    if (host_.yields_when_idle()) std::this_thread::yield();  // the peer may need this core
     if ((polls & 255u) == 255u && deadline_passed()) expire();
   }
   for (Request& r : requests) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "config.h"
@@ -45,11 +46,49 @@ bool launched_by_mpi_launcher() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
 }
 
+// Open MPI's mpirun sets OMPI_COMM_WORLD_*; MPICH's hydra (and srun with PMI-1/2) PMI_SIZE and
+// PMI_RANK; a PMIx launcher PMIX_RANK but no size.
 int launcher_world_size() { return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 1)); }
 
-int launcher_rank() { return env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", 0)); }
+int launcher_rank() { return env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", env_int("PMIX_RANK", 0))); }
 
 #if RINGDP_HAVE_MPI
+namespace {
+std::string library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  // The first line, its runs of blanks made one ("MPICH Version:\t4.0.2", "Open MPI v4.1.4, ...").
+  std::string line;
+  for (const char* c = text; *c && *c != '\n' && *c != ','; ++c) {
+    const bool blank = *c == ' ' || *c == '\t';
+    if (!blank || (!line.empty() && line.back() != ' ')) line += blank ? ' ' : *c;
+  }
+  return line;
+}
+
+// A program built against one MPI and started by the other's launcher initialises as a job of
+// one rank in every process (the library does not understand that launcher): N trainings that
+// each believe they are alone, finishing "successfully". The launcher's own variables say how
+// many ranks it started; MPI must agree.
+void check_launcher_matches_library() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const bool open_mpi_launcher = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+  const char* variable = open_mpi_launcher ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE";
+  if (!std::getenv(variable) || launcher_world_size() == size) return;
+  RINGDP_FAIL("this process was started as rank ", launcher_rank(), " of ", launcher_world_size(), " by ",
+              open_mpi_launcher ? "Open MPI's mpirun/mpiexec" : "a PMI launcher (MPICH's mpiexec, srun)",
+              " (", variable, "=", launcher_world_size(), "), but the MPI library ringdp was built with (",
+              library_version(), ") sees a job of ", size,
+              " rank(s): the launcher belongs to a different MPI, and every process would run alone. "
+              "Launch with this build's launcher, ",
+              RINGDP_MPI_LAUNCHER, " -n ", launcher_world_size(),
+              " ..., or rebuild ringdp against the launcher's MPI (meson setup -Dmpi_impl=",
+              open_mpi_launcher ? "openmpi" : "mpich", ")");
+}
+}  // namespace
+
 void mpi_ensure_initialized() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -74,6 +113,7 @@ void mpi_ensure_initialized() {
       if (!finalized) MPI_Finalize();
     });
   });
+  check_launcher_matches_library();
 }
 
 bool mpi_is_initialized() {
@@ -92,6 +132,12 @@ bool mpi_is_initialized() {
     // alike (a bad flag). Rank 0 aborts at once and ends the others; they abort themselves
     // only if it has not within 250 ms (their error may be theirs alone).
     if (launcher_rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+#if defined(MPICH_VERSION)
+    // MPICH's hydra drops what a rank has written but its proxy has not yet forwarded when
+    // MPI_Abort tears the job down: the error lines of other ranks went missing in 1 run of 8
+    // (tests/cli/bench.sh envelope). A moment first lets the proxy forward them.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+#endif
     MPI_Abort(MPI_COMM_WORLD, code);
   }
   _exit(code);

@@ -19,7 +19,8 @@ int launcher_rank();
 /// else MPIX_Query_cuda_support() where the MPI has it (Open MPI), else false.
 bool mpi_cuda_aware();
 
-/// Initialises MPI if it is not yet; no-op without MPI built in.
+/// Initialises MPI if it is not yet; no-op without MPI built in. Throws when the launcher's
+/// variables name more ranks than MPI sees (a launcher of another MPI, docs/errors.md).
 void mpi_ensure_initialized();
 bool mpi_is_initialized();
 

@@ -1,6 +1,6 @@
 // Transport over MPI point-to-point: MPI_Isend, MPI_Irecv and MPI_Testall only. The wait polls
-// MPI_Testall so it can check the deadline; with OMPI_MCA_mpi_yield_when_idle (scripts set it
-// when ranks share cores) MPI yields the core between polls.
+// MPI_Testall so it can check the deadline, yielding the core between polls where ranks share
+// cores (set_yield_when_idle).
 #pragma once
 
 #include "comm/transport.h"
@@ -41,6 +41,11 @@ class MpiTransport final : public Transport {
   /// MPI_TAG_UB, or less when RINGDP_TAG_UB says so (to test small bounds: the standard's 32767,
   /// UCX's 2^23 - 1). Every tag posted is checked against it, as a strict MPI would.
   int tag_upper_bound() const override { return tag_ub_; }
+  /// Yield the core between polls of a wait: where ranks outnumber cores, a rank that spins
+  /// keeps the peer it waits for off the CPU for a whole time slice (about 5 ms per message
+  /// with 3 ranks on 2 cores under MPICH, whose ch4 device has no yield setting of its own).
+  void set_yield_when_idle(bool yield) { yield_when_idle_ = yield; }
+  bool yields_when_idle() const override { return yield_when_idle_; }
 
  private:
   void check_envelopes(std::span<Request> requests);
@@ -52,6 +57,7 @@ class MpiTransport final : public Transport {
   int rank_ = 0;
   int size_ = 1;
   int tag_ub_ = 32767;
+  bool yield_when_idle_ = false;
   std::vector<MPI_Request> waiting_;  // reused by wait_all: no allocation per wait
   std::vector<MPI_Status> statuses_;
   std::vector<char> in_place_copy_;  // native_reduce_scatter's input, when the output lies inside it

@@ -4,6 +4,9 @@
 
 #if RINGDP_HAVE_MPI
 #include <climits>
+#include <cstddef>
+#include <cstring>
+#include <vector>
 
 #include "comm/mpi_transport.h"
 
@@ -63,6 +66,17 @@ void reduce(MPI_Comm comm, const void* input, void* out, int64_t count, DType dt
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   const void* send = (input == out && rank == root) ? MPI_IN_PLACE : input;
+#if defined(MPICH_VERSION)
+  // MPICH 4.0.2 (Debian's, ch4:ucx) segfaults in MPI_Reduce with MPI_IN_PLACE at any root but 0
+  // from about 600 floats up: it copies from MPI_IN_PLACE's sentinel address. The root reduces
+  // out of place from a copy of its input instead (the MPICH run of the mpi suite found it).
+  std::vector<std::byte> copy;
+  if (send == MPI_IN_PLACE && root != 0) {
+    copy.resize(static_cast<size_t>(count) * dtype_size(dtype));
+    std::memcpy(copy.data(), out, copy.size());
+    send = copy.data();
+  }
+#endif
   MPI_CHECK(MPI_Reduce(send, out, mpi_count(count), mpi_type(dtype), mpi_op(op, dtype), root, comm));
 }
 

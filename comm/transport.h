@@ -95,6 +95,9 @@ class Transport {
   virtual void synchronize() {}
   /// The largest tag the library accepts (MPI_TAG_UB); the communicator fits its tags under it.
   virtual int tag_upper_bound() const;
+  /// Whether a loop polling this transport should yield the core between polls (ranks that
+  /// outnumber cores; MpiTransport::set_yield_when_idle).
+  virtual bool yields_when_idle() const { return false; }
   /// Copies rank 0's `bytes` at `data` to every rank: how another transport bootstraps over this
   /// one (NCCL's unique id). A world of one has nothing to send.
   virtual void bootstrap_broadcast(void* data, size_t bytes);

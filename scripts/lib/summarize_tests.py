@@ -1,4 +1,5 @@
-"""Counts test cases from meson's testlog.json and prints 'N passed, N failed, N skipped'.
+"""Counts test cases from meson's testlog.json files and prints 'N passed, N failed, N skipped'
+(one line per build first when given several, as LABEL=PATH).
 
 A Catch2 binary contributes its test cases (from its summary line); any other test counts as
 one. A test that exits 77 is skipped; a failed or timed-out test whose output has no Catch2
@@ -30,7 +31,7 @@ def count(entry):
     return 0, 1, 0
 
 
-def main(path):
+def tally(path):
     passed = failed = skipped = 0
     with open(path, encoding="utf-8") as log:
         for line in log:
@@ -38,9 +39,21 @@ def main(path):
                 continue
             p, f, s = count(json.loads(line))
             passed, failed, skipped = passed + p, failed + f, skipped + s
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-    return 1 if failed else 0
+    return passed, failed, skipped
+
+
+def main(logs):
+    """logs: 'LABEL=PATH' (or a bare PATH); one line per log when there are several, then the total."""
+    totals = [0, 0, 0]
+    for item in logs:
+        label, _, path = item.rpartition("=") if "=" in item else ("", "", item)
+        counts = tally(path)
+        if len(logs) > 1:
+            print(f"{label or path}: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped")
+        totals = [t + c for t, c in zip(totals, counts)]
+    print(f"{totals[0]} passed, {totals[1]} failed, {totals[2]} skipped")
+    return 1 if totals[1] else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1:]))

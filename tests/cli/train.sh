@@ -57,7 +57,11 @@ case "$case_name" in
     if [ ! -e /dev/nvidia0 ]; then
       expect_error 1 "--device cuda:" 2 --device cuda
     fi
-    expect_error 1 "--backend nccl needs CUDA tensors" 2 --backend nccl --device cpu
+    if grep -q "define RINGDP_HAVE_NCCL 1" "$build/config.h"; then
+      expect_error 1 "--backend nccl needs CUDA tensors" 2 --backend nccl --device cpu
+    else  # a build without NCCL (the MPICH pass) refuses the backend itself
+      expect_error 1 "backend nccl: ringdp was built without NCCL" 2 --backend nccl --device cpu
+    fi
     ;;
   checkpoint)
     run 2 --epochs 10 --momentum 0.9 --export "$work/straight.json"
@@ -92,6 +96,28 @@ case "$case_name" in
     [ $rc -ne 0 ] || fail "a rank stalled past the timeout did not end the job"
     grep -q "exceeded 2 s" <<<"$out" || fail "no timeout report: $out"
     echo "ok: a rank stalled 6 s with a 2 s timeout ends the job with a report in ${seconds}s"
+    ;;
+  mixed-launcher)
+    # Built against one MPI, launched by the other's launcher: each process would initialise as a
+    # job of one and train alone, exiting 0. It must fail at init, naming both and the fix.
+    other=${RINGDP_OTHER_MPIEXEC:-}
+    if [ -z "$other" ]; then
+      echo "SKIPPED: no launcher of a second MPI here (install mpich beside openmpi to test this)"
+      exit 77
+    fi
+    other_args=()
+    [ "${RINGDP_OTHER_MPI_IMPL:-}" = openmpi ] && other_args=(--oversubscribe)
+    start=$SECONDS
+    out=$(timeout 60 "$other" -n 2 "${other_args[@]}" "$train" --epochs 1 2>&1)
+    rc=$? seconds=$((SECONDS - start))
+    [ $rc -ne 124 ] || fail "launched by $other: hung"
+    [ $rc -ne 0 ] || fail "launched by $other: exit 0 (independent one-rank trainings): $out"
+    grep -q "rank 1: error: this process was started as rank 1 of 2 by .*sees a job of 1 rank" <<<"$out" ||
+      fail "launched by $other: no error naming the mismatch: $out"
+    grep -qF "Launch with this build's launcher, $RINGDP_MPIEXEC -n 2" <<<"$out" ||
+      fail "launched by $other: the error does not name this build's launcher ($RINGDP_MPIEXEC): $out"
+    ! grep -q "^epoch" <<<"$out" || fail "launched by $other: trained anyway: $out"
+    echo "ok: built for $RINGDP_MPI_IMPL, launched by $other -> exit $rc in ${seconds}s, naming $RINGDP_MPIEXEC"
     ;;
   *) fail "unknown case $case_name" ;;
 esac

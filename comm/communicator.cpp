@@ -158,7 +158,16 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
       // slice useful. Ranks with a core each do better with fewer, larger messages.
       options.segment_bytes = oversubscribed ? 64 * 1024 : 1024 * 1024;
     }
-    const bool yield = env_number("RINGDP_YIELD", oversubscribed ? 1 : 0) != 0;
+    // Open MPI yields inside its own progress when told (mpi_yield_when_idle, which the scripts
+    // set), and a second yield of ours made small all-reduces on 4 ranks over 2 cores 2-4x
+    // slower; MPICH's ch4 device has no such setting, so there ringdp yields (RINGDP_YIELD=0/1
+    // overrides either way; docs/benchmarks.md, "MPICH").
+#if defined(MPICH_VERSION)
+    const bool mpi_yields = false;
+#else
+    const bool mpi_yields = true;
+#endif
+    const bool yield = env_number("RINGDP_YIELD", oversubscribed && !mpi_yields ? 1 : 0) != 0;
     // What shapes messages or picks algorithms must be the same on every rank, yet comes from each
     // rank's environment and node (a sender's 1 MiB segment into a receiver's 64 KiB receive fails
     // every ring): every rank takes the minimum over ranks.

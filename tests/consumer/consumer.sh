@@ -43,6 +43,21 @@ cmake --build "$work/cmake-build" >>"$work/cmake.log" 2>&1 ||
   fail "examples (CMake) did not build: $(grep -m3 error "$work/cmake.log")"
 echo "ok: examples/ built against the install with pkg-config (Meson) and find_package (CMake)"
 
+# As a Meson subproject: dependency('ringdp') is resolved from the subproject's
+# meson.override_dependency (configured, not built: building would compile ringdp a second time).
+mkdir -p "$work/parent/subprojects"
+ln -s "$source_root" "$work/parent/subprojects/ringdp"
+cp "$source_root/examples/hello_allreduce.cpp" "$work/parent/"
+cat >"$work/parent/meson.build" <<'MESON'
+project('parent', 'cpp', default_options: ['cpp_std=c++20'])
+ringdp = dependency('ringdp', fallback: 'ringdp')
+assert(ringdp.type_name() == 'internal', 'dependency(ringdp) did not come from the subproject')
+executable('hello_allreduce', 'hello_allreduce.cpp', dependencies: ringdp)
+MESON
+env -u PKG_CONFIG_PATH meson setup "$work/parent/build" "$work/parent" -Dringdp:tests=disabled -Dringdp:cuda=disabled \
+  >"$work/subproject.log" 2>&1 || fail "a Meson project with ringdp as a subproject did not configure: $(tail -5 "$work/subproject.log")"
+echo "ok: a Meson project with ringdp as a subproject gets dependency('ringdp') from it"
+
 launch() {  # launch NP PROGRAM: under the build's launcher, or alone in a build without MPI
   if [ "${RINGDP_MPI_IMPL:-none}" = none ]; then
     [ "$1" -eq 1 ] || return 77

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# ringdp's per-call cost (issue #20): ringdp-bench's `native` (MPI_Allreduce through the
+# communicator) and `auto` against MPI_Allreduce in a plain loop (ringdp-raw-allreduce), small
+# sizes, interleaved in each of REPEATS rounds; prints medians and the ratios to the raw loop.
+# Every time is the slowest rank's mean over ITERS calls (ringdp-bench -a 3).
+#   perf/overhead.sh [NP [REPEATS [MAX_BYTES [ITERS]]]]    (defaults: 2 5 4096 2000)
+# BUILD=build-mpich for a build against MPICH (its launcher is read from config.h).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+np=${1:-2} repeats=${2:-5} max=${3:-4096} iters=${4:-2000}
+build=${BUILD:-build}
+impl=$(sed -n 's/^#define RINGDP_MPI_IMPL "\(.*\)"/\1/p' "$build/config.h")
+launcher=$(sed -n 's/^#define RINGDP_MPI_LAUNCHER "\(.*\)"/\1/p' "$build/config.h")
+launch_args=(--oversubscribe)
+[ "$impl" = mpich ] && launch_args=()
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for i in $(seq "$repeats"); do
+  "$launcher" -n "$np" "${launch_args[@]}" "$build/perf/ringdp-raw-allreduce" 8 "$max" 8 "$iters" 100 >"$out/raw$i.csv"
+  for algo in native auto; do
+    "$launcher" -n "$np" "${launch_args[@]}" "$build/apps/bench/ringdp-bench" all_reduce -b 8 -e "$max" -f 8 \
+      --algo "$algo" -n "$iters" -w 100 -c 0 -a 3 --csv "$out/$algo$i.csv" >/dev/null
+  done
+done
+python3 - "$np" "$impl" "$repeats" "$out" <<'PY'
+import csv, statistics, sys
+np_, impl, repeats, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+def load(name, column):
+    times = {}
+    for i in range(1, repeats + 1):
+        for row in csv.DictReader(open(f"{folder}/{name}{i}.csv")):
+            times.setdefault(int(row["bytes"]), []).append(float(row[column]))
+    return {b: statistics.median(v) for b, v in times.items()}
+raw = load("raw", "time_us")
+native, auto = load("native", "time_us_out"), load("auto", "time_us_out")
+print(f"# all_reduce float sum out of place, N = {np_}, {impl}, median of {repeats} interleaved rounds")
+print(f"{'bytes':>8} {'raw MPI (us)':>13} {'native (us)':>12} {'ratio':>6} {'+us':>6} {'auto (us)':>10} {'ratio':>6}")
+for b in sorted(raw):
+    print(f"{b:>8} {raw[b]:>13.3f} {native[b]:>12.3f} {native[b] / raw[b]:>6.2f} {native[b] - raw[b]:>6.2f}"
+          f" {auto[b]:>10.3f} {auto[b] / raw[b]:>6.2f}")
+PY

@@ -27,6 +27,19 @@ class CallQueue {
   /// run, rethrowing its error. Asynchronous: returns at once; the Work completes (or carries the
   /// error) when the worker has run it.
   Work run(std::function<void()> call, bool async);
+  /// The blocking fast path without the std::function run() would build (a heap allocation per
+  /// call, issue #20): runs `call` on this thread and returns true when nothing is queued or
+  /// running; returns false, running nothing, otherwise (then use run()).
+  template <typename F>
+  bool run_inline(F&& call) {
+    {
+      std::lock_guard lock(queue_mutex_);
+      if (!queue_.empty() || worker_busy_) return false;
+    }
+    std::lock_guard exec(exec_mutex_);
+    call();
+    return true;
+  }
   /// Held while a call runs; whoever else talks to the transport (a send's completion) takes it too.
   std::mutex& exec_mutex() { return exec_mutex_; }
 

@@ -267,6 +267,8 @@ Work Communicator::submit(const Issue& issue, Body body) {
     std::raise(SIGKILL);
   }
   if (fault.skip) return Work::completed();
+  if (!issue.async && queue_.run_inline([&] { execute(issue, sequence, fault, body); }))
+    return Work::completed();
   return queue_.run(
       [this, issue, sequence, fault, body = std::move(body)] { execute(issue, sequence, fault, body); },
       issue.async);

@@ -18,6 +18,7 @@ struct Tensor::Impl {
   std::shared_ptr<Storage> storage;
   size_t offset_bytes = 0;
   Shape shape;
+  int64_t numel = 0;  // of shape, checked once where the shape is set: numel() is on every hot path
   DType dtype = DType::float32;
   bool requires_grad = false;
   std::shared_ptr<Impl> grad;
@@ -50,6 +51,7 @@ Tensor::Tensor(Shape shape, DType dtype, Device device) {
   auto impl = std::make_shared<Impl>();
   impl->storage = std::make_shared<Storage>(static_cast<size_t>(n) * dtype_size(dtype), device);
   impl->shape = std::move(shape);
+  impl->numel = n;
   impl->dtype = dtype;
   impl_ = std::move(impl);
 }
@@ -60,7 +62,7 @@ Tensor::Impl& Tensor::impl() const {
 }
 
 const Shape& Tensor::shape() const { return impl().shape; }
-int64_t Tensor::numel() const { return shape_numel(impl().shape); }
+int64_t Tensor::numel() const { return impl().numel; }
 DType Tensor::dtype() const { return impl().dtype; }
 Device Tensor::device() const { return impl().storage->device(); }
 
@@ -171,12 +173,14 @@ void Tensor::copy_from(const Tensor& src) {
 }
 
 Tensor Tensor::reshape(Shape new_shape) const {
-  RINGDP_CHECK(shape_numel(new_shape) == numel(), "reshape from ", shape_str(shape()), " to ",
-               shape_str(new_shape), ": element counts differ");
+  const int64_t n = shape_numel(new_shape);
+  RINGDP_CHECK(n == numel(), "reshape from ", shape_str(shape()), " to ", shape_str(new_shape),
+               ": element counts differ");
   auto impl = std::make_shared<Impl>();
   impl->storage = impl_->storage;
   impl->offset_bytes = impl_->offset_bytes;
   impl->shape = std::move(new_shape);
+  impl->numel = n;
   impl->dtype = impl_->dtype;
   return Tensor(std::move(impl));
 }
@@ -189,6 +193,7 @@ Tensor Tensor::flat_view(int64_t start, int64_t count) const {
   impl->storage = impl_->storage;
   impl->offset_bytes = impl_->offset_bytes + static_cast<size_t>(start) * dtype_size(dtype());
   impl->shape = {count};
+  impl->numel = count;
   impl->dtype = impl_->dtype;
   return Tensor(std::move(impl));
 }

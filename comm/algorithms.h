@@ -98,6 +98,7 @@ inline int ring_owned_chunk(int rank, int size) { return (rank + 1) % size; }
 // works in place on buf.
 void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64_t count);
 void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t count);
+void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count);
 // reduce: input untouched; out receives the result on root (out may equal input).
 void reduce_tree(CollectiveContext& ctx, const void* input, void* out, int64_t count, int root);
 // broadcast: in place on buf.

@@ -114,6 +114,8 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   options.recursive_doubling_max_bytes =
       env_number("RINGDP_RD_MAX_BYTES", options.recursive_doubling_max_bytes);
   options.chain_broadcast_min_bytes = env_number("RINGDP_CHAIN_MIN_BYTES", options.chain_broadcast_min_bytes);
+  options.rabenseifner_max_bytes =
+      env_number("RINGDP_RABENSEIFNER_MAX_BYTES", options.rabenseifner_max_bytes);
   if (std::getenv("RINGDP_BLOCKING_WAIT")) options.blocking_wait = env_number("RINGDP_BLOCKING_WAIT", 0) != 0;
   if (const char* backend = std::getenv("RINGDP_BACKEND"); backend && *backend) options.backend = backend;
   RINGDP_CHECK(options.backend == "auto" || options.backend == "mpi" || options.backend == "nccl",
@@ -171,12 +173,13 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     // What shapes messages or picks algorithms must be the same on every rank, yet comes from each
     // rank's environment and node (a sender's 1 MiB segment into a receiver's 64 KiB receive fails
     // every ring): every rank takes the minimum over ranks.
-    uint64_t agreed[3] = {options.segment_bytes, options.recursive_doubling_max_bytes,
-                          options.chain_broadcast_min_bytes};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_UINT64_T, MPI_MIN, transport->comm()));
+    uint64_t agreed[4] = {options.segment_bytes, options.recursive_doubling_max_bytes,
+                          options.chain_broadcast_min_bytes, options.rabenseifner_max_bytes};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 4, MPI_UINT64_T, MPI_MIN, transport->comm()));
     options.segment_bytes = agreed[0];
     options.recursive_doubling_max_bytes = agreed[1];
     options.chain_broadcast_min_bytes = agreed[2];
+    options.rabenseifner_max_bytes = agreed[3];
     transport->set_yield_when_idle(yield);
     std::shared_ptr<Communicator> comm(new Communicator(std::move(transport), options));
     comm->backend_ = "mpi";
@@ -235,9 +238,11 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
       // messages (recursive doubling's log2 N latency wins those). Host tensors only, for now.
       if (requested == Algorithm::automatic && spans_hosts() && bytes > options_.recursive_doubling_max_bytes)
         return Algorithm::hierarchical;
-      return pick(
-          {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::native, Algorithm::hierarchical},
-          bytes <= options_.recursive_doubling_max_bytes ? Algorithm::recursive_doubling : Algorithm::ring);
+      return pick({Algorithm::ring, Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::native,
+                   Algorithm::hierarchical},
+                  bytes <= options_.recursive_doubling_max_bytes           ? Algorithm::recursive_doubling
+                  : size_ >= 4 && bytes <= options_.rabenseifner_max_bytes ? Algorithm::rabenseifner
+                                                                           : Algorithm::ring);
     case CollectiveKind::reduce: return pick({Algorithm::tree, Algorithm::native}, Algorithm::tree);
     case CollectiveKind::broadcast:
       // `ring` names the pipelined chain: the ring with its last link missing.
@@ -406,6 +411,9 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
   check_op(op, input.dtype());
   const Route route = route_for(input);
   Algorithm algorithm = resolve(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm);
+  // Rabenseifner's pick was measured on host tensors only; CUDA tensors keep the ring.
+  if (algorithm == Algorithm::rabenseifner && opts.algorithm == Algorithm::automatic && route != Route::host)
+    algorithm = Algorithm::ring;
   if (algorithm == Algorithm::hierarchical && route != Route::host) {
     RINGDP_CHECK(
         opts.algorithm != Algorithm::hierarchical,
@@ -431,6 +439,9 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     } else if (call.algorithm == Algorithm::recursive_doubling) {
       transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
       all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n);
+    } else if (call.algorithm == Algorithm::rabenseifner) {
+      transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
+      all_reduce_rabenseifner(call.ctx, out.data_ptr(), n);
     } else if (call.algorithm == Algorithm::hierarchical) {
       transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
       run_hierarchical(call, out.data_ptr(), n);

@@ -34,6 +34,10 @@ struct CommOptions {
   /// all_reduce with `auto` uses recursive doubling up to this many bytes, ring above
   /// (measured: docs/collectives.md); RINGDP_RD_MAX_BYTES overrides.
   size_t recursive_doubling_max_bytes = 32 * 1024;
+  /// Above that, with 4 ranks or more, `auto` uses Rabenseifner's all-reduce (recursive halving
+  /// and doubling) up to this many bytes, the ring above (host tensors; measured on 3 and 4
+  /// ranks: docs/benchmarks.md, "Rabenseifner"); RINGDP_RABENSEIFNER_MAX_BYTES overrides, 0 = never.
+  size_t rabenseifner_max_bytes = 2 * 1024 * 1024;
   /// broadcast with `auto` uses the binomial tree up to this many bytes, the pipelined chain
   /// (`ring`) above; RINGDP_CHAIN_MIN_BYTES overrides.
   size_t chain_broadcast_min_bytes = 8 * 1024 * 1024;

@@ -27,6 +27,7 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::tree: return "tree";
     case Algorithm::native: return "native";
     case Algorithm::hierarchical: return "hierarchical";
+    case Algorithm::rabenseifner: return "rabenseifner";
   }
   return "unknown";
 }
@@ -38,8 +39,9 @@ Algorithm parse_algorithm(std::string_view name) {
   if (name == "tree") return Algorithm::tree;
   if (name == "native") return Algorithm::native;
   if (name == "hierarchical") return Algorithm::hierarchical;
+  if (name == "rabenseifner") return Algorithm::rabenseifner;
   RINGDP_FAIL("unknown algorithm '", name,
-              "'; expected auto, ring, recursive_doubling, tree, native or hierarchical");
+              "'; expected auto, ring, recursive_doubling, rabenseifner, tree, native or hierarchical");
 }
 
 }  // namespace ringdp::comm

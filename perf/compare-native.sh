@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ring, recursive doubling and auto against the MPI library's own all-reduce, in the same runs.
+# Ring, recursive doubling, Rabenseifner and auto against the MPI library's own all-reduce, in the same runs.
 # These machines are noisy, so each configuration runs REPEATS times (alternating algorithms
 # inside every run via --algo all) and the table reports, per size, the median time of each
 # algorithm and the ratio of medians to native. Usage:
@@ -34,7 +34,7 @@ for f in files:
     for row in csv.DictReader(open(f)):
         times[(row["algorithm"], int(row["bytes"]))].append(float(row["time_us_out"]))
 sizes = sorted({b for _, b in times})
-algos = ["ring", "recursive_doubling"]
+algos = ["ring", "recursive_doubling", "rabenseifner"]
 print(f"# all_reduce float sum, N = {np_}, {impl}, {len(files)} runs; median out-of-place time (us) and ratio to native (<1 is faster)")
 print(f"{'bytes':>10} {'native':>10} " + " ".join(f"{a:>18} {'ratio':>6}" for a in algos))
 for b in sizes:

@@ -30,8 +30,8 @@ std::vector<comm::Algorithm> algorithms_for(const CollectiveSpec& spec, const Op
                                             comm::Communicator& comm, bool only_collective) {
   std::vector<comm::Algorithm> algorithms;
   if (o.algo == "all") {
-    for (auto a : {comm::Algorithm::ring, comm::Algorithm::recursive_doubling, comm::Algorithm::tree,
-                   comm::Algorithm::hierarchical, comm::Algorithm::native}) {
+    for (auto a : {comm::Algorithm::ring, comm::Algorithm::recursive_doubling, comm::Algorithm::rabenseifner,
+                   comm::Algorithm::tree, comm::Algorithm::hierarchical, comm::Algorithm::native}) {
       if (a == comm::Algorithm::hierarchical && o.device != "cpu") continue;  // host tensors only
       try {
         comm.resolve(spec.kind, 1 << 20, a);

@@ -60,9 +60,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   app.add_option(
          "--algo", algo,
-         "all-reduce algorithm: auto, ring, recursive_doubling, native, or hierarchical (across hosts; "
-         "host tensors)")
-      ->check(CLI::IsMember({"auto", "ring", "recursive_doubling", "native", "hierarchical"}));
+         "all-reduce algorithm: auto, ring, recursive_doubling, rabenseifner, native, or hierarchical "
+         "(across hosts; host tensors)")
+      ->check(
+          CLI::IsMember({"auto", "ring", "recursive_doubling", "rabenseifner", "native", "hierarchical"}));
   app.add_option("--bucket-mb", config.bucket_mb, "DDP gradient bucket capacity in MiB")->check(kPositive);
   app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0");
   app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kPositive);

@@ -1,0 +1,109 @@
+// Rabenseifner's all-reduce: a reduce-scatter by recursive halving, then an all-gather by
+// recursive doubling, over P = the largest power of two ≤ N ranks. Each rank sends and receives
+// 2·(P−1)/P of the buffer in all, as the ring does, but in 2·log2(P) messages instead of
+// 2·(N−1): the ring's bandwidth with recursive doubling's latency, which is why MPI libraries
+// use it for mid-size messages (issue #20).
+//
+// Reduce-scatter: round k (mask P/2, P/4, ..., 1) splits the range both partners still share
+// in two; the rank whose bit is 0 keeps the lower half, the other the upper; each sends the half
+// it gives up and adds the partner's copy of the half it keeps. After log2(P) rounds each rank
+// owns 1/P of the buffer, complete. All-gather: the same rounds in reverse order, each partner
+// sending the range it owns and storing the partner's beside it, so ranges double back to the
+// whole buffer. Every element is reduced on one rank only and copied from there: all ranks end
+// with the same bits.
+//
+// Non-powers of two: the fold-in and unfold of comm/all_reduce_recursive_doubling.cpp (the
+// even rank of each of the first N − P pairs hands its buffer to the odd one and receives the
+// result at the end), two extra messages of the whole buffer for those ranks.
+//   N = 4, count 8:  mask 2: 0↔2, 1↔3 (0,1 keep [0,4); 2,3 keep [4,8))
+//                    mask 1: 0↔1 (0 keeps [0,2), 1 [2,4)), 2↔3 (2 keeps [4,6), 3 [6,8))
+//                    then mask 1 and mask 2 again, exchanging what each holds.
+#include <array>
+
+#include "comm/algorithms.h"
+
+namespace ringdp::comm {
+
+void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count) {
+  const int N = ctx.size(), r = ctx.rank();
+  if (N == 1 || count == 0) return;
+  const size_t element = ctx.element_bytes();
+  int P = 1, rounds = 0;
+  while (P * 2 <= N) {
+    P *= 2;
+    ++rounds;
+  }
+  const int extra = N - P;
+  const int steps = 2 * rounds + (extra ? 2 : 0);
+  int step = 0;
+
+  int vrank;
+  if (r < 2 * extra) {
+    if (r % 2 == 0) {
+      ctx.enter_step(++step, steps, "fold-in", r + 1, -1, -1, -1, "");
+      Request sent = ctx.transport.isend(r + 1, buf, count * element, ctx.tag);
+      ctx.transport.wait(sent);
+      ctx.enter_step(steps, steps, "unfold", -1, -1, r + 1, -1, "store");
+      Request got = ctx.transport.irecv(r + 1, buf, count * element, ctx.tag);
+      ctx.transport.wait(got);
+      return;
+    }
+    void* incoming = ctx.transport.scratch(0, count * element);
+    ctx.enter_step(++step, steps, "fold-in", -1, -1, r - 1, -1, "reduce");
+    Request got = ctx.transport.irecv(r - 1, incoming, count * element, ctx.tag);
+    ctx.transport.wait(got);
+    ctx.transport.reduce_into(buf, incoming, count, ctx.dtype, ctx.op);
+    vrank = r / 2;
+  } else {
+    vrank = r - extra;
+  }
+  auto real_rank = [extra](int v) { return v < extra ? 2 * v + 1 : v + extra; };
+
+  // The range each round started from, to walk the all-gather back up (log2 P ≤ 31 rounds).
+  std::array<int64_t, 32> lows{}, mids{}, highs{};
+  std::array<bool, 32> kept_lower{};
+  int64_t lo = 0, hi = count;
+  void* incoming = ctx.transport.scratch(0, static_cast<size_t>((count + 1) / 2) * element);
+  for (int k = 0, mask = P / 2; mask >= 1; mask /= 2, ++k) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const bool lower = (vrank & mask) == 0;
+    lows[k] = lo;
+    mids[k] = mid;
+    highs[k] = hi;
+    kept_lower[k] = lower;
+    const int64_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
+    const int64_t give_lo = lower ? mid : lo, give_hi = lower ? hi : mid;
+    const int partner = real_rank(vrank ^ mask);
+    ctx.enter_step(++step, steps, "reduce-scatter", partner, -1, partner, -1, "reduce");
+    ctx.requests.clear();
+    ctx.requests.push_back(ctx.transport.irecv(partner, incoming, (keep_hi - keep_lo) * element, ctx.tag));
+    ctx.requests.push_back(
+        ctx.transport.isend(partner, ctx.at(buf, give_lo), (give_hi - give_lo) * element, ctx.tag));
+    ctx.transport.wait_all(ctx.requests);
+    ctx.transport.reduce_into(ctx.at(buf, keep_lo), incoming, keep_hi - keep_lo, ctx.dtype, ctx.op);
+    lo = keep_lo;
+    hi = keep_hi;
+  }
+  for (int k = rounds - 1, mask = 1; mask < P; mask *= 2, --k) {
+    // Before round k both partners shared [lows[k], highs[k]); each now owns one half of it.
+    const int64_t other_lo = kept_lower[k] ? mids[k] : lows[k];
+    const int64_t other_hi = kept_lower[k] ? highs[k] : mids[k];
+    const int partner = real_rank(vrank ^ mask);
+    ctx.enter_step(++step, steps, "all-gather", partner, -1, partner, -1, "store");
+    ctx.requests.clear();
+    ctx.requests.push_back(
+        ctx.transport.irecv(partner, ctx.at(buf, other_lo), (other_hi - other_lo) * element, ctx.tag));
+    ctx.requests.push_back(ctx.transport.isend(partner, ctx.at(buf, lo), (hi - lo) * element, ctx.tag));
+    ctx.transport.wait_all(ctx.requests);
+    lo = lows[k];
+    hi = highs[k];
+  }
+
+  if (r < 2 * extra) {  // odd rank of an extra pair: give the result back
+    ctx.enter_step(steps, steps, "unfold", r - 1, -1, -1, -1, "");
+    Request sent = ctx.transport.isend(r - 1, buf, count * element, ctx.tag);
+    ctx.transport.wait(sent);
+  }
+}
+
+}  // namespace ringdp::comm

@@ -97,6 +97,25 @@ inline int ring_owned_chunk(int rank, int size) { return (rank + 1) % size; }
 // all_reduce: the ring reads input and writes out (which may be input); recursive doubling
 // works in place on buf.
 void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64_t count);
+/// How recursive doubling and Rabenseifner run on N ranks that are not a power of two: P is the
+/// largest power of two ≤ N and E = N − P; ranks 0..2E−1 pair up, the even rank of each pair
+/// hands its buffer to the odd one (fold_in) and receives the result from it at the end
+/// (unfold); the odd ones continue as virtual rank r/2, ranks ≥ 2E as r − E.
+struct PowerOfTwoFold {
+  PowerOfTwoFold(int N, int r);
+  int P = 1;  ///< ranks taking part in the power-of-two rounds
+  int rounds = 0;  ///< log2 P
+  int extra = 0;  ///< N − P
+  int rank = 0;
+  int vrank = -1;  ///< the virtual rank in 0..P−1; −1 for a rank that sits out
+  int real_rank(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
+  int fold_steps() const { return extra ? 2 : 0; }
+  /// The fold-in step; false when this rank sat out (buf then already holds the result).
+  bool fold_in(CollectiveContext& ctx, void* buf, int64_t count, int& step, int steps) const;
+  /// The odd rank of an extra pair sends the result back; a no-op for the others.
+  void unfold(CollectiveContext& ctx, const void* buf, int64_t count, int steps) const;
+};
+
 void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t count);
 void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count);
 // reduce: input untouched; out receives the result on root (out may equal input).

@@ -25,39 +25,15 @@
 namespace ringdp::comm {
 
 void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count) {
-  const int N = ctx.size(), r = ctx.rank();
+  const int N = ctx.size();
   if (N == 1 || count == 0) return;
   const size_t element = ctx.element_bytes();
-  int P = 1, rounds = 0;
-  while (P * 2 <= N) {
-    P *= 2;
-    ++rounds;
-  }
-  const int extra = N - P;
-  const int steps = 2 * rounds + (extra ? 2 : 0);
+  const PowerOfTwoFold fold(N, ctx.rank());
+  const int P = fold.P, rounds = fold.rounds, vrank = fold.vrank;
+  const int steps = 2 * rounds + fold.fold_steps();
   int step = 0;
-
-  int vrank;
-  if (r < 2 * extra) {
-    if (r % 2 == 0) {
-      ctx.enter_step(++step, steps, "fold-in", r + 1, -1, -1, -1, "");
-      Request sent = ctx.transport.isend(r + 1, buf, count * element, ctx.tag);
-      ctx.transport.wait(sent);
-      ctx.enter_step(steps, steps, "unfold", -1, -1, r + 1, -1, "store");
-      Request got = ctx.transport.irecv(r + 1, buf, count * element, ctx.tag);
-      ctx.transport.wait(got);
-      return;
-    }
-    void* incoming = ctx.transport.scratch(0, count * element);
-    ctx.enter_step(++step, steps, "fold-in", -1, -1, r - 1, -1, "reduce");
-    Request got = ctx.transport.irecv(r - 1, incoming, count * element, ctx.tag);
-    ctx.transport.wait(got);
-    ctx.transport.reduce_into(buf, incoming, count, ctx.dtype, ctx.op);
-    vrank = r / 2;
-  } else {
-    vrank = r - extra;
-  }
-  auto real_rank = [extra](int v) { return v < extra ? 2 * v + 1 : v + extra; };
+  if (!fold.fold_in(ctx, buf, count, step, steps)) return;
+  auto real_rank = [&fold](int v) { return fold.real_rank(v); };
 
   // The range each round started from, to walk the all-gather back up (log2 P ≤ 31 rounds).
   std::array<int64_t, 32> lows{}, mids{}, highs{};
@@ -99,11 +75,7 @@ void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count) {
     hi = highs[k];
   }
 
-  if (r < 2 * extra) {  // odd rank of an extra pair: give the result back
-    ctx.enter_step(steps, steps, "unfold", r - 1, -1, -1, -1, "");
-    Request sent = ctx.transport.isend(r - 1, buf, count * element, ctx.tag);
-    ctx.transport.wait(sent);
-  }
+  fold.unfold(ctx, buf, count, steps);
 }
 
 }  // namespace ringdp::comm

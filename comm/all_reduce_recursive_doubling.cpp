@@ -15,42 +15,16 @@
 namespace ringdp::comm {
 
 void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t count) {
-  const int N = ctx.size(), r = ctx.rank();
+  const int N = ctx.size();
   if (N == 1 || count == 0) return;
   const size_t bytes = count * ctx.element_bytes();
-  int P = 1;
-  while (P * 2 <= N) P *= 2;
-  const int extra = N - P;
-  int rounds = 0;
-  for (int m = 1; m < P; m <<= 1) ++rounds;
-  const int steps = rounds + (extra ? 2 : 0);
+  const PowerOfTwoFold fold(N, ctx.rank());
+  const int steps = fold.rounds + fold.fold_steps();
   int step = 0;
+  if (!fold.fold_in(ctx, buf, count, step, steps)) return;
   void* incoming = ctx.transport.scratch(0, bytes);
-
-  // Fold-in: the even rank of each extra pair hands its data over and waits for the result.
-  int vrank;
-  if (r < 2 * extra) {
-    if (r % 2 == 0) {
-      ctx.enter_step(++step, steps, "fold-in", r + 1, -1, -1, -1, "");
-      Request sent = ctx.transport.isend(r + 1, buf, bytes, ctx.tag);
-      ctx.transport.wait(sent);
-      ctx.enter_step(steps, steps, "unfold", -1, -1, r + 1, -1, "store");
-      Request got = ctx.transport.irecv(r + 1, buf, bytes, ctx.tag);
-      ctx.transport.wait(got);
-      return;
-    }
-    ctx.enter_step(++step, steps, "fold-in", -1, -1, r - 1, -1, "reduce");
-    Request got = ctx.transport.irecv(r - 1, incoming, bytes, ctx.tag);
-    ctx.transport.wait(got);
-    ctx.transport.reduce_into(buf, incoming, count, ctx.dtype, ctx.op);
-    vrank = r / 2;
-  } else {
-    vrank = r - extra;
-  }
-  auto real_rank = [extra](int v) { return v < extra ? 2 * v + 1 : v + extra; };
-
-  for (int mask = 1; mask < P; mask <<= 1) {
-    const int partner = real_rank(vrank ^ mask);
+  for (int mask = 1; mask < fold.P; mask <<= 1) {
+    const int partner = fold.real_rank(fold.vrank ^ mask);
     ctx.enter_step(++step, steps, "exchange", partner, -1, partner, -1, "reduce");
     ctx.requests.clear();
     ctx.requests.push_back(ctx.transport.irecv(partner, incoming, bytes, ctx.tag));
@@ -58,12 +32,7 @@ void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t co
     ctx.transport.wait_all(ctx.requests);
     ctx.transport.reduce_into(buf, incoming, count, ctx.dtype, ctx.op);
   }
-
-  if (r < 2 * extra) {  // odd rank of an extra pair: give the result back
-    ctx.enter_step(steps, steps, "unfold", r - 1, -1, -1, -1, "");
-    Request sent = ctx.transport.isend(r - 1, buf, bytes, ctx.tag);
-    ctx.transport.wait(sent);
-  }
+  fold.unfold(ctx, buf, count, steps);
 }
 
 }  // namespace ringdp::comm

@@ -1,0 +1,45 @@
+// Implements PowerOfTwoFold (comm/algorithms.h): recursive doubling's and Rabenseifner's way of
+// running on N ranks that are not a power of two. Tested through both algorithms' matrices in
+// tests/mpi/test_collectives.cpp (3 ranks; 5 and 6 by hand).
+#include "comm/algorithms.h"
+
+namespace ringdp::comm {
+
+PowerOfTwoFold::PowerOfTwoFold(int N, int r) {
+  while (P * 2 <= N) {
+    P *= 2;
+    ++rounds;
+  }
+  extra = N - P;
+  rank = r;
+  vrank = r < 2 * extra ? (r % 2 == 0 ? -1 : r / 2) : r - extra;
+}
+
+bool PowerOfTwoFold::fold_in(CollectiveContext& ctx, void* buf, int64_t count, int& step, int steps) const {
+  const size_t bytes = count * ctx.element_bytes();
+  if (rank >= 2 * extra) return true;
+  if (rank % 2 == 0) {  // hand the buffer over, wait for the result
+    ctx.enter_step(++step, steps, "fold-in", rank + 1, -1, -1, -1, "");
+    Request sent = ctx.transport.isend(rank + 1, buf, bytes, ctx.tag);
+    ctx.transport.wait(sent);
+    ctx.enter_step(steps, steps, "unfold", -1, -1, rank + 1, -1, "store");
+    Request got = ctx.transport.irecv(rank + 1, buf, bytes, ctx.tag);
+    ctx.transport.wait(got);
+    return false;
+  }
+  void* incoming = ctx.transport.scratch(0, bytes);
+  ctx.enter_step(++step, steps, "fold-in", -1, -1, rank - 1, -1, "reduce");
+  Request got = ctx.transport.irecv(rank - 1, incoming, bytes, ctx.tag);
+  ctx.transport.wait(got);
+  ctx.transport.reduce_into(buf, incoming, count, ctx.dtype, ctx.op);
+  return true;
+}
+
+void PowerOfTwoFold::unfold(CollectiveContext& ctx, const void* buf, int64_t count, int steps) const {
+  if (rank >= 2 * extra) return;  // (the even ranks received theirs in fold_in)
+  ctx.enter_step(steps, steps, "unfold", rank - 1, -1, -1, -1, "");
+  Request sent = ctx.transport.isend(rank - 1, buf, count * ctx.element_bytes(), ctx.tag);
+  ctx.transport.wait(sent);
+}
+
+}  // namespace ringdp::comm

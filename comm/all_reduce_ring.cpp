@@ -3,11 +3,11 @@
 // sends 2(N−1)/N · count elements in all: the bandwidth-optimal amount.
 //
 // Step table (N = 4, chunks c0..c3; "r1: c0→" means rank 1 sends its partial chunk 0 right):
-//   reduce-scatter step s: rank r sends chunk (r−s) mod N, receives chunk (r−s−1) mod N from
-//   its left neighbour and reduces it into its own copy.
-//     s=1  r0: c0→r1  r1: c1→r2  r2: c2→r3  r3: c3→r0
-//     s=2  r0: c3→r1  r1: c0→r2  r2: c1→r3  r3: c2→r0
-//     s=3  r0: c2→r1  r1: c3→r2  r2: c0→r3  r3: c1→r0
+//   reduce-scatter step s (s = 0..N−2 here; traces print s+1): rank r sends chunk (r−s) mod N,
+//   receives chunk (r−s−1) mod N from its left neighbour and reduces it into its own copy.
+//     s=0  r0: c0→r1  r1: c1→r2  r2: c2→r3  r3: c3→r0
+//     s=1  r0: c3→r1  r1: c0→r2  r2: c1→r3  r3: c2→r0
+//     s=2  r0: c2→r1  r1: c3→r2  r2: c0→r3  r3: c1→r0
 //   after which rank r holds the complete reduction of chunk (r+1) mod N.
 //   all-gather step s: rank r sends chunk (r+1−s) mod N (complete) and overwrites chunk
 //   (r−s) mod N with the one it receives.

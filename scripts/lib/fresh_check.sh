@@ -14,6 +14,9 @@ ringdp_fresh_check() {
   ringdp_step "cloning for the fresh check" "is $source_tree a git checkout with at least one commit?"
   git clone -q "$source_tree" "$scratch/ringdp"
   cd "$scratch/ringdp"
+  # The commit cloned, named at the end: the source tree's HEAD may move during the long run.
+  local cloned
+  cloned=$(git rev-parse --short HEAD)
   local command status failed=0 start report=()
   ringdp_step "fresh check" "the failing command's own output is above; rerun it in $scratch/ringdp to see it again"
   for command in scripts/demo scripts/test; do
@@ -25,7 +28,7 @@ ringdp_fresh_check() {
     [ $status -eq 0 ] || failed=1
   done
   cd "$source_tree"
-  echo "== fresh-check of $(git rev-parse --short HEAD), $(date -u '+%Y-%m-%d %H:%M UTC') =="
+  echo "== fresh-check of $cloned, $(date -u '+%Y-%m-%d %H:%M UTC') =="
   printf '%s\n' "${report[@]}"
   [ $failed -eq 0 ] || ringdp_log "fresh check FAILED: see the command's output above"
   return $failed

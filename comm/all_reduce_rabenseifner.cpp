@@ -29,27 +29,23 @@ void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count) {
   if (N == 1 || count == 0) return;
   const size_t element = ctx.element_bytes();
   const PowerOfTwoFold fold(N, ctx.rank());
-  const int P = fold.P, rounds = fold.rounds, vrank = fold.vrank;
-  const int steps = 2 * rounds + fold.fold_steps();
+  const int steps = 2 * fold.rounds + fold.fold_steps();
   int step = 0;
   if (!fold.fold_in(ctx, buf, count, step, steps)) return;
-  auto real_rank = [&fold](int v) { return fold.real_rank(v); };
 
-  // The range each round started from, to walk the all-gather back up (log2 P ≤ 31 rounds).
-  std::array<int64_t, 32> lows{}, mids{}, highs{};
-  std::array<bool, 32> kept_lower{};
+  // The range each round started from, to walk the all-gather back up (log2 P ≤ 31 rounds); its
+  // split point and the half kept follow from it and the round's bit of vrank.
+  std::array<int64_t, 32> lows{}, highs{};
   int64_t lo = 0, hi = count;
   void* incoming = ctx.transport.scratch(0, static_cast<size_t>((count + 1) / 2) * element);
-  for (int k = 0, mask = P / 2; mask >= 1; mask /= 2, ++k) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    const bool lower = (vrank & mask) == 0;
+  for (int k = 0, mask = fold.P / 2; mask >= 1; mask /= 2, ++k) {
     lows[k] = lo;
-    mids[k] = mid;
     highs[k] = hi;
-    kept_lower[k] = lower;
+    const int64_t mid = lo + (hi - lo) / 2;
+    const bool lower = (fold.vrank & mask) == 0;
     const int64_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
     const int64_t give_lo = lower ? mid : lo, give_hi = lower ? hi : mid;
-    const int partner = real_rank(vrank ^ mask);
+    const int partner = fold.real_rank(fold.vrank ^ mask);
     ctx.enter_step(++step, steps, "reduce-scatter", partner, -1, partner, -1, "reduce");
     ctx.requests.clear();
     ctx.requests.push_back(ctx.transport.irecv(partner, incoming, (keep_hi - keep_lo) * element, ctx.tag));
@@ -60,11 +56,12 @@ void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count) {
     lo = keep_lo;
     hi = keep_hi;
   }
-  for (int k = rounds - 1, mask = 1; mask < P; mask *= 2, --k) {
+  for (int k = fold.rounds - 1, mask = 1; mask < fold.P; mask *= 2, --k) {
     // Before round k both partners shared [lows[k], highs[k]); each now owns one half of it.
-    const int64_t other_lo = kept_lower[k] ? mids[k] : lows[k];
-    const int64_t other_hi = kept_lower[k] ? highs[k] : mids[k];
-    const int partner = real_rank(vrank ^ mask);
+    const int64_t mid = lows[k] + (highs[k] - lows[k]) / 2;
+    const bool lower = (fold.vrank & mask) == 0;
+    const int64_t other_lo = lower ? mid : lows[k], other_hi = lower ? highs[k] : mid;
+    const int partner = fold.real_rank(fold.vrank ^ mask);
     ctx.enter_step(++step, steps, "all-gather", partner, -1, partner, -1, "store");
     ctx.requests.clear();
     ctx.requests.push_back(

@@ -16,13 +16,8 @@ CallQueue::~CallQueue() {
 }
 
 Work CallQueue::run(std::function<void()> call, bool async) {
+  if (!async && run_inline(call)) return Work::completed();
   std::unique_lock lock(queue_mutex_);
-  if (!async && queue_.empty() && !worker_busy_) {
-    lock.unlock();
-    std::lock_guard exec(exec_mutex_);
-    call();
-    return Work::completed();
-  }
   Work work;
   if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
   queue_.push_back([call = std::move(call), work] {

@@ -8,13 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 np=${1:-2} repeats=${2:-5} max=${3:-4096} iters=${4:-2000}
-build=${BUILD:-build}
-impl=$(sed -n 's/^#define RINGDP_MPI_IMPL "\(.*\)"/\1/p' "$build/config.h")
-launcher=$(sed -n 's/^#define RINGDP_MPI_LAUNCHER "\(.*\)"/\1/p' "$build/config.h")
-launch_args=(--oversubscribe)
-[ "$impl" = mpich ] && launch_args=()
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
+source perf/launcher.sh
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for i in $(seq "$repeats"); do

@@ -61,7 +61,6 @@ echo "ok: a Meson project with ringdp as a subproject gets dependency('ringdp') 
 
 launch() {  # launch NP PROGRAM: under the build's launcher, or alone in a build without MPI
   if [ "${RINGDP_MPI_IMPL:-none}" = none ]; then
-    [ "$1" -eq 1 ] || return 77
     out=$(cd "$work" && timeout 120 "$2" 2>&1)
   else
     out=$(cd "$work" && timeout 120 "$mpiexec" -n "$1" "${launch_args[@]}" "$2" 2>&1)
@@ -69,9 +68,13 @@ launch() {  # launch NP PROGRAM: under the build's launcher, or alone in a build
   rc=$?
 }
 for np in 1 2 3; do
+  # A build without MPI runs one rank only: say so instead of reporting runs that did not happen.
+  if [ "${RINGDP_MPI_IMPL:-none}" = none ] && [ "$np" -gt 1 ]; then
+    echo "skipped: hello_allreduce on $np ranks (a build without MPI)"
+    continue
+  fi
   for flavour in meson cmake; do
     launch "$np" "$work/$flavour-build/hello_allreduce"
-    [ $rc -ne 77 ] || continue
     [ $rc -eq 0 ] || fail "hello_allreduce ($flavour) on $np ranks: exit $rc: $out"
     sum=$((np * (np + 1) / 2))
     for algorithm in ring recursive_doubling native auto; do

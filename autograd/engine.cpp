@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "autograd/node.h"
+#include "kernels/timeline.h"
 #include "tensor/ops.h"
 
 namespace ringdp::autograd {
@@ -107,7 +108,11 @@ void backward(const Tensor& root, const Tensor& gradient) {
     ready.pop();
     const Tensor grad_output = std::move(node_gradients[node]);
     node_gradients.erase(node);
-    std::vector<Tensor> grads = node->backward(grad_output);
+    std::vector<Tensor> grads;
+    {
+      timeline::Scope span("backward", node->name());
+      grads = node->backward(grad_output);
+    }
     node->release_saved();
     node->released = true;
     for (size_t i = 0; i < node->inputs.size(); ++i) {

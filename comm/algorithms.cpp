@@ -15,17 +15,49 @@ int64_t ChunkLayout::length(int chunk) const {
   return base + (chunk < extra ? 1 : 0);
 }
 
+void CollectiveContext::close_step(timeline::Clock::time_point now) {
+  std::string args;
+  if (step_send >= 0) args += "\"send_to\": " + std::to_string(step_send);
+  if (position.waiting_for_rank >= 0)
+    args +=
+        std::string(args.empty() ? "" : ", ") + "\"recv_from\": " + std::to_string(position.waiting_for_rank);
+  if (position.chunk >= 0)
+    args += std::string(args.empty() ? "" : ", ") + "\"chunk\": " + std::to_string(position.chunk);
+  timeline::complete("step", detail::concat("step ", position.step, "/", position.steps, " ", position.phase),
+                     step_begin, now, timeline::thread_row(), std::move(args));
+  step_begin = {};
+}
+
+void CollectiveContext::end_steps() {
+  if (steps_ended) return;
+  steps_ended = true;
+  if (step_begin != timeline::Clock::time_point{}) close_step(timeline::Clock::now());
+  if (observer) {
+    Position done = position;
+    done.step = position.steps + 1;
+    done.phase = "done";
+    (*observer)(done);
+  }
+}
+
 int64_t CollectiveContext::segment_elements() const {
   return std::max<int64_t>(1, static_cast<int64_t>(segment_bytes / element_bytes()));
 }
 
 void CollectiveContext::enter_step(int step, int steps, const char* phase, int send_peer, int send_chunk,
                                    int recv_peer, int recv_chunk, const char* action) {
+  // The previous step ends where this one begins; its event reads the position before it moves.
+  if (step_begin != timeline::Clock::time_point{}) close_step(timeline::Clock::now());
   position.step = step;
   position.steps = steps;
   position.phase = phase;
   position.waiting_for_rank = recv_peer;
   position.chunk = recv_chunk;
+  if (observer) (*observer)(position);
+  if (timeline::enabled()) {
+    step_begin = timeline::Clock::now();
+    step_send = send_peer;
+  }
   if (!trace) return;
   char sent[48] = "", received[64] = "";
   if (send_peer >= 0) {

@@ -18,6 +18,7 @@
 #include "comm/transport.h"
 #include "kernels/dtype.h"
 #include "kernels/reduce_op.h"
+#include "kernels/timeline.h"
 
 namespace ringdp::comm {
 
@@ -31,6 +32,10 @@ struct CollectiveContext {
   int tag;  ///< MPI tag of this collective's messages
   std::vector<Request>& requests;  ///< reused request list
   bool corrupt_next_receive = false;  ///< RINGDP_FAULT corrupt: flip a bit of the next segment
+  const StepObserver* observer = nullptr;  ///< Communicator::set_step_observer's, if any
+  timeline::Clock::time_point step_begin{};  ///< when the open step began (timeline on)
+  int step_send = -1;  ///< the open step's send peer, for its timeline event
+  bool steps_ended = false;
 
   int rank() const { return transport.rank(); }
   int size() const { return transport.size(); }
@@ -43,6 +48,10 @@ struct CollectiveContext {
   /// Records the step for the watchdog and prints it when tracing.
   void enter_step(int step, int steps, const char* phase, int send_peer, int send_chunk, int recv_peer,
                   int recv_chunk, const char* action);
+  /// After the last step: closes its timeline event and tells the observer (once).
+  void end_steps();
+  /// Records the open step as a timeline event ending at `now`.
+  void close_step(timeline::Clock::time_point now);
 };
 
 /// The ring's chunk layout: count split into N chunks whose sizes differ by at most one

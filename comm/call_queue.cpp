@@ -4,6 +4,8 @@
 #include <exception>
 #include <utility>
 
+#include "kernels/timeline.h"
+
 namespace ringdp::comm {
 
 CallQueue::~CallQueue() {
@@ -35,6 +37,7 @@ Work CallQueue::run(std::function<void()> call, bool async) {
 }
 
 void CallQueue::worker_loop() {
+  timeline::set_thread_row(timeline::Row::comm);
   std::unique_lock lock(queue_mutex_);
   for (;;) {
     queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

@@ -218,6 +218,7 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions opt
   const char* debug = std::getenv("RINGDP_DEBUG");
   check_calls_ = debug && std::strcmp(debug, "DETAIL") == 0;
   decide_device();
+  timeline::start_from_environment(rank_);
 }
 
 Communicator::~Communicator() = default;
@@ -300,13 +301,19 @@ void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAct
   transport.begin_collective();
   if (check_calls_ && size_ > 1 && issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv)
     check_same_call(issue, sequence, call.effective(issue.count), call.ctx.tag);
+  timeline::Clock::time_point began{};
+  if (timeline::enabled()) began = timeline::Clock::now();
   if (!transport.device_memory()) {
     body(call);
+    call.ctx.end_steps();
+    if (began != timeline::Clock::time_point{}) record_collective(issue, sequence, began);
     return;
   }
   try {
     body(call);
+    call.ctx.end_steps();
     call.settle();
+    if (began != timeline::Clock::time_point{}) record_collective(issue, sequence, began);
   } catch (const Error& e) {
     // A CUDA or NCCL error names the call that failed; say which collective and step it was in.
     throw Error(detail::concat(position_.describe(), " on rank ", rank_, ": ", e.what()));
@@ -450,6 +457,7 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
         transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());  // an injected count fault
       all_reduce_ring(call.ctx, in.data_ptr(), out.data_ptr(), n);
     }
+    call.ctx.end_steps();  // the observer sees the sum, before avg's division
     call.settle();
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
@@ -465,7 +473,64 @@ CollectiveContext Communicator::armed(Transport& transport, DType dtype, int tag
                            .segment_bytes = options_.segment_bytes,
                            .trace = trace_,
                            .tag = tag,
-                           .requests = requests_};
+                           .requests = requests_,
+                           .observer = observer_ ? &observer_ : nullptr};
+}
+
+void Communicator::set_step_observer(StepObserver observer) {
+  // Read by the worker as each collective is armed: wait for those already issued.
+  queue_.run([this, observer = std::move(observer)]() mutable { observer_ = std::move(observer); }, false);
+}
+
+void Communicator::record_collective(const Issue& issue, uint64_t sequence,
+                                     timeline::Clock::time_point began) {
+  timeline::complete(
+      "collective",
+      detail::concat(kind_name(issue.kind), " #", sequence, " ", algorithm_name(issue.algorithm)), began,
+      timeline::Clock::now(), timeline::thread_row(),
+      detail::concat("\"count\": ", issue.count,
+                     ", \"bytes\": ", issue.count * static_cast<int64_t>(dtype_size(issue.dtype)),
+                     ", \"dtype\": \"", dtype_name(issue.dtype), "\""));
+}
+
+namespace {
+std::string bytes_text(size_t bytes) {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0)
+    return detail::concat(bytes / (1024 * 1024), " MiB");
+  if (bytes >= 1024 && bytes % 1024 == 0) return detail::concat(bytes / 1024, " KiB");
+  return detail::concat(bytes, " B");
+}
+}  // namespace
+
+std::string Communicator::explain_choice(CollectiveKind kind, size_t bytes, Algorithm requested) const {
+  const Algorithm chosen = resolve(kind, bytes, requested);
+  const std::string b = bytes_text(bytes);
+  if (requested != Algorithm::automatic) return detail::concat("asked for: ", algorithm_name(chosen));
+  const std::string rd = bytes_text(options_.recursive_doubling_max_bytes);
+  switch (kind) {
+    case CollectiveKind::all_reduce:
+      if (chosen == Algorithm::hierarchical)
+        return detail::concat(b, " > ", rd, " on ", hosts_, " hosts sharing ranks: hierarchical");
+      if (chosen == Algorithm::recursive_doubling)
+        return detail::concat(b, " <= ", rd,
+                              " (RINGDP_RD_MAX_BYTES; latency-bound, log2 N steps): recursive_doubling");
+      if (chosen == Algorithm::rabenseifner)
+        return detail::concat(rd, " < ", b, " <= ", bytes_text(options_.rabenseifner_max_bytes), " on ",
+                              size_, " >= 4 ranks (RINGDP_RABENSEIFNER_MAX_BYTES): rabenseifner");
+      return detail::concat(b, " > ", rd,
+                            size_ >= 4
+                                ? detail::concat(" and > ", bytes_text(options_.rabenseifner_max_bytes),
+                                                 " (RINGDP_RABENSEIFNER_MAX_BYTES)")
+                                : detail::concat(" on ", size_, " < 4 ranks"),
+                            " (bandwidth-bound, 2(N-1) steps of 1/N each): ring");
+    case CollectiveKind::broadcast:
+      return chosen == Algorithm::tree
+                 ? detail::concat(b, " < ", bytes_text(options_.chain_broadcast_min_bytes),
+                                  " (RINGDP_CHAIN_MIN_BYTES): binomial tree")
+                 : detail::concat(b, " >= ", bytes_text(options_.chain_broadcast_min_bytes),
+                                  " (RINGDP_CHAIN_MIN_BYTES): pipelined chain");
+    default: return detail::concat("the only algorithm of ringdp's own: ", algorithm_name(chosen));
+  }
 }
 
 void Communicator::run_hierarchical(Call& call, void* buf, int64_t n) {
@@ -605,6 +670,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
     } else {
       reduce_scatter_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(out.numel()));
     }
+    call.ctx.end_steps();  // the observer sees the sum, before avg's division
     call.settle();
     if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
     write_back(output, out);

@@ -18,6 +18,7 @@
 #include "comm/transport.h"
 #include "comm/types.h"
 #include "comm/work.h"
+#include "kernels/timeline.h"
 #include "tensor/tensor.h"
 
 namespace ringdp::comm {
@@ -99,6 +100,12 @@ class Communicator {
   /// The algorithm `requested` resolves to for this collective and size (auto → a concrete
   /// one); an error when the collective has no such algorithm.
   Algorithm resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const;
+  /// Why resolve() picks what it picks, for a learner: "44 B <= 32 KiB (recursive doubling up
+  /// to RINGDP_RD_MAX_BYTES): recursive_doubling". Host tensors.
+  std::string explain_choice(CollectiveKind kind, size_t bytes, Algorithm requested) const;
+  /// Calls `observer` at each step of every later collective, on the thread running it (see
+  /// StepObserver); an empty one stops. For teaching and debugging: each call costs a jump.
+  void set_step_observer(StepObserver observer);
 
  private:
   Communicator(std::unique_ptr<Transport> transport, CommOptions options);
@@ -129,6 +136,8 @@ class Communicator {
   Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async);
   /// A wait passed the collective timeout: reports where the running collective is, ends the job.
   [[noreturn]] void on_deadline();
+  /// The timeline event of one collective that began at `began` and ends now.
+  void record_collective(const Issue& issue, uint64_t sequence, timeline::Clock::time_point began);
   [[noreturn]] void report_deadline(const Position& where);
   /// Several hosts, at least one with several ranks: where the hierarchical all-reduce helps.
   bool spans_hosts() const { return hosts_ > 1 && hosts_ < size_; }
@@ -162,6 +171,7 @@ class Communicator {
   uint64_t p2p_sequence_ = 0;  // sends and receives: between some ranks only, so numbered apart
   int sequence_bits_ = 16;  // of the sequence in a tag: what fits under MPI_TAG_UB (comm/envelope.h)
   Position position_;
+  StepObserver observer_;
   std::vector<Request> requests_;
   CallQueue queue_;  // last: destroyed first, so queued calls still find everything above
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "comm/types.h"
@@ -26,5 +27,10 @@ struct Position {
   /// "all_reduce #57 (ring, 4194304 x float32, step 3/6 reduce-scatter, waiting for chunk 1 from rank 1)"
   std::string describe() const;
 };
+
+/// Watches a collective step by step (ringdp-train --explain): called on the thread running it
+/// as each step begins (the values then are those after the step before) and once after the
+/// last step, with step = steps + 1 and phase "done" (before avg's division).
+using StepObserver = std::function<void(const Position& where)>;
 
 }  // namespace ringdp::comm

@@ -17,7 +17,12 @@ PowerOfTwoFold::PowerOfTwoFold(int N, int r) {
 
 bool PowerOfTwoFold::fold_in(CollectiveContext& ctx, void* buf, int64_t count, int& step, int steps) const {
   const size_t bytes = count * ctx.element_bytes();
-  if (rank >= 2 * extra) return true;
+  if (rank >= 2 * extra) {
+    // Not in a pair, yet the fold-in is a step of the collective: count it, so this rank's
+    // rounds carry the same numbers as its partners' in traces, reports and --explain.
+    step += fold_steps() / 2;
+    return true;
+  }
   if (rank % 2 == 0) {  // hand the buffer over, wait for the result
     ctx.enter_step(++step, steps, "fold-in", rank + 1, -1, -1, -1, "");
     Request sent = ctx.transport.isend(rank + 1, buf, bytes, ctx.tag);

@@ -9,6 +9,7 @@
 
 #include "autograd/node.h"
 #include "comm/ddp/bucket_assignment.h"
+#include "kernels/timeline.h"
 #include "tensor/ops.h"
 
 namespace ringdp::ddp {
@@ -206,8 +207,12 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
 
 void DistributedDataParallel::backward(const Tensor& loss) {
   const auto start = Clock::now();
+  backward_begin_ = start;
   stats_ = DdpStepStats{};
-  loss.backward();
+  {
+    timeline::Scope span("ddp", "loss.backward()");
+    loss.backward();
+  }
   stats_.backward_seconds = seconds(Clock::now() - start) - stats_.comm_wait_seconds;
   if (sync_enabled_ && !iteration_synced_) {
     RINGDP_FAIL("DDP: parameter(s) ", unready_names(),
@@ -229,17 +234,38 @@ void DistributedDataParallel::on_gradient_ready(int index) {
   slot.ready = true;
   ++slots_ready_;
   Bucket& bucket = buckets_[slot.bucket];
+  const auto began = Clock::now();
+  if (options_.on_event)
+    options_.on_event(DdpEvent{.kind = DdpEvent::Kind::hook,
+                               .seconds = seconds(began - backward_begin_),
+                               .parameter = slot.name,
+                               .bucket = slot.bucket,
+                               .offset = slot.offset,
+                               .elements = slot.param.numel(),
+                               .bytes = static_cast<int64_t>(slot.param.nbytes())});
   Tensor view = bucket.buffer.flat_view(slot.offset, slot.param.numel());
   view.copy_from(slot.param.grad().reshape({slot.param.numel()}));
-  if (--bucket.pending == 0) launch_ready_buckets();
+  if (--bucket.pending == 0 && options_.overlap) launch_ready_buckets();
+  if (timeline::enabled())
+    timeline::complete("hook", "hook " + slot.name, began, Clock::now(), timeline::Row::main,
+                       detail::concat("\"bucket\": ", slot.bucket, ", \"offset\": ", slot.offset,
+                                      ", \"elements\": ", slot.param.numel()));
   if (slots_ready_ == static_cast<int>(slots_.size())) finish_iteration();
 }
 
 void DistributedDataParallel::launch_ready_buckets() {
   while (next_bucket_ < static_cast<int>(buckets_.size()) && buckets_[next_bucket_].pending == 0) {
-    Bucket& b = buckets_[next_bucket_++];
+    const int index = next_bucket_++;
+    Bucket& b = buckets_[index];
     b.launched_at = Clock::now();
     b.launched = true;
+    if (options_.on_event)
+      options_.on_event(DdpEvent{.kind = DdpEvent::Kind::launch,
+                                 .seconds = seconds(b.launched_at - backward_begin_),
+                                 .bucket = index,
+                                 .offset = 0,
+                                 .elements = b.buffer.numel(),
+                                 .bytes = static_cast<int64_t>(b.buffer.nbytes())});
     b.work = comm_->all_reduce(b.buffer, ReduceOp::avg, {.algorithm = options_.algorithm, .async = true});
     stats_.bytes_reduced += static_cast<int64_t>(b.buffer.nbytes());
   }
@@ -247,6 +273,7 @@ void DistributedDataParallel::launch_ready_buckets() {
 
 void DistributedDataParallel::finish_iteration() {
   // Called from the hook of the last parameter: autograd's backward is about to end.
+  if (!options_.overlap) launch_ready_buckets();  // every bucket is ready now
   const auto wait_start = Clock::now();
   Clock::time_point last_done = wait_start;
   for (Bucket& b : buckets_) {
@@ -257,6 +284,17 @@ void DistributedDataParallel::finish_iteration() {
   for (const Slot& s : slots_) {
     Tensor grad = s.param.grad();
     grad.reshape({s.param.numel()}).copy_from(buckets_[s.bucket].buffer.flat_view(s.offset, s.param.numel()));
+  }
+  if (timeline::enabled()) {
+    timeline::complete("ddp", "wait for buckets", wait_start, wait_end, timeline::Row::main);
+    timeline::complete("ddp", "copy averaged gradients back", wait_end, Clock::now(), timeline::Row::main);
+    for (size_t i = 0; i < buckets_.size(); ++i) {
+      const Bucket& b = buckets_[i];
+      timeline::async_interval(
+          "bucket", detail::concat("bucket ", i), static_cast<int>(i), b.launched_at, b.work.completed_at(),
+          timeline::Row::buckets,
+          detail::concat("\"bytes\": ", b.buffer.nbytes(), ", \"parameters\": ", b.slots.size()));
+    }
   }
   stats_.buckets = static_cast<int>(buckets_.size());
   stats_.comm_wait_seconds = seconds(wait_end - wait_start);

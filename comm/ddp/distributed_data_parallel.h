@@ -16,6 +16,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,10 +26,27 @@
 
 namespace ringdp::ddp {
 
+/// One thing DDP did, as it happened (what ringdp-train --explain narrates).
+struct DdpEvent {
+  enum class Kind { hook, launch };
+  Kind kind = Kind::hook;
+  double seconds = 0;  ///< since this backward began
+  std::string parameter{};  ///< hook: whose gradient arrived
+  int bucket = 0;
+  int64_t offset = 0;  ///< hook: elements into the bucket
+  int64_t elements = 0;  ///< hook: the gradient's; launch: the bucket's
+  int64_t bytes = 0;  ///< the gradient's or the bucket's
+};
+
 struct DdpOptions {
   double bucket_cap_mb = 25.0;
   double first_bucket_mb = 1.0;
   comm::Algorithm algorithm = comm::Algorithm::automatic;
+  /// false: no all-reduce starts before backward has produced every gradient (the DDP paper's
+  /// baseline, ringdp-train --no-overlap); they then run back to back.
+  bool overlap = true;
+  /// Called on the training thread at each hook and each bucket launch.
+  std::function<void(const DdpEvent&)> on_event{};
 };
 
 struct DdpStepStats {
@@ -68,6 +86,8 @@ class DistributedDataParallel {
   const DdpStepStats& last_stats() const { return stats_; }
   /// Parameter names per bucket, in launch order (for tests and docs).
   std::vector<std::vector<std::string>> bucket_layout() const;
+  /// The flat buffer bucket `index` is all-reduced in (for --explain and tests: read only).
+  const Tensor& bucket_buffer(int index) const { return buckets_.at(index).buffer; }
 
  private:
   struct Slot {
@@ -107,7 +127,7 @@ class DistributedDataParallel {
   int slots_ready_ = 0;
   bool sync_enabled_ = true;
   bool iteration_synced_ = false;  // this iteration's gradients have been averaged
-  std::chrono::steady_clock::time_point backward_end_;
+  std::chrono::steady_clock::time_point backward_begin_;
   DdpStepStats stats_;
 };
 

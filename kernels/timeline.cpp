@@ -1,0 +1,175 @@
+// Implements kernels/timeline.h. Tested by tests/unit/test_timeline.cpp and, on real runs, by
+// tests/cli/timeline.sh.
+#include "kernels/timeline.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "kernels/error.h"
+
+namespace ringdp::timeline {
+
+namespace detail {
+std::atomic<bool> g_enabled{false};
+}
+
+namespace {
+struct Event {
+  char phase;  // 'X' complete, 'b'/'e' async begin/end
+  const char* category;
+  std::string name;
+  int64_t ts_ns, dur_ns;
+  int row, id;
+  std::string args;
+};
+
+struct Recorder {
+  std::mutex mutex;
+  std::vector<Event> events;
+  std::string path;
+  int rank = 0;
+  bool written = false;
+  bool exit_hook = false;
+};
+Recorder& recorder() {
+  static Recorder* r = new Recorder;  // never destroyed: the exit hook and late threads use it
+  return *r;
+}
+thread_local Row t_row = Row::main;
+
+int64_t ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+void push(Event event) {
+  Recorder& r = recorder();
+  std::lock_guard lock(r.mutex);
+  if (!enabled()) return;
+  r.events.push_back(std::move(event));
+  r.written = false;
+}
+
+void write_at_exit() {
+  try {
+    write();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ringdp: RINGDP_TIMELINE: %s\n", e.what());
+  }
+}
+
+const char* row_name(int row) {
+  switch (static_cast<Row>(row)) {
+    case Row::main: return "main: backward, hooks, waits";
+    case Row::buckets: return "buckets in flight";
+    case Row::comm: return "comm worker: collectives and steps";
+  }
+  return "other";
+}
+}  // namespace
+
+std::string path_for_rank(const std::string& base, int rank) {
+  const std::string suffix = ".rank" + std::to_string(rank);
+  if (base.size() > 5 && base.compare(base.size() - 5, 5, ".json") == 0)
+    return base.substr(0, base.size() - 5) + suffix + ".json";
+  return base + suffix + ".json";
+}
+
+void start_from_environment(int rank) {
+  const char* base = std::getenv("RINGDP_TIMELINE");
+  if (!base || !*base || enabled()) return;
+  start(path_for_rank(base, rank), rank);
+}
+
+void start(const std::string& path, int rank) {
+  Recorder& r = recorder();
+  {
+    std::lock_guard lock(r.mutex);
+    r.path = path;
+    r.rank = rank;
+    r.events.clear();
+    r.written = false;
+    if (!r.exit_hook) {
+      std::atexit(write_at_exit);
+      r.exit_hook = true;
+    }
+  }
+  detail::g_enabled.store(true, std::memory_order_relaxed);
+}
+
+void stop() {
+  Recorder& r = recorder();
+  std::lock_guard lock(r.mutex);
+  detail::g_enabled.store(false, std::memory_order_relaxed);
+  r.events.clear();
+  r.path.clear();
+}
+
+void set_thread_row(Row row) { t_row = row; }
+Row thread_row() { return t_row; }
+
+void complete(const char* category, std::string name, Clock::time_point begin, Clock::time_point end, Row row,
+              std::string args_json) {
+  if (!enabled()) return;
+  push(Event{'X', category, std::move(name), ns(begin), ns(end) - ns(begin), static_cast<int>(row), 0,
+             std::move(args_json)});
+}
+
+void async_interval(const char* category, std::string name, int id, Clock::time_point begin,
+                    Clock::time_point end, Row row, std::string args_json) {
+  if (!enabled()) return;
+  push(Event{'b', category, name, ns(begin), 0, static_cast<int>(row), id, std::move(args_json)});
+  push(Event{'e', category, std::move(name), ns(end), 0, static_cast<int>(row), id, {}});
+}
+
+std::string json_escape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void write() {
+  Recorder& r = recorder();
+  std::lock_guard lock(r.mutex);
+  if (r.path.empty() || r.written) return;
+  FILE* f = std::fopen(r.path.c_str(), "w");
+  RINGDP_CHECK(f, "cannot write the timeline '", r.path, "' (RINGDP_TIMELINE names its folder and prefix)");
+  std::fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+  std::fprintf(f,
+               "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
+               r.rank, r.rank);
+  for (int row = 1; row <= 3; ++row)
+    std::fprintf(f,
+                 ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, \"args\": "
+                 "{\"name\": \"%s\"}}",
+                 r.rank, row, row_name(row));
+  for (const Event& e : r.events) {
+    std::fprintf(
+        f, ",\n{\"ph\": \"%c\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f",
+        e.phase, e.category, json_escape(e.name).c_str(), r.rank, e.row, static_cast<double>(e.ts_ns) / 1e3);
+    if (e.phase == 'X') std::fprintf(f, ", \"dur\": %.3f", static_cast<double>(e.dur_ns) / 1e3);
+    if (e.phase != 'X') std::fprintf(f, ", \"id\": %d", e.id);
+    if (!e.args.empty()) std::fprintf(f, ", \"args\": {%s}", e.args.c_str());
+    std::fputc('}', f);
+  }
+  std::fprintf(f, "\n]}\n");
+  const bool ok = std::fflush(f) == 0;
+  std::fclose(f);
+  RINGDP_CHECK(ok, "cannot write the timeline '", r.path, "': the disk may be full");
+  r.written = true;
+}
+
+}  // namespace ringdp::timeline

@@ -1,0 +1,100 @@
+// The timeline's file (kernels/timeline.h): valid JSON in Chrome's trace-event format, events
+// only while recording, names escaped, per-rank paths, and a clear error when it cannot be written.
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "autograd/functions.h"
+#include "autograd/layers.h"
+#include "kernels/error.h"
+#include "kernels/timeline.h"
+
+using namespace ringdp;
+namespace fs = std::filesystem;
+
+namespace {
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+fs::path scratch(const char* name) {
+  return fs::temp_directory_path() /
+         (std::string("ringdp-timeline-") + std::to_string(getpid()) + "-" + name);
+}
+}  // namespace
+
+TEST_CASE("path_for_rank puts the rank before .json or appends it", "[timeline]") {
+  REQUIRE(timeline::path_for_rank("/tmp/t.json", 2) == "/tmp/t.rank2.json");
+  REQUIRE(timeline::path_for_rank("/tmp/step", 0) == "/tmp/step.rank0.json");
+}
+
+TEST_CASE("a recorded timeline is trace-event JSON with rows, spans and async intervals", "[timeline]") {
+  const fs::path path = scratch("a.json");
+  REQUIRE_FALSE(timeline::enabled());
+  timeline::complete("x", "before start", timeline::Clock::now(), timeline::Clock::now(),
+                     timeline::Row::main);
+  timeline::start(path.string(), 3);
+  REQUIRE(timeline::enabled());
+  const auto t0 = timeline::Clock::now();
+  { timeline::Scope span("test", "a \"quoted\" name"); }
+  timeline::async_interval("bucket", "bucket 0", 0, t0, t0 + std::chrono::microseconds(250),
+                           timeline::Row::buckets, "\"bytes\": 44");
+  timeline::write();
+  timeline::stop();
+  timeline::complete("x", "after stop", timeline::Clock::now(), timeline::Clock::now(), timeline::Row::main);
+
+  const nlohmann::json trace = read_json(path);
+  fs::remove(path);
+  int spans = 0, begins = 0, ends = 0, rows = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    REQUIRE(e["pid"] == 3);
+    const std::string ph = e["ph"];
+    if (ph == "M" && e["name"] == "thread_name") ++rows;
+    if (ph == "X") {
+      ++spans;
+      REQUIRE(e["name"] == "a \"quoted\" name");
+      REQUIRE(e["tid"] == static_cast<int>(timeline::Row::main));
+      REQUIRE(e["dur"].get<double>() >= 0);
+    }
+    if (ph == "b" || ph == "e") {
+      REQUIRE(e["id"] == 0);
+      REQUIRE(e["tid"] == static_cast<int>(timeline::Row::buckets));
+    }
+    if (ph == "b") {
+      ++begins;
+      REQUIRE(e["args"]["bytes"] == 44);
+    }
+    if (ph == "e") ++ends;
+  }
+  REQUIRE(spans == 1);  // neither the event before start nor the one after stop
+  REQUIRE(begins == 1);
+  REQUIRE(ends == 1);
+  REQUIRE(rows == 3);
+}
+
+TEST_CASE("the backward engine records one span per node", "[timeline]") {
+  const fs::path path = scratch("b.json");
+  timeline::start(path.string(), 0);
+  autograd::Linear layer(autograd::LinearOptions(4, 2), 1);
+  Tensor loss = autograd::mse_loss(layer.forward(ones({3, 4})), zeros({3, 2}));
+  loss.backward();
+  timeline::write();
+  timeline::stop();
+  std::set<std::string> names;
+  const nlohmann::json trace = read_json(path);
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "backward") names.insert(e["name"]);
+  fs::remove(path);
+  REQUIRE(names.size() == 2);  // the loss's node and the linear layer's
+}
+
+TEST_CASE("a timeline that cannot be written names its path", "[timeline]") {
+  timeline::start("/nonexistent-folder/t.rank0.json", 0);
+  { timeline::Scope span("test", "one"); }
+  REQUIRE_THROWS_WITH(timeline::write(), Catch::Contains("/nonexistent-folder/t.rank0.json"));
+  timeline::stop();
+}

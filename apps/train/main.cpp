@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "apps/train/explain.h"
 #include "apps/train/trainer.h"
 #include "comm/mpi_runtime.h"
 
@@ -72,6 +73,13 @@ int main(int argc, char** argv) {
   app.add_option("--export", config.export_path, "write final parameters (JSON) from rank 0");
   app.add_option("--timeout", timeout, "seconds before a stuck collective ends the job")->check(kPositive);
   app.add_flag("--verbose", config.verbose, "every rank reports");
+  bool no_overlap = false;
+  app.add_flag("--no-overlap", no_overlap,
+               "start the gradient all-reduces only after backward has finished (the baseline that DDP's "
+               "overlap beats)");
+  app.add_flag("--explain", config.explain,
+               "run one step and narrate it: broadcast, hooks, buckets, one gradient value through each "
+               "all-reduce step, the average and the SGD update (host tensors)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -83,13 +91,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   config.shuffle = !no_shuffle;
+  config.overlap = !no_overlap;
   config.algorithm = comm::parse_algorithm(algo);
   try {
     comm::CommOptions options;
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
     options.backend = config.backend;
     auto communicator = comm::Communicator::init(options);
-    return train::run_training(config, communicator);
+    return config.explain ? train::run_explain(config, communicator)
+                          : train::run_training(config, communicator);
   } catch (const std::exception& e) {
     comm::fail_job("ringdp-train", e.what(), 1);
   }

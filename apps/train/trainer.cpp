@@ -14,11 +14,13 @@
 #include "comm/ddp/distributed_sampler.h"
 #include "config.h"
 #include "kernels/device_memory.h"
+#include "kernels/timeline.h"
 
 namespace ringdp::train {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+}  // namespace
 
 std::shared_ptr<autograd::Module> build_model(const TrainConfig& config, int64_t features, Device device) {
   if (config.model == "linear")
@@ -38,6 +40,7 @@ std::shared_ptr<autograd::Module> build_model(const TrainConfig& config, int64_t
   return seq;
 }
 
+namespace {
 // The GPU is the communicator's choice (local rank % visible GPUs), never cuda:0 for all ranks:
 // the seed put every rank on GPU 0, while the transports ran on each rank's own GPU.
 Device pick_device(const std::string& requested, const comm::Communicator& comm) {
@@ -117,8 +120,9 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
     }
   }
 
-  ddp::DistributedDataParallel ddp(model, communicator,
-                                   {.bucket_cap_mb = config.bucket_mb, .algorithm = config.algorithm});
+  ddp::DistributedDataParallel ddp(
+      model, communicator,
+      {.bucket_cap_mb = config.bucket_mb, .algorithm = config.algorithm, .overlap = config.overlap});
   ddp::DistributedSampler sampler(data.features.size(0), rank, N, config.shuffle, config.seed);
   const int64_t shard = sampler.shard_size();
   const int64_t batch = config.batch_size > 0 ? std::min(config.batch_size, shard) : shard;
@@ -136,9 +140,16 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
       const std::vector<int64_t> rows(mine.begin() + begin, mine.begin() + std::min(begin + batch, shard));
       gather_batch(data, rows, DType::float32, device, x, y);
       sgd.zero_grad();
-      Tensor loss = autograd::mse_loss(ddp(x), y);
+      Tensor loss;
+      {
+        timeline::Scope span("train", "forward");
+        loss = autograd::mse_loss(ddp(x), y);
+      }
       ddp.backward(loss);
-      sgd.step();
+      {
+        timeline::Scope span("train", "sgd.step()");
+        sgd.step();
+      }
       loss_sum += loss.to(Device::cpu()).item();  // the host needs it: one round trip per step
       comm_seconds += ddp.last_stats().comm_wait_seconds;
       ++steps;

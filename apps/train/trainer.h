@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/module.h"
 #include "comm/communicator.h"
 
 namespace ringdp::train {
@@ -29,7 +30,12 @@ struct TrainConfig {
   bool resume = false;
   std::string init_path, export_path;
   bool verbose = false;
+  bool overlap = true;  ///< --no-overlap: all-reduce only after backward
+  bool explain = false;  ///< --explain: narrate one step (apps/train/explain.h)
 };
+
+/// The model of config (linear, or an MLP of config.hidden) on `device`, seeded by config.seed.
+std::shared_ptr<autograd::Module> build_model(const TrainConfig& config, int64_t features, Device device);
 
 /// Trains and returns 0; throws ringdp::Error on failure.
 int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);

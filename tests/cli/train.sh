@@ -31,7 +31,7 @@ case "$case_name" in
   help)
     out=$("$train" --help) || fail "--help exited non-zero"
     for flag in --model --hidden --samples --batch-size --epochs --lr --momentum --data --device --backend --algo \
-                --bucket-mb --checkpoint --resume --init --export --timeout; do
+                --bucket-mb --checkpoint --resume --init --export --timeout --no-overlap --explain; do
       grep -qF -- "$flag" <<<"$out" || fail "--help does not list $flag"
     done
     echo "ok: --help lists every flag"
@@ -118,6 +118,85 @@ case "$case_name" in
       fail "launched by $other: the error does not name this build's launcher ($RINGDP_MPIEXEC): $out"
     ! grep -q "^epoch" <<<"$out" || fail "launched by $other: trained anyway: $out"
     echo "ok: built for $RINGDP_MPI_IMPL, launched by $other -> exit $rc in ${seconds}s, naming $RINGDP_MPIEXEC"
+    ;;
+  explain)
+    # The values docs/walkthrough.md quotes: 10^rank in, partial sums step by step, 1111 / 4 out.
+    expect_row() {  # expect_row LABEL VALUES...: the row of the --explain table that starts with LABEL
+      local label=$1
+      shift
+      local line
+      line=$(grep -F -- "   $label" <<<"$out" | head -n 1)
+      [ -n "$line" ] || fail "--explain ${args[*]}: no row '$label' in: $out"
+      local values=${line#*"$label"}
+      values=$(tr -s ' ' <<<"${values# }" | sed 's/^ //')
+      [ "$values" = "$*" ] || fail "--explain ${args[*]}: row '$label' is '$values', expected '$*'"
+    }
+    args=(--explain)
+    run 4 "${args[@]}"
+    [ $rc -eq 0 ] || fail "--explain exited $rc: $out"
+    grep -qF "44 B <= 32 KiB (RINGDP_RD_MAX_BYTES; latency-bound, log2 N steps): recursive_doubling" <<<"$out" ||
+      fail "--explain does not say why recursive doubling: $out"
+    grep -qF "hook bias       -> bucket 0 at offset 0 (1 element)" <<<"$out" || fail "no hook line for bias: $out"
+    expect_row "before the all-reduce" 1 10 100 1000
+    expect_row "after step 1/2 exchange" 11 11 1100 1100
+    expect_row "after step 2/2 exchange" 1111 1111 1111 1111
+    expect_row "averaged (sum / 4)" 277.75 277.75 277.75 277.75
+    grep -q "after the step, bias\[0\] on every rank: .*(identical)" <<<"$out" || fail "no identical verdict: $out"
+    echo "ok: --explain on 4 ranks: 1 10 100 1000 -> 1111 -> 277.75, recursive doubling and why"
+    args=(--explain --algo ring)
+    run 4 "${args[@]}"
+    [ $rc -eq 0 ] || fail "--explain --algo ring exited $rc: $out"
+    expect_row "after step 1/6 reduce-scatter" 1 11 100 1000
+    expect_row "after step 2/6 reduce-scatter" 1 11 111 1000
+    expect_row "after step 3/6 reduce-scatter" 1 11 111 1111
+    expect_row "after step 4/6 all-gather" 1111 11 111 1111
+    expect_row "after step 6/6 all-gather" 1111 1111 1111 1111
+    echo "ok: --explain --algo ring: element 0 travels the ring, reduced by ranks 1, 2, 3, then gathered"
+    args=(--explain)
+    run 3 "${args[@]}"
+    [ $rc -eq 0 ] || fail "--explain on 3 ranks exited $rc: $out"
+    expect_row "after step 1/3 fold-in" "1 11 100*"
+    expect_row "after step 2/3" "1* 111 111"
+    expect_row "after step 3/3 unfold" "111 111 111*"
+    expect_row "averaged (sum / 3)" 37 37 37
+    echo "ok: --explain on 3 ranks: rank 0 folds into rank 1, sits out, gets the result back"
+    expect_error 1 "--explain reads the values from host memory" 2 --explain --device cuda
+    ;;
+  timeline)
+    # RINGDP_TIMELINE: one Chrome trace per rank that parses and holds every bucket's launch and
+    # completion, the hooks, autograd's nodes and the collectives' steps; then the picture.
+    export RINGDP_TIMELINE="$work/tl"
+    run 4 --model mlp --hidden 64,64 --epochs 2 --bucket-mb 0.01
+    unset RINGDP_TIMELINE
+    [ $rc -eq 0 ] || fail "training with RINGDP_TIMELINE exited $rc: $out"
+    python3 - "$work" <<'PY' || fail "the timeline files are not what docs/ddp.md describes"
+import json, sys
+work = sys.argv[1]
+for rank in range(4):
+    path = f"{work}/tl.rank{rank}.json"
+    events = json.load(open(path))["traceEvents"]
+    assert all(e["pid"] == rank for e in events), f"{path}: an event of another pid"
+    begins = {e["id"] for e in events if e["ph"] == "b" and e["cat"] == "bucket"}
+    ends = {e["id"] for e in events if e["ph"] == "e" and e["cat"] == "bucket"}
+    hooks = [e for e in events if e.get("cat") == "hook"]
+    nodes = [e for e in events if e.get("cat") == "backward"]
+    steps = [e for e in events if e.get("cat") == "step" and e["tid"] == 3]
+    collectives = [e for e in events if e.get("cat") == "collective"]
+    backwards = [e for e in events if e.get("name") == "loss.backward()"]
+    assert len(backwards) == 2, f"{path}: {len(backwards)} backward passes, expected 2 (one per epoch)"
+    assert len(begins) >= 2 and begins == ends, f"{path}: bucket begins {begins}, ends {ends}"
+    assert len(hooks) == 2 * 6, f"{path}: {len(hooks)} hooks, expected 12 (6 parameters, 2 steps)"
+    assert nodes and steps and collectives, f"{path}: no backward nodes, steps or collectives"
+    print(f"ok: rank {rank}: {len(begins)} buckets, {len(hooks)} hooks, {len(nodes)} nodes, {len(steps)} steps")
+PY
+    if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+      "$(dirname "$0")/../../scripts/plot-timeline" "$work/step.png" "$work"/tl.rank*.json ||
+        fail "scripts/plot-timeline failed"
+      [ -s "$work/step.png" ] || fail "scripts/plot-timeline wrote no PNG"
+      echo "ok: scripts/plot-timeline drew $(stat -c %s "$work/step.png") bytes of PNG"
+    else
+      echo "ok (plot not drawn: no python3-matplotlib here)"
+    fi
     ;;
   *) fail "unknown case $case_name" ;;
 esac

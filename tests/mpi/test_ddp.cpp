@@ -58,6 +58,8 @@ struct Run {
   DType dtype;
   double bucket_mb = 25;
   comm::Algorithm algorithm = comm::Algorithm::automatic;
+  bool overlap = true;
+  std::vector<ddp::DdpEvent>* events = nullptr;  // when set: what DDP reported, every step
 };
 
 constexpr int64_t kSamples = 24, kPerRankBatch = 2, kEpochs = 3;
@@ -68,9 +70,14 @@ std::vector<double> train_ddp(const Run& run) {
   const Samples data = make_samples(kSamples, 11);
   auto model = make_model(run.mlp, run.dtype);
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
-  ddp::DistributedDataParallel ddp(
-      model, world_ptr(),
-      {.bucket_cap_mb = run.bucket_mb, .first_bucket_mb = run.bucket_mb, .algorithm = run.algorithm});
+  ddp::DistributedDataParallel ddp(model, world_ptr(),
+                                   {.bucket_cap_mb = run.bucket_mb,
+                                    .first_bucket_mb = run.bucket_mb,
+                                    .algorithm = run.algorithm,
+                                    .overlap = run.overlap,
+                                    .on_event = [&run](const ddp::DdpEvent& e) {
+                                      if (run.events) run.events->push_back(e);
+                                    }});
   ddp::DistributedSampler sampler(kSamples, comm.rank(), comm.size(), true, 5);
   Tensor x, y;
   for (int64_t epoch = 0; epoch < kEpochs; ++epoch) {
@@ -147,6 +154,29 @@ TEST_CASE("one bucket and many buckets give the same parameters", "[ddp][buckets
   const Run ring_one{true, DType::float32, 25, comm::Algorithm::ring};
   const Run ring_many{true, DType::float32, 1e-6, comm::Algorithm::ring};
   REQUIRE(global_sum(count_far(train_ddp(ring_one), train_ddp(ring_many), 1e-6)) == 0);
+}
+
+TEST_CASE("without overlap every bucket starts after the last hook, with the same result", "[ddp][overlap]") {
+  std::vector<ddp::DdpEvent> overlapped, serial;
+  const std::vector<double> with =
+      train_ddp({.mlp = true, .dtype = DType::float32, .bucket_mb = 1e-6, .events = &overlapped});
+  const std::vector<double> without = train_ddp(
+      {.mlp = true, .dtype = DType::float32, .bucket_mb = 1e-6, .overlap = false, .events = &serial});
+  REQUIRE(global_sum(with != without) == 0);
+  // Per step: 6 hooks and 6 launches (one parameter per bucket). With overlap, buckets 0 and 1
+  // (4.bias, 4.weight) launch as soon as the last layer's hooks have fired, before the earlier
+  // layers' hooks; without, the 6 launches follow the 6 hooks.
+  REQUIRE(overlapped.size() == serial.size());
+  REQUIRE(serial.size() % 12 == 0);
+  for (size_t step = 0; step < serial.size(); step += 12) {
+    for (size_t i = 0; i < 12; ++i) {
+      REQUIRE((serial[step + i].kind == ddp::DdpEvent::Kind::hook) == (i < 6));
+      if (i >= 6) REQUIRE(serial[step + i].bucket == static_cast<int>(i) - 6);  // index order
+    }
+    REQUIRE(overlapped[step + 2].kind == ddp::DdpEvent::Kind::launch);
+    REQUIRE(overlapped[step + 2].bucket == 0);
+    REQUIRE(overlapped[step + 11].kind == ddp::DdpEvent::Kind::launch);
+  }
 }
 
 TEST_CASE("buckets follow reverse registration order", "[ddp][buckets]") {

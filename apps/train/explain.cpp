@@ -1,0 +1,260 @@
+// Implements apps/train/explain.h (the contract is documented there).
+#include "apps/train/explain.h"
+
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "apps/train/dataset.h"
+#include "autograd/functions.h"
+#include "autograd/sgd.h"
+#include "comm/ddp/distributed_data_parallel.h"
+#include "comm/ddp/distributed_sampler.h"
+
+namespace ringdp::train {
+
+namespace {
+// Every rank's values, rank-major: rank r's `mine` at [r·n, (r+1)·n). Every rank must call it.
+std::vector<double> gather(comm::Communicator& comm, const std::vector<double>& mine) {
+  const auto n = static_cast<int64_t>(mine.size());
+  Tensor out = zeros({n * comm.size()}, DType::float64);
+  comm.all_gather(from_vector(mine, {n}, DType::float64), out);
+  return out.to_vector();
+}
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  return text;
+}
+
+// One row of values per rank, right-aligned under "rank r" headings.
+std::string row(const std::vector<double>& values, int first, int N) {
+  std::string out;
+  for (int r = 0; r < N; ++r) {
+    char cell[24];
+    std::snprintf(cell, sizeof cell, "%12s", number(values[first + r]).c_str());
+    out += cell;
+  }
+  return out;
+}
+
+// What the step observer saw of one element, on this rank: its value as each step began.
+struct Observed {
+  std::mutex mutex;
+  int64_t collective = -1;  // sequence of the all-reduce being followed
+  int steps = 0;
+  std::vector<double> before_step;  // [k]: value as step k+1 began; [steps]: after the last
+  std::vector<std::string> phases;  // [k]: phase of step k+1
+  std::vector<bool> took_part;
+};
+}  // namespace
+
+int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
+  comm::Communicator& comm = *communicator;
+  const int N = comm.size(), rank = comm.rank();
+  const bool tell = rank == 0;
+  RINGDP_CHECK(config.device != "cuda",
+               "--explain reads the values from host memory as each step begins; use --device cpu");
+  const Dataset data = config.data_path.empty()
+                           ? synthetic_dataset(config.samples * N, config.features, config.seed)
+                           : load_csv(config.data_path);
+  const int64_t features = data.features.size(1);
+  // Each rank starts from its own initial weights (seed + rank), as if it had initialized them
+  // independently, so the broadcast visibly makes rank 0's the ones everybody trains.
+  TrainConfig own = config;
+  own.seed = config.seed + static_cast<uint64_t>(rank);
+  auto model = build_model(own, features, Device::cpu());
+  const auto named = model->named_parameters();
+  const std::string first_name = named.front().first;
+  Tensor first_param = named.front().second;
+  const std::string followed = named.back().first;  // the last layer's bias: bucket 0 holds it
+  Tensor followed_param = named.back().second;
+
+  if (tell) {
+    std::printf("ringdp-train --explain: one real DDP step of the %s model on %d rank%s, told by rank 0.\n\n",
+                config.model.c_str(), N, N == 1 ? "" : "s");
+    std::printf(
+        "1. The same start. Each rank built its own initial weights (seed + rank); DDP's constructor\n"
+        "   broadcasts rank 0's to every rank before the first forward:\n");
+    for (const auto& [name, p] : named)
+      std::printf("     %-10s %-10s %6lld B  %s\n", name.c_str(), shape_str(p.shape()).c_str(),
+                  static_cast<long long>(p.nbytes()),
+                  comm.explain_choice(comm::CollectiveKind::broadcast, p.nbytes(), comm::Algorithm::automatic)
+                      .c_str());
+  }
+  const std::vector<double> before_broadcast = gather(comm, {first_param.to_vector()[0]});
+
+  // A hook registered before DDP's runs first: it keeps the real gradient value and puts 10^r
+  // there instead, so the sums in the table read digit by digit (1 + 10 + 100 = 111).
+  const double legible = N <= 7 ? std::pow(10.0, rank) : static_cast<double>(rank + 1);
+  double real_gradient = 0;
+  const uint64_t legible_hook = followed_param.register_hook([&](Tensor& p) {
+    Tensor grad = p.grad();
+    real_gradient = grad.to_vector()[0];
+    grad.data<float>()[0] = static_cast<float>(legible);
+  });
+
+  std::vector<ddp::DdpEvent> events;
+  ddp::DistributedDataParallel ddp(model, communicator,
+                                   {.bucket_cap_mb = config.bucket_mb,
+                                    .algorithm = config.algorithm,
+                                    .overlap = config.overlap,
+                                    .on_event = [&](const ddp::DdpEvent& e) { events.push_back(e); }});
+  const std::vector<double> after_broadcast = gather(comm, {first_param.to_vector()[0]});
+  if (tell) {
+    std::printf(
+        "   element 0 of %s, rank by rank:\n     before the broadcast %s\n     after the broadcast  %s\n\n",
+        first_name.c_str(), row(before_broadcast, 0, N).c_str(), row(after_broadcast, 0, N).c_str());
+  }
+
+  // Which bucket and offset hold the followed gradient, from the layout DDP made.
+  int bucket = -1;
+  int64_t offset = 0;
+  {
+    const auto layout = ddp.bucket_layout();
+    for (size_t b = 0; b < layout.size() && bucket < 0; ++b) {
+      int64_t at = 0;
+      for (const std::string& name : layout[b]) {
+        if (name == followed) {
+          bucket = static_cast<int>(b);
+          offset = at;
+          break;
+        }
+        for (const auto& [pname, p] : named)
+          if (pname == name) at += p.numel();
+      }
+    }
+  }
+  RINGDP_CHECK(bucket >= 0, "--explain: parameter '", followed, "' is in no bucket");
+  const float* watched = ddp.bucket_buffer(bucket).data<float>() + offset;
+
+  // The observer runs on the communicator's worker: it follows the bucket-th all-reduce after
+  // backward begins (DDP launches buckets in index order, and nothing else all-reduces then).
+  Observed seen;
+  int64_t all_reduces_seen = 0;
+  int64_t last_sequence = -1;
+  comm.set_step_observer([&](const comm::Position& where) {
+    if (where.kind != comm::CollectiveKind::all_reduce) return;
+    std::lock_guard lock(seen.mutex);
+    if (static_cast<int64_t>(where.sequence) != last_sequence) {
+      last_sequence = static_cast<int64_t>(where.sequence);
+      if (all_reduces_seen++ == bucket) {
+        seen.collective = last_sequence;
+        seen.steps = where.steps;
+        seen.before_step.assign(where.steps + 1, std::nan(""));
+        seen.phases.assign(where.steps, "");
+        seen.took_part.assign(where.steps, false);
+      }
+    }
+    if (last_sequence != seen.collective || where.step < 1 || where.step > seen.steps + 1) return;
+    seen.before_step[where.step - 1] = *watched;
+    if (where.step <= seen.steps) {
+      seen.phases[where.step - 1] = where.phase;
+      seen.took_part[where.step - 1] = true;
+    }
+  });
+
+  ddp::DistributedSampler sampler(data.features.size(0), rank, N, config.shuffle, config.seed);
+  sampler.set_epoch(0);
+  const std::vector<int64_t> mine = sampler.indices();
+  const int64_t batch =
+      config.batch_size > 0 ? std::min(config.batch_size, sampler.shard_size()) : sampler.shard_size();
+  Tensor x, y;
+  gather_batch(data, std::vector<int64_t>(mine.begin(), mine.begin() + batch), DType::float32, Device::cpu(),
+               x, y);
+  optim::SGD sgd(model->parameters(),
+                 optim::SGDOptions(config.lr).momentum(config.momentum).weight_decay(config.weight_decay));
+  sgd.zero_grad();
+  Tensor loss = autograd::mse_loss(ddp(x), y);
+  ddp.backward(loss);
+  comm.set_step_observer({});
+  followed_param.remove_hook(legible_hook);
+  const double averaged = followed_param.grad().to_vector()[0];
+  const double param_before = followed_param.to_vector()[0];
+  sgd.step();
+  const double param_after = followed_param.to_vector()[0];
+
+  const std::vector<double> losses = gather(comm, {loss.item()});
+  const std::vector<double> reals = gather(comm, {real_gradient});
+  if (tell) {
+    std::printf("2. Forward and backward, each rank on its own %lld samples. Loss per rank:\n     %s\n",
+                static_cast<long long>(batch), row(losses, 0, N).c_str());
+    std::printf(
+        "   Rank 0's gradient hooks and bucket launches, in the order they happened\n"
+        "   (milliseconds since backward began):\n");
+    for (const ddp::DdpEvent& e : events) {
+      if (e.kind == ddp::DdpEvent::Kind::hook) {
+        std::printf("     %8.3f ms  hook %-10s -> bucket %d at offset %lld (%lld element%s)\n",
+                    e.seconds * 1e3, e.parameter.c_str(), e.bucket, static_cast<long long>(e.offset),
+                    static_cast<long long>(e.elements), e.elements == 1 ? "" : "s");
+      } else {
+        std::printf("     %8.3f ms  bucket %d full: all-reduce (avg) of %lld float32 launched; %s\n",
+                    e.seconds * 1e3, e.bucket, static_cast<long long>(e.elements),
+                    comm.explain_choice(comm::CollectiveKind::all_reduce, static_cast<size_t>(e.bytes),
+                                        config.algorithm)
+                        .c_str());
+      }
+    }
+    std::printf(
+        "\n3. One gradient through the all-reduce: element 0 of %s's gradient, bucket %d offset %lld.\n",
+        followed.c_str(), bucket, static_cast<long long>(offset));
+    std::printf(
+        "   Its real values %s; --explain puts 10^rank there\n"
+        "   instead so the partial sums read digit by digit.\n",
+        row(reals, 0, N).c_str());
+  }
+  // Each rank's column: its value as each step began, then after the last. A rank that sits
+  // steps out (recursive doubling's fold on N not a power of two) is not observed as they begin;
+  // its buffer does not change until the next step it takes part in, where it is observed again.
+  int steps = seen.steps;
+  const std::vector<double> all_steps = gather(comm, {static_cast<double>(steps)});
+  for (double s : all_steps)
+    RINGDP_CHECK(static_cast<int>(s) == steps, "--explain: rank 0 counted ", steps, " steps, another rank ",
+                 s);
+  std::vector<double> column(seen.before_step.begin(), seen.before_step.end());
+  for (size_t k = column.size() - 1; k-- > 0;)
+    if (std::isnan(column[k])) column[k] = column[k + 1];
+  std::vector<double> part(seen.took_part.begin(), seen.took_part.end());
+  const std::vector<double> table = gather(comm, column);
+  const std::vector<double> parts = gather(comm, part);
+  const std::vector<double> finals = gather(comm, {averaged});
+  if (tell) {
+    const auto at = [&](int r, int k) { return table[r * (steps + 1) + k]; };
+    std::printf("\n   %-28s", "");
+    for (int r = 0; r < N; ++r) std::printf("%12s", ("rank " + std::to_string(r)).c_str());
+    std::printf("\n   %-28s", "before the all-reduce");
+    for (int r = 0; r < N; ++r) std::printf("%12s", number(at(r, 0)).c_str());
+    for (int k = 0; k < steps; ++k) {
+      char label[64];
+      std::snprintf(label, sizeof label, "after step %d/%d %s", k + 1, steps, seen.phases[k].c_str());
+      std::printf("\n   %-28s", label);
+      for (int r = 0; r < N; ++r) {
+        const bool idle = parts[r * steps + k] == 0;
+        std::printf("%12s", (number(at(r, k + 1)) + (idle ? "*" : "")).c_str());
+      }
+    }
+    std::printf("\n   %-28s%s\n", ("averaged (sum / " + std::to_string(N) + ")").c_str(),
+                row(finals, 0, N).c_str());
+    bool any_idle = false;
+    for (double p : parts) any_idle = any_idle || p == 0;
+    if (any_idle) std::printf("   (* this rank sat the step out and kept its value)\n");
+    std::printf("\n4. SGD, the same on every rank: %s[0] = %s - lr %s x %s = %s\n", followed.c_str(),
+                number(param_before).c_str(), number(config.lr).c_str(), number(averaged).c_str(),
+                number(param_after).c_str());
+  }
+  const std::vector<double> params = gather(comm, {param_after});
+  bool same = true;
+  for (double v : params) same = same && v == params[0];
+  if (tell) {
+    std::printf("   after the step, %s[0] on every rank: %s (%s)\n", followed.c_str(),
+                row(params, 0, N).c_str(), same ? "identical" : "DIFFERENT");
+  }
+  RINGDP_CHECK(same, "--explain: the ranks' parameters differ after the step");
+  comm.barrier();
+  return 0;
+}
+
+}  // namespace ringdp::train

@@ -1,0 +1,17 @@
+// ringdp-train --explain: one real data-parallel step, told by rank 0 as it happens on every
+// rank: the parameter broadcast, each gradient hook, why `auto` chose each bucket's algorithm,
+// one gradient element through every step of the all-reduce, the average and the SGD update.
+// docs/walkthrough.md follows its output; tests/cli/train.sh (case explain) checks its values.
+#pragma once
+
+#include <memory>
+
+#include "apps/train/trainer.h"
+
+namespace ringdp::train {
+
+/// Runs the step and prints the story on rank 0; returns 0. Host tensors only: the values are
+/// read from memory as each step of the collective begins.
+int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);
+
+}  // namespace ringdp::train

@@ -1,10 +1,15 @@
-// DDP step benchmark: median step time and overlap of an MLP 1024→4096→4096→1024 with a batch of
-// 64 per rank, float32 on the CPU. Run by bench/ddp.sh on 1, 2 and 4 ranks; not a test.
-//   mpirun -np 4 build/bench/ringdp-ddp-bench [steps] [bucket_mb]
+// DDP step benchmark: median step time and overlap of an MLP (default 1024→4096→4096→1024) with a
+// batch of 64 per rank, float32 on the CPU. Run by perf/ddp.sh on 1, 2 and 4 ranks and by
+// perf/ddp_buckets.py (bucket caps, overlap on and off); not a test.
+//   mpirun -np 4 build/perf/ringdp-ddp-bench [steps [bucket_mb [overlap 1|0 [widths]]]]
+// widths: the layer sizes, comma-separated (default 1024,4096,4096,1024).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "autograd/layers.h"
 #include "autograd/sgd.h"
@@ -18,14 +23,25 @@ int main(int argc, char** argv) {
   comm::install_terminate_handler("ringdp-ddp-bench");
   const int steps = argc > 1 ? std::atoi(argv[1]) : 8;
   const double bucket_mb = argc > 2 ? std::atof(argv[2]) : 25.0;
+  const bool overlapping = argc > 3 ? std::atoi(argv[3]) != 0 : true;
+  std::vector<int64_t> widths;
+  std::istringstream list(argc > 4 ? argv[4] : "1024,4096,4096,1024");
+  for (std::string w; std::getline(list, w, ',');) widths.push_back(std::atoll(w.c_str()));
+  if (widths.size() < 2 || *std::min_element(widths.begin(), widths.end()) <= 0) {
+    std::fprintf(stderr, "ringdp-ddp-bench: widths '%s': expected two or more positive layer sizes\n",
+                 argc > 4 ? argv[4] : "");
+    return 2;
+  }
   auto world = comm::Communicator::init();
-  auto model = std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
-      std::make_shared<Linear>(LinearOptions(1024, 4096), 1), std::make_shared<ReLU>(),
-      std::make_shared<Linear>(LinearOptions(4096, 4096), 2), std::make_shared<ReLU>(),
-      std::make_shared<Linear>(LinearOptions(4096, 1024), 3)});
-  ddp::DistributedDataParallel ddp(model, world, {.bucket_cap_mb = bucket_mb});
+  auto model = std::make_shared<Sequential>();
+  for (size_t i = 0; i + 1 < widths.size(); ++i) {
+    model->push_back(std::make_shared<Linear>(LinearOptions(widths[i], widths[i + 1]), i + 1));
+    if (i + 2 < widths.size()) model->push_back(std::make_shared<ReLU>());
+  }
+  ddp::DistributedDataParallel ddp(model, world, {.bucket_cap_mb = bucket_mb, .overlap = overlapping});
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.001));
-  const Tensor x = randn({64, 1024}, 10 + world->rank()), y = randn({64, 1024}, 20 + world->rank());
+  const Tensor x = randn({64, widths.front()}, 10 + world->rank()),
+               y = randn({64, widths.back()}, 20 + world->rank());
   std::vector<double> step_s, backward_s, wait_s, overlap;
   for (int step = 0; step < steps + 1; ++step) {  // step 0 warms up
     const auto start = std::chrono::steady_clock::now();
@@ -46,11 +62,12 @@ int main(int argc, char** argv) {
   if (world->rank() == 0) {
     std::printf(
         "ranks %d  buckets %d  bytes/step %.1f MB  median step %.1f ms  backward %.1f ms  comm wait %.1f ms  "
-        "overlap %s\n",
+        "overlap %s%s\n",
         world->size(), ddp.last_stats().buckets, ddp.last_stats().bytes_reduced / 1e6, 1e3 * median(step_s),
         1e3 * median(backward_s), 1e3 * median(wait_s),
         world->size() == 1 ? "n/a (nothing to communicate)"
-                           : (std::to_string(static_cast<int>(100 * median(overlap))) + "%").c_str());
+                           : (std::to_string(static_cast<int>(100 * median(overlap))) + "%").c_str(),
+        overlapping ? "" : "  (--no-overlap)");
   }
   return 0;
 }

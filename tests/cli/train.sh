@@ -198,5 +198,53 @@ PY
       echo "ok (plot not drawn: no python3-matplotlib here)"
     fi
     ;;
+  seed-fixed)
+    # docs/examples/seed_fixed.py (PyTorch DDP, gloo) and ringdp-train on the same data, initial
+    # weights and shards end with the same parameters. Needs Debian's python3-torch.
+    torch_python=/usr/bin/python3
+    if ! "$torch_python" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
+      echo "SKIPPED: no python3-torch with gloo (apt-get install python3-torch)"
+      exit 77
+    fi
+    script="$(dirname "$0")/../../docs/examples/seed_fixed.py"
+    "$torch_python" - "$work" <<'PY'
+import random, sys, json
+work = sys.argv[1]
+rng = random.Random(7)
+w = [rng.gauss(0, 1) for _ in range(10)]
+with open(f"{work}/data.csv", "w") as f:
+    f.write(",".join(f"x{i}" for i in range(10)) + ",y\n")
+    for _ in range(400):
+        x = [rng.gauss(0, 1) for _ in range(10)]
+        f.write(",".join(f"{v:.6f}" for v in x) + f",{sum(a * b for a, b in zip(w, x)) + 0.5:.6f}\n")
+json.dump({"weight": {"shape": [1, 10], "data": [rng.uniform(-0.3, 0.3) for _ in range(10)]},
+           "bias": {"shape": [1], "data": [0.1]}}, open(f"{work}/init.json", "w"))
+PY
+    common=(--data "$work/data.csv" --init "$work/init.json" --no-shuffle --epochs 10 --lr 0.01)
+    run 4 "${common[@]}" --export "$work/ringdp.json"
+    [ $rc -eq 0 ] || fail "ringdp-train exited $rc: $out"
+    ringdp_out=$out
+    port=$((20000 + RANDOM % 20000))
+    out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 "$mpiexec" -n 4 "${launch_args[@]}" \
+      "$torch_python" "$script" "${common[@]}" --export "$work/torch.json" 2>&1)
+    rc=$?
+    [ $rc -eq 0 ] || fail "seed_fixed.py under $mpiexec exited $rc: $out"
+    [ "$(tail -n 1 <<<"$out")" = "Finished training" ] || fail "seed_fixed.py did not finish: $out"
+    "$torch_python" - "$work" <<'PY' || fail "ringdp and PyTorch disagree; ringdp: $ringdp_out; PyTorch: $out"
+import json, sys
+work = sys.argv[1]
+a, b = json.load(open(f"{work}/ringdp.json")), json.load(open(f"{work}/torch.json"))
+assert a.keys() == b.keys(), (a.keys(), b.keys())
+worst = max(abs(x - y) / max(1.0, abs(y)) for k in a for x, y in zip(a[k]["data"], b[k]["data"]))
+assert worst < 1e-5, f"worst relative difference {worst:.2e}"
+print(f"ok: ringdp-train and PyTorch DDP (seed_fixed.py), 4 ranks, 10 epochs: parameters agree, "
+      f"worst relative difference {worst:.2e}")
+PY
+    # The logged losses too (each side's mean over ranks of its float32 batch losses).
+    paste <(grep '^epoch' <<<"$ringdp_out" | awk '{print $2, $4}') <(grep '^epoch' <<<"$out" | awk '{print $4}') |
+      awk '{ d = $2 - $3; if (d < 0) d = -d; if (d > 1e-5 * ($3 > 1 ? $3 : 1)) { bad = 1; print "epoch " $1 ": ringdp " $2 ", PyTorch " $3 } }
+           END { exit bad }' || fail "the epoch losses of ringdp and PyTorch differ by more than 1e-5"
+    echo "ok: the 10 epoch losses agree within 1e-5 (last: $(grep '^epoch 10/' <<<"$ringdp_out" | awk '{print $4}'))"
+    ;;
   *) fail "unknown case $case_name" ;;
 esac

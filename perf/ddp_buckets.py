@@ -12,6 +12,7 @@ to the default (25 MiB, overlap on) measured in the same sweep. Not a test.
 Writes OUT.csv, OUT.md (the table docs/ddp.md quotes) and OUT.png (needs python3-matplotlib).
 """
 import argparse
+import csv
 import os
 import re
 import statistics
@@ -50,6 +51,8 @@ def main():
     ap.add_argument("--out", default="perf-out/ddp-buckets")
     ap.add_argument("--net", metavar="RATE", help="run each rank on its own namespace host, links shaped to RATE")
     ap.add_argument("--models", default=",".join(MODELS), help="which of: " + ", ".join(MODELS))
+    ap.add_argument("--configs", default=",".join(str(i) for i in range(len(CONFIGS))),
+                    help="which configurations, by index: " + "; ".join(f"{i} {c[0]}" for i, c in enumerate(CONFIGS)))
     args = ap.parse_args()
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_mpi_yield_when_idle="1")
@@ -61,7 +64,7 @@ def main():
         for np in [int(n) for n in args.ranks.split(",")]:
             for model in args.models.split(","):
                 widths = MODELS[model]
-                for label, cap, overlap in CONFIGS:
+                for label, cap, overlap in [CONFIGS[int(i)] for i in args.configs.split(",")]:
                     run = [bench, str(args.steps), str(cap), str(overlap), widths]
                     if args.net:
                         cmd = ["tests/net/cluster.sh", "run", "--hosts", str(np), "--ranks-per-host", "1", "--rate",
@@ -79,14 +82,15 @@ def main():
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     table = ["| ranks | model | buckets (cap) | buckets | step ms (median) | vs default | backward ms | wait ms |",
              "|---|---|---|---|---|---|---|---|"]
-    with open(args.out + ".csv", "w", encoding="utf-8") as csv:
-        csv.write("ranks,model,config,buckets,step_ms,backward_ms,wait_ms,ratio_to_default\n")
+    with open(args.out + ".csv", "w", encoding="utf-8", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["ranks", "model", "config", "buckets", "step_ms", "backward_ms", "wait_ms", "ratio_to_default"])
         for (np, model, label), rows in results.items():
             step = statistics.median(r[0] for r in rows)
             base = statistics.median(r[0] for r in results[(np, model, "25 MiB (default)")])
             back = statistics.median(r[1] for r in rows)
             wait = statistics.median(r[2] for r in rows)
-            csv.write(f"{np},{model},{label},{rows[0][3]},{step:.1f},{back:.1f},{wait:.1f},{step / base:.3f}\n")
+            out.writerow([np, model, label, rows[0][3], f"{step:.1f}", f"{back:.1f}", f"{wait:.1f}", f"{step / base:.3f}"])
             table.append(f"| {np} | {model} | {label} | {rows[0][3]} | {step:.1f} | {step / base:.2f} | {back:.1f} | "
                          f"{wait:.1f} |")
     with open(args.out + ".md", "w", encoding="utf-8") as md:
@@ -103,7 +107,7 @@ def main():
     models = args.models.split(",")
     fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4), squeeze=False)
     for ax, model in zip(axes[0], models):
-        labels = [c[0] for c in CONFIGS]
+        labels = [CONFIGS[int(i)][0] for i in args.configs.split(",")]
         width = 0.8 / len(nps)
         for i, np in enumerate(nps):
             values = [statistics.median(r[0] for r in results[(np, model, label)]) for label in labels]

@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""PyTorch DDP's step on the model perf/ddp_step.cpp trains (MLP 1024→4096→4096→1024, batch 64 per
+rank, float32, CPU, gloo, 25 MB buckets), printed in ringdp-ddp-bench's format so the two can be
+compared in one run (perf/ddp-vs-torch.sh). Needs Debian's python3-torch. Not a test.
+
+    mpirun -np 2 python3 perf/ddp_torch.py [steps]
+"""
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+    for rank_var, size_var in (("RANK", "WORLD_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                               ("PMI_RANK", "PMI_SIZE")):
+        if rank_var in os.environ:
+            rank, size = int(os.environ[rank_var]), int(os.environ[size_var])
+            break
+    else:
+        rank, size = 0, 1
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29517")
+    dist.init_process_group("gloo", rank=rank, world_size=size)
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096),
+                                torch.nn.ReLU(), torch.nn.Linear(4096, 1024))
+    ddp = DDP(model, bucket_cap_mb=25)
+    sgd = torch.optim.SGD(ddp.parameters(), lr=0.001)
+    g = torch.Generator().manual_seed(10 + rank)
+    x, y = torch.randn(64, 1024, generator=g), torch.randn(64, 1024, generator=g)
+    times = []
+    for step in range(steps + 1):  # step 0 warms up
+        start = time.perf_counter()
+        sgd.zero_grad()
+        torch.nn.functional.mse_loss(ddp(x), y).backward()
+        sgd.step()
+        if step:
+            times.append(time.perf_counter() - start)
+    if rank == 0:
+        print(f"pytorch {torch.__version__} ranks {size}  threads {torch.get_num_threads()}  "
+              f"median step {1e3 * statistics.median(times):.1f} ms")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -260,7 +260,8 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
   return requested;
 }
 
-Work Communicator::submit(const Issue& issue, Body body) {
+template <typename F>
+Work Communicator::submit(const Issue& issue, F body) {
   // Point-to-point calls involve some ranks only: counting them with the collectives would put
   // the ranks that took part one collective ahead of the others in every later tag.
   const bool p2p = issue.kind == CollectiveKind::send || issue.kind == CollectiveKind::recv;
@@ -273,15 +274,14 @@ Work Communicator::submit(const Issue& issue, Body body) {
     std::raise(SIGKILL);
   }
   if (fault.skip) return Work::completed();
-  if (!issue.async && queue_.run_inline([&] { execute(issue, sequence, fault, body); }))
+  if (!issue.async && queue_.run_inline([&] { execute(issue, sequence, fault, BodyRef(body)); }))
     return Work::completed();
-  return queue_.run(
-      [this, issue, sequence, fault, body = std::move(body)] { execute(issue, sequence, fault, body); },
-      issue.async);
+  return queue_.run([this, issue, sequence, fault,
+                     body = std::move(body)]() mutable { execute(issue, sequence, fault, BodyRef(body)); },
+                    issue.async);
 }
 
-void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault,
-                           const Body& body) {
+void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body) {
   if (fault.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(fault.delay_ms));
   position_ = Position{.kind = issue.kind,
                        .sequence = sequence,

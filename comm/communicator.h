@@ -110,7 +110,20 @@ class Communicator {
  private:
   Communicator(std::unique_ptr<Transport> transport, CommOptions options);
   struct Call;
-  using Body = std::function<void(Call&)>;
+  /// A collective's body, not owned: a blocking call runs it while the lambda it refers to is
+  /// alive on the caller's stack, so it needs no std::function (a heap allocation per call,
+  /// issue #20); only a queued call copies the lambda into one.
+  class BodyRef {
+   public:
+    template <typename F>
+    BodyRef(F& body)  // NOLINT: converting from any body is the point
+        : object_(&body), call_([](void* object, Call& call) { (*static_cast<F*>(object))(call); }) {}
+    void operator()(Call& call) const { call_(object_, call); }
+
+   private:
+    void* object_;
+    void (*call_)(void*, Call&);
+  };
   /// Where a collective's tensors travel: host memory over MPI (or a world of one), CUDA memory
   /// over NCCL, or CUDA memory over MPI (MpiCudaTransport: CUDA-aware or staged).
   enum class Route { host, nccl, mpi_cuda };
@@ -126,10 +139,11 @@ class Communicator {
     bool async = false;
   };
   /// Numbers the collective, carries out RINGDP_FAULT's plan for it, and queues it in issue order.
-  Work submit(const Issue& issue, Body body);
+  template <typename F>
+  Work submit(const Issue& issue, F body);
   /// Runs one collective on whichever thread the queue chose: picks the transport, checks the
   /// call against the other ranks' (DETAIL), runs the body, joins the caller's stream.
-  void execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, const Body& body);
+  void execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body);
   /// RINGDP_DEBUG=DETAIL: ends the job, naming both calls, when another rank issued another one.
   void check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag);
   /// Posts one send or receive; the async form completes it outside the ordered queue.

@@ -6,14 +6,18 @@ namespace ringdp::comm {
 Work::Work() : state_(std::make_shared<State>()) {}
 
 Work Work::completed() {
-  Work work;
-  work.state_->done = true;
-  work.state_->done_at = std::chrono::steady_clock::now();
+  Work work(nullptr);
+  work.done_at_ = std::chrono::steady_clock::now();
   return work;
 }
 
 Work Work::then(Work posted, std::function<void()> finish, std::function<bool()> poll) {
   Work work;
+  if (!posted.state_) {  // posted finished already: give it a state the two-part logic can read
+    posted.state_ = std::make_shared<State>();
+    posted.state_->done = true;
+    posted.state_->done_at = posted.done_at_;
+  }
   work.state_->posted = posted.state_;
   work.state_->finish = std::move(finish);
   work.state_->poll = std::move(poll);
@@ -38,6 +42,7 @@ void Work::finish_once() const {
 }
 
 void Work::wait() const {
+  if (!state_) return;
   if (state_->posted && !is_completed()) finish_once();
   std::unique_lock lock(state_->mutex);
   state_->done_cv.wait(lock, [&] { return state_->done; });
@@ -45,6 +50,7 @@ void Work::wait() const {
 }
 
 bool Work::is_completed() const {
+  if (!state_) return true;
   {
     std::lock_guard lock(state_->mutex);
     if (state_->done || !state_->posted) return state_->done;
@@ -57,6 +63,7 @@ bool Work::is_completed() const {
 }
 
 void Work::mark_done(std::exception_ptr error) const {
+  if (!state_) return;  // complete since it was made
   {
     std::lock_guard lock(state_->mutex);
     state_->done = true;
@@ -70,6 +77,7 @@ void Work::mark_done(std::exception_ptr error) const {
 
 namespace ringdp::comm {
 std::chrono::steady_clock::time_point Work::completed_at() const {
+  if (!state_) return done_at_;
   std::lock_guard lock(state_->mutex);
   return state_->done_at;
 }

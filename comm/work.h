@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -40,8 +41,13 @@ class Work {
     std::function<void()> finish;
     std::function<bool()> poll;
   };
+  explicit Work(std::nullptr_t) {}
   void finish_once() const;
+  /// The shared state; null for work that was complete when made (Work::completed(), every
+  /// blocking call that ran in place): those need no allocation (issue #20) and keep their
+  /// completion time here.
   std::shared_ptr<State> state_;
+  std::chrono::steady_clock::time_point done_at_{};
 };
 
 }  // namespace ringdp::comm

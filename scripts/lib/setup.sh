@@ -97,3 +97,12 @@ ringdp_build() {
   ringdp_step "building in $1" "the compiler's error is above; fix it, or 'rm -rf $1' if the build folder is stale, then rerun"
   ninja -C "$1"
 }
+
+# ringdp_failed_test_output FILE: what `meson test --print-errorlogs` printed about the failing
+# tests (each one's command and output), without the per-test result lines and the totals:
+# everything before "Summary of Failures:" that is not a result line. Meson has changed how it
+# frames a failing test's output ("--- command ---" blocks before 0.60, ">>> command" and ✀
+# rules since), so this relies on neither. The last 200 lines, for CI logs.
+ringdp_failed_test_output() {
+  awk '/^Summary of Failures:/ { exit } !/^ *[0-9]+\/[0-9]+ / { print }' "$1" | tail -n 200
+}

@@ -74,5 +74,18 @@ case "$case_name" in
     done
     echo "ok: one line names the step and what to do: $line"
     ;;
+  failure-output)
+    # scripts/test prints the output of the tests that failed, as this machine's meson writes it.
+    mkdir -p "$work/proj"
+    printf "project('p')\ntest('passes', find_program('true'))\ntest('fails', find_program('sh'), args: ['-c', 'echo ringdp-marker-of-the-failure; exit 3'])\n" \
+      >"$work/proj/meson.build"
+    meson setup "$work/proj/build" "$work/proj" >/dev/null 2>&1 || fail "meson setup of a one-line project failed"
+    meson test -C "$work/proj/build" --print-errorlogs >"$work/output.txt" 2>&1 && fail "the failing test passed"
+    shown=$(bash -c 'source "$0/scripts/lib/setup.sh"; ringdp_failed_test_output "$1"' "$source_root" "$work/output.txt")
+    grep -q "ringdp-marker-of-the-failure" <<<"$shown" ||
+      fail "the failing test's output is not shown; meson printed: $(cat "$work/output.txt")"
+    ! grep -qE '^ *[0-9]+/[0-9]+ ' <<<"$shown" || fail "the result lines are shown again: $shown"
+    echo "ok: the failing test's output is shown ($(wc -l <<<"$shown") lines)"
+    ;;
   *) fail "unknown case '$case_name'" ;;
 esac

@@ -2,6 +2,7 @@
 // on finished work returns at once.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -97,4 +98,21 @@ TEST_CASE("wait() and is_completed() racing on an asynchronous receive finish it
     }
   }
   REQUIRE(wrong == 0);
+}
+
+TEST_CASE("work that was complete when made: no wait, its time kept, and a second part over it runs once",
+          "[async][work]") {
+  const auto before = std::chrono::steady_clock::now();
+  const comm::Work done = comm::Work::completed();
+  REQUIRE(done.is_completed());
+  done.wait();
+  done.mark_done();  // a no-op: it cannot be completed twice
+  REQUIRE(done.completed_at() >= before);
+  REQUIRE(done.completed_at() <= std::chrono::steady_clock::now());
+  int finished = 0;
+  const comm::Work two_part = comm::Work::then(
+      done, [&] { ++finished; }, [] { return true; });
+  REQUIRE(two_part.is_completed());  // polls: the first part is done, so the second runs now
+  two_part.wait();
+  REQUIRE(finished == 1);
 }

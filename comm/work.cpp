@@ -30,7 +30,7 @@ void Work::finish_once() const {
     if (state_->finishing) return;  // another thread finishes it; wait() then waits for done
     state_->finishing = true;
   }
-  Work posted;
+  Work posted(nullptr);  // no state of its own: it shares the first part's
   posted.state_ = state_->posted;
   try {
     posted.wait();
@@ -55,7 +55,7 @@ bool Work::is_completed() const {
     std::lock_guard lock(state_->mutex);
     if (state_->done || !state_->posted) return state_->done;
   }
-  Work posted;
+  Work posted(nullptr);  // no state of its own: it shares the first part's
   posted.state_ = state_->posted;
   if (posted.is_completed() && state_->poll()) finish_once();
   std::lock_guard lock(state_->mutex);

@@ -54,6 +54,8 @@ def main():
     ap.add_argument("--configs", default=",".join(str(i) for i in range(len(CONFIGS))),
                     help="which configurations, by index: " + "; ".join(f"{i} {c[0]}" for i, c in enumerate(CONFIGS)))
     args = ap.parse_args()
+    if "3" not in args.configs.split(","):
+        sys.exit("perf/ddp_buckets.py: error: --configs must include 3, the default every ratio is taken against")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_mpi_yield_when_idle="1")
     bench = os.path.join(args.build, "perf", "ringdp-ddp-bench")

@@ -44,6 +44,8 @@ std::string row(const std::vector<double>& values, int first, int N) {
 // What the step observer saw of one element, on this rank: its value as each step began.
 struct Observed {
   std::mutex mutex;
+  int64_t all_reduces = 0;  // seen since the observer was set
+  int64_t current = -1;  // sequence of the all-reduce running now
   int64_t collective = -1;  // sequence of the all-reduce being followed
   int steps = 0;
   std::vector<double> before_step;  // [k]: value as step k+1 began; [steps]: after the last
@@ -110,46 +112,26 @@ int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communica
         first_name.c_str(), row(before_broadcast, 0, N).c_str(), row(after_broadcast, 0, N).c_str());
   }
 
-  // Which bucket and offset hold the followed gradient, from the layout DDP made.
-  int bucket = -1;
-  int64_t offset = 0;
-  {
-    const auto layout = ddp.bucket_layout();
-    for (size_t b = 0; b < layout.size() && bucket < 0; ++b) {
-      int64_t at = 0;
-      for (const std::string& name : layout[b]) {
-        if (name == followed) {
-          bucket = static_cast<int>(b);
-          offset = at;
-          break;
-        }
-        for (const auto& [pname, p] : named)
-          if (pname == name) at += p.numel();
-      }
-    }
-  }
-  RINGDP_CHECK(bucket >= 0, "--explain: parameter '", followed, "' is in no bucket");
+  const auto [bucket, offset] = ddp.locate(followed);
   const float* watched = ddp.bucket_buffer(bucket).data<float>() + offset;
 
   // The observer runs on the communicator's worker: it follows the bucket-th all-reduce after
   // backward begins (DDP launches buckets in index order, and nothing else all-reduces then).
   Observed seen;
-  int64_t all_reduces_seen = 0;
-  int64_t last_sequence = -1;
   comm.set_step_observer([&](const comm::Position& where) {
     if (where.kind != comm::CollectiveKind::all_reduce) return;
     std::lock_guard lock(seen.mutex);
-    if (static_cast<int64_t>(where.sequence) != last_sequence) {
-      last_sequence = static_cast<int64_t>(where.sequence);
-      if (all_reduces_seen++ == bucket) {
-        seen.collective = last_sequence;
+    if (static_cast<int64_t>(where.sequence) != seen.current) {
+      seen.current = static_cast<int64_t>(where.sequence);
+      if (seen.all_reduces++ == bucket) {
+        seen.collective = seen.current;
         seen.steps = where.steps;
         seen.before_step.assign(where.steps + 1, std::nan(""));
         seen.phases.assign(where.steps, "");
         seen.took_part.assign(where.steps, false);
       }
     }
-    if (last_sequence != seen.collective || where.step < 1 || where.step > seen.steps + 1) return;
+    if (seen.current != seen.collective || where.step < 1 || where.step > seen.steps + 1) return;
     seen.before_step[where.step - 1] = *watched;
     if (where.step <= seen.steps) {
       seen.phases[where.step - 1] = where.phase;

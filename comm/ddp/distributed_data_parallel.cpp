@@ -234,7 +234,9 @@ void DistributedDataParallel::on_gradient_ready(int index) {
   slot.ready = true;
   ++slots_ready_;
   Bucket& bucket = buckets_[slot.bucket];
-  const auto began = Clock::now();
+  // Read only for someone who records it: a hook runs for every parameter of every step.
+  const bool recorded = options_.on_event || timeline::enabled();
+  const auto began = recorded ? Clock::now() : Clock::time_point{};
   if (options_.on_event)
     options_.on_event(DdpEvent{.kind = DdpEvent::Kind::hook,
                                .seconds = seconds(began - backward_begin_),
@@ -246,7 +248,7 @@ void DistributedDataParallel::on_gradient_ready(int index) {
   Tensor view = bucket.buffer.flat_view(slot.offset, slot.param.numel());
   view.copy_from(slot.param.grad().reshape({slot.param.numel()}));
   if (--bucket.pending == 0 && options_.overlap) launch_ready_buckets();
-  if (timeline::enabled())
+  if (recorded && timeline::enabled())
     timeline::complete("hook", "hook " + slot.name, began, Clock::now(), timeline::Row::main,
                        detail::concat("\"bucket\": ", slot.bucket, ", \"offset\": ", slot.offset,
                                       ", \"elements\": ", slot.param.numel()));
@@ -303,6 +305,12 @@ void DistributedDataParallel::finish_iteration() {
   const double exposed = std::max(0.0, seconds(last_done - wait_start));
   stats_.overlap = stats_.comm_seconds > 0 ? std::clamp(1.0 - exposed / stats_.comm_seconds, 0.0, 1.0) : 0.0;
   iteration_synced_ = true;
+}
+
+std::pair<int, int64_t> DistributedDataParallel::locate(const std::string& name) const {
+  for (const Slot& s : slots_)
+    if (s.name == name) return {s.bucket, s.offset};
+  RINGDP_FAIL("DDP: no trainable parameter named '", name, "'");
 }
 
 std::vector<std::vector<std::string>> DistributedDataParallel::bucket_layout() const {

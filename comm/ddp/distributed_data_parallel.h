@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/module.h"
@@ -86,6 +87,9 @@ class DistributedDataParallel {
   const DdpStepStats& last_stats() const { return stats_; }
   /// Parameter names per bucket, in launch order (for tests and docs).
   std::vector<std::vector<std::string>> bucket_layout() const;
+  /// Where parameter `name`'s gradient sits: its bucket and its offset (elements) in that
+  /// bucket's buffer; throws when no trainable parameter has that name.
+  std::pair<int, int64_t> locate(const std::string& name) const;
   /// The flat buffer bucket `index` is all-reduced in (for --explain and tests: read only).
   const Tensor& bucket_buffer(int index) const { return buckets_.at(index).buffer; }
 

@@ -3,6 +3,8 @@
 
 #include "comm/algorithms.h"
 
+#include "kernels/elementwise.h"
+
 namespace ringdp::comm {
 
 int64_t ChunkLayout::offset(int chunk) const {
@@ -26,6 +28,13 @@ void CollectiveContext::close_step(timeline::Clock::time_point now) {
   timeline::complete("step", detail::concat("step ", position.step, "/", position.steps, " ", position.phase),
                      step_begin, now, timeline::thread_row(), std::move(args));
   step_begin = {};
+}
+
+void CollectiveContext::scale_completed(void* data, int64_t count) const {
+  if (scale == 1.0 || count == 0) return;
+  RINGDP_CHECK(!transport.device_memory(),
+               "avg's division folded into a collective runs on host memory only");
+  kernels::scale_cpu(data, count, dtype, scale);
 }
 
 void CollectiveContext::end_steps() {

@@ -25,7 +25,7 @@ namespace ringdp::comm {
 struct CollectiveContext {
   Transport& transport;
   DType dtype;
-  ReduceOp op;  ///< avg arrives here as sum; the communicator divides at the end
+  ReduceOp op;  ///< avg arrives here as sum; see `scale` for the division
   Position& position;
   size_t segment_bytes;  ///< pipelining unit of the ring (bytes, rounded to whole elements)
   bool trace;  ///< RINGDP_TRACE=1: one line per step on stderr
@@ -36,6 +36,11 @@ struct CollectiveContext {
   timeline::Clock::time_point step_begin{};  ///< when the open step began (timeline on)
   int step_send = -1;  ///< the open step's send peer, for its timeline event
   bool steps_ended = false;
+  /// avg's 1/N when the algorithm divides as it goes (ring and Rabenseifner on host memory):
+  /// each rank scales the part whose reduction it completes, right after reducing it, so the
+  /// division costs 1/N of a pass over data still in cache instead of a whole pass after the
+  /// collective. 1 otherwise: the communicator divides the result.
+  double scale = 1.0;
 
   int rank() const { return transport.rank(); }
   int size() const { return transport.size(); }
@@ -48,6 +53,9 @@ struct CollectiveContext {
   /// Records the step for the watchdog and prints it when tracing.
   void enter_step(int step, int steps, const char* phase, int send_peer, int send_chunk, int recv_peer,
                   int recv_chunk, const char* action);
+  /// Multiplies `count` elements at `data`, whose reduction this rank has just completed, by
+  /// `scale` (nothing when it is 1). Host memory only.
+  void scale_completed(void* data, int64_t count) const;
   /// After the last step: closes its timeline event and tells the observer (once).
   void end_steps();
   /// Records the open step as a timeline event ending at `now`.

@@ -56,6 +56,7 @@ void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count) {
     lo = keep_lo;
     hi = keep_hi;
   }
+  ctx.scale_completed(ctx.at(buf, lo), hi - lo);  // avg: the owner divides its range, once
   for (int k = fold.rounds - 1, mask = 1; mask < fold.P; mask *= 2, --k) {
     // Before round k both partners shared [lows[k], highs[k]); each now owns one half of it.
     const int64_t mid = lows[k] + (highs[k] - lows[k]) / 2;

@@ -20,6 +20,9 @@
 // rank's own input chunk is reduced into it there (out = incoming op input). At step 1 the chunk
 // sent is the rank's input itself. In place, the incoming partial must not overwrite the rank's
 // own contribution, so it lands in the transport's scratch slot 0 (sized once per call).
+// avg: the last reduce-scatter step completes the rank's own chunk, segment by segment; each
+// segment is divided by N right after its reduction, while it is still in cache (ctx.scale), and
+// the all-gather then copies the divided values.
 #include "comm/algorithms.h"
 
 namespace ringdp::comm {
@@ -37,17 +40,20 @@ void ring_reduce_scatter_phase(CollectiveContext& ctx, const void* input, void* 
     const void* sending = ctx.at(s == 0 ? input : out, layout.offset(send_chunk));
     char* target = ctx.at(out, layout.offset(recv_chunk));
     const char* mine = ctx.at(input, layout.offset(recv_chunk));
+    const bool last = s == N - 2;  // this rank's own chunk, complete as each segment lands
     if (in_place) {
       exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, scratch,
                          layout.length(recv_chunk), [&](int64_t off, int64_t len) {
                            ctx.transport.reduce_into(ctx.at(target, off), ctx.at(scratch, off), len,
                                                      ctx.dtype, ctx.op);
+                           if (last) ctx.scale_completed(ctx.at(target, off), len);
                          });
     } else {
       exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, target,
                          layout.length(recv_chunk), [&](int64_t off, int64_t len) {
                            ctx.transport.reduce_into(ctx.at(target, off), ctx.at(mine, off), len, ctx.dtype,
                                                      ctx.op);
+                           if (last) ctx.scale_completed(ctx.at(target, off), len);
                          });
     }
   }

@@ -441,6 +441,12 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
     const int64_t n = call.effective(in.numel());
     Transport& transport = call.ctx.transport;
+    // The ring and Rabenseifner divide as each part completes (CollectiveContext::scale); on
+    // device memory, and for the others, the division is a pass of its own after the collective.
+    const bool divides_as_it_goes =
+        op == ReduceOp::avg && size_ > 1 && !transport.device_memory() &&
+        (call.algorithm == Algorithm::ring || call.algorithm == Algorithm::rabenseifner) && n == in.numel();
+    if (divides_as_it_goes) call.ctx.scale = 1.0 / size_;
     if (call.native()) {
       transport.native_all_reduce(in.data_ptr(), out.data_ptr(), n, in.dtype(), op);
     } else if (call.algorithm == Algorithm::recursive_doubling) {
@@ -457,9 +463,9 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
         transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());  // an injected count fault
       all_reduce_ring(call.ctx, in.data_ptr(), out.data_ptr(), n);
     }
-    call.ctx.end_steps();  // the observer sees the sum, before avg's division
+    call.ctx.end_steps();  // the observer sees the sum, unless the algorithm divided as it went
     call.settle();
-    if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
+    if (op == ReduceOp::avg && !divides_as_it_goes) ops::scale_(out, 1.0 / size_);
     write_back(output, out);
   });
 }

@@ -30,7 +30,9 @@ struct Position {
 
 /// Watches a collective step by step (ringdp-train --explain): called on the thread running it
 /// as each step begins (the values then are those after the step before) and once after the
-/// last step, with step = steps + 1 and phase "done" (before avg's division).
+/// last step, with step = steps + 1 and phase "done". avg: the ring and Rabenseifner on host
+/// memory divide each part as its reduction completes, so later steps carry divided values;
+/// the other algorithms divide after "done".
 using StepObserver = std::function<void(const Position& where)>;
 
 }  // namespace ringdp::comm

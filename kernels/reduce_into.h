@@ -1,6 +1,8 @@
 // The collectives' local reduction: dst[i] = dst[i] op src[i] for i < count.
-// avg reduces as sum; the communicator divides once at the end (ops::scale_), so intermediate steps
-// of a ring keep full sums. bfloat16 is computed in float32 and rounded to nearest even.
+// avg reduces as sum and is divided once: the ring and Rabenseifner divide each part as its sum
+// completes (CollectiveContext::scale), the other algorithms at the end (ops::scale_).
+//
+// bfloat16 is computed in float32 and rounded to nearest even.
 // Integer sum and prod wrap around (two's complement) instead of overflowing into UB.
 // Every op is commutative bit for bit (min/max order ±0 by sign and give one canonical NaN),
 // so an algorithm may combine a op b or b op a and all ranks still agree exactly.

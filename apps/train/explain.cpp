@@ -223,6 +223,13 @@ int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communica
     bool any_idle = false;
     for (double p : parts) any_idle = any_idle || p == 0;
     if (any_idle) std::printf("   (* this rank sat the step out and kept its value)\n");
+    const comm::Algorithm used =
+        comm.resolve(comm::CollectiveKind::all_reduce, ddp.bucket_buffer(bucket).nbytes(), config.algorithm);
+    if (used == comm::Algorithm::ring || used == comm::Algorithm::rabenseifner)
+      std::printf(
+          "   (%s divides by %d where a sum completes: the rank that finishes a chunk divides it\n"
+          "   before the all-gather copies it on, so the others receive the average)\n",
+          comm::algorithm_name(used), N);
     std::printf("\n4. SGD, the same on every rank: %s[0] = %s - lr %s x %s = %s\n", followed.c_str(),
                 number(param_before).c_str(), number(config.lr).c_str(), number(averaged).c_str(),
                 number(param_after).c_str());

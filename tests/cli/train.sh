@@ -148,10 +148,13 @@ case "$case_name" in
     [ $rc -eq 0 ] || fail "--explain --algo ring exited $rc: $out"
     expect_row "after step 1/6 reduce-scatter" 1 11 100 1000
     expect_row "after step 2/6 reduce-scatter" 1 11 111 1000
-    expect_row "after step 3/6 reduce-scatter" 1 11 111 1111
-    expect_row "after step 4/6 all-gather" 1111 11 111 1111
-    expect_row "after step 6/6 all-gather" 1111 1111 1111 1111
-    echo "ok: --explain --algo ring: element 0 travels the ring, reduced by ranks 1, 2, 3, then gathered"
+    # Rank 3 completes chunk 0's sum at step 3 and divides it there (avg folded into the ring).
+    expect_row "after step 3/6 reduce-scatter" 1 11 111 277.75
+    expect_row "after step 4/6 all-gather" 277.75 11 111 277.75
+    expect_row "after step 6/6 all-gather" 277.75 277.75 277.75 277.75
+    expect_row "averaged (sum / 4)" 277.75 277.75 277.75 277.75
+    grep -q "ring divides by 4 where a sum completes" <<<"$out" || fail "--explain --algo ring: no word on the division: $out"
+    echo "ok: --explain --algo ring: element 0 travels the ring, reduced by ranks 1, 2, 3, divided by rank 3, then gathered"
     args=(--explain)
     run 3 "${args[@]}"
     [ $rc -eq 0 ] || fail "--explain on 3 ranks exited $rc: $out"

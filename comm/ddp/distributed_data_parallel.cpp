@@ -78,6 +78,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Modul
     }
     const Tensor& first = params[members.front()].second;
     bucket.buffer = zeros({elements}, first.dtype(), first.device());
+    for (int s : bucket.slots)
+      slots_[s].grad_view =
+          bucket.buffer.flat_view(slots_[s].offset, slots_[s].param.numel()).reshape(slots_[s].param.shape());
   }
   for (size_t s = 0; s < slots_.size(); ++s)
     slots_[s].hook =
@@ -245,8 +248,12 @@ void DistributedDataParallel::on_gradient_ready(int index) {
                                .offset = slot.offset,
                                .elements = slot.param.numel(),
                                .bytes = static_cast<int64_t>(slot.param.nbytes())});
-  Tensor view = bucket.buffer.flat_view(slot.offset, slot.param.numel());
-  view.copy_from(slot.param.grad().reshape({slot.param.numel()}));
+  // Once per parameter (or after someone replaced .grad): later steps accumulate in the bucket.
+  const Tensor grad = slot.param.grad();
+  if (!grad.is_same(slot.grad_view)) {
+    slot.grad_view.copy_from(grad);
+    slot.param.set_grad(slot.grad_view);
+  }
   if (--bucket.pending == 0 && options_.overlap) launch_ready_buckets();
   if (recorded && timeline::enabled())
     timeline::complete("hook", "hook " + slot.name, began, Clock::now(), timeline::Row::main,
@@ -268,6 +275,10 @@ void DistributedDataParallel::launch_ready_buckets() {
                                  .offset = 0,
                                  .elements = b.buffer.numel(),
                                  .bytes = static_cast<int64_t>(b.buffer.nbytes())});
+    if (comm_->size() == 1) {
+      b.work = comm::Work::completed();  // the average of one rank's gradient is that gradient
+      continue;
+    }
     b.work = comm_->all_reduce(b.buffer, ReduceOp::avg, {.algorithm = options_.algorithm, .async = true});
     stats_.bytes_reduced += static_cast<int64_t>(b.buffer.nbytes());
   }
@@ -283,13 +294,13 @@ void DistributedDataParallel::finish_iteration() {
     last_done = std::max(last_done, b.work.completed_at());
   }
   const auto wait_end = Clock::now();
+  // Only a hook registered after ours can have given a parameter another .grad since.
   for (const Slot& s : slots_) {
     Tensor grad = s.param.grad();
-    grad.reshape({s.param.numel()}).copy_from(buckets_[s.bucket].buffer.flat_view(s.offset, s.param.numel()));
+    if (!grad.is_same(s.grad_view)) grad.copy_from(s.grad_view);
   }
   if (timeline::enabled()) {
     timeline::complete("ddp", "wait for buckets", wait_start, wait_end, timeline::Row::main);
-    timeline::complete("ddp", "copy averaged gradients back", wait_end, Clock::now(), timeline::Row::main);
     for (size_t i = 0; i < buckets_.size(); ++i) {
       const Bucket& b = buckets_[i];
       timeline::async_interval(

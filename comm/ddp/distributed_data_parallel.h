@@ -3,16 +3,20 @@
 //
 // Buckets: parameters are grouped in reverse registration order (the order backward finishes
 // them) into buckets of at most bucket_cap_mb (the first one small, first_bucket_mb, so
-// communication starts early), one dtype and device per bucket. A hook on each parameter copies
-// its final gradient into the bucket's flat buffer and marks it ready; when every parameter of
-// a bucket is ready, the bucket's asynchronous all-reduce (avg) starts at once while backward
-// continues on earlier layers. Buckets are launched strictly in index order on every rank,
-// so all ranks issue the same collectives in the same order. When the last bucket is ready the
-// hook waits for all of them and copies the averaged values back into each .grad.
+// communication starts early), one dtype and device per bucket. A hook on each parameter marks
+// its final gradient ready; when every parameter of a bucket is ready, the bucket's asynchronous
+// all-reduce (avg) starts at once while backward continues on earlier layers. Buckets are
+// launched strictly in index order on every rank, so all ranks issue the same collectives in the
+// same order. When the last bucket is ready the hook waits for all of them.
 //
-// Why copy instead of making .grad a view into the bucket: autograd's gradients stay ordinary
-// tensors that SGD, checkpoints and no_sync accumulation use unchanged; the copy costs one pass
-// over the gradients, small next to the all-reduce it feeds.
+// Gradients are views into their bucket (PyTorch's gradient_as_bucket_view): at a parameter's
+// first synchronised backward the hook copies its gradient into the bucket once and makes .grad
+// a view of that slice. From then on autograd accumulates straight into the bucket and the
+// all-reduce averages .grad in place: no copy into the bucket, none back out (two passes over
+// every gradient per step). A .grad replaced by other code (set_grad) is copied in again and
+// viewed again at the next step. Consequence: a handle to .grad taken before the first step
+// keeps the old tensor; take p.grad() afresh.
+// One rank: nothing to average, so no collective runs at all.
 #pragma once
 
 #include <chrono>
@@ -99,6 +103,7 @@ class DistributedDataParallel {
     Tensor param;
     int bucket;
     int64_t offset;  // elements into the bucket's buffer
+    Tensor grad_view{};  // the slice of the bucket shaped as param: what .grad becomes
     bool ready = false;
     uint64_t hook = 0;  // the handle of our gradient hook on param, removed by the destructor
   };

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -368,4 +369,60 @@ TEST_CASE("frozen parameters are left out, and freezing after wrapping is named"
   // Freezing a wrapped parameter later is an error at the next forward, naming it.
   model->named_parameters().back().second.set_requires_grad(false);
   REQUIRE_THROWS_WITH(ddp(x), Catch::Contains("parameter '4.bias' was frozen after DistributedDataParallel"));
+}
+
+TEST_CASE("gradients live in their bucket: no copy in or out, and a replaced .grad is taken back",
+          "[ddp][view]") {
+  const Samples data = make_samples(16, 31);
+  auto& comm = world();
+  Tensor x, y;
+  gather_rows(data, {2 * comm.rank(), 2 * comm.rank() + 1}, DType::float64, x, y);
+  // Three steps; before the second, `replace` swaps one .grad for a tensor of DDP's own making.
+  auto train = [&](bool replace) {
+    auto model = make_model(true, DType::float64);
+    optim::SGD sgd(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    ddp::DistributedDataParallel ddp(model, world_ptr(), {.algorithm = comm::Algorithm::recursive_doubling});
+    for (int step = 0; step < 3; ++step) {
+      sgd.zero_grad();
+      if (replace && step == 1) {
+        Tensor p = model->parameters().front();
+        p.set_grad(zeros(p.shape(), p.dtype()));
+      }
+      ddp.backward(mse_loss(ddp(x), y));
+      for (auto& [name, p] : model->named_parameters()) {
+        const auto [bucket, offset] = ddp.locate(name);
+        const char* slice = static_cast<const char*>(ddp.bucket_buffer(bucket).data_ptr()) + offset * 8;
+        INFO("step " << step << ", " << name);
+        REQUIRE(p.grad().data_ptr() == slice);
+        REQUIRE(p.grad().shape() == p.shape());
+      }
+      sgd.step();
+    }
+    std::vector<double> out;
+    for (const Tensor& p : model->parameters())
+      for (double v : p.to_vector()) out.push_back(v);
+    return out;
+  };
+  REQUIRE(global_sum(train(false) != train(true)) == 0);
+}
+
+TEST_CASE("one rank runs no collective: the average of one gradient is itself", "[ddp][one_rank]") {
+  auto& comm = world();
+  const Samples data = make_samples(8, 41);
+  Tensor x, y;
+  gather_rows(data, {comm.rank() % 8}, DType::float32, x, y);
+  auto model = make_model(true, DType::float32);
+  ddp::DistributedDataParallel ddp(model, world_ptr());
+  std::atomic<int> all_reduces{0};
+  comm.set_step_observer([&](const comm::Position& where) {
+    if (where.kind == comm::CollectiveKind::all_reduce && where.step == where.steps + 1) ++all_reduces;
+  });
+  ddp.backward(mse_loss(ddp(x), y));
+  comm.set_step_observer({});
+  if (comm.size() == 1) {
+    REQUIRE(all_reduces == 0);
+    REQUIRE(ddp.last_stats().bytes_reduced == 0);
+  } else {
+    REQUIRE(all_reduces == static_cast<int>(ddp.bucket_layout().size()));
+  }
 }

@@ -2,19 +2,21 @@
 # ringdp's DDP step against PyTorch DDP's (gloo) on the same MLP, same machine, same run:
 # perf/ddp_step.cpp and perf/ddp_torch.py alternate ROUNDS times on NP ranks; prints each run and
 # the ratio of the medians (below 1: ringdp faster). Needs Debian's python3-torch. Not a test.
-#   perf/ddp-vs-torch.sh [NP [ROUNDS [STEPS]]]
+#   perf/ddp-vs-torch.sh [NP [ROUNDS [STEPS [WIDTHS [BATCH]]]]]
+# WIDTHS (layer sizes, default 1024,4096,4096,1024) and BATCH (per rank, default 64) pick the
+# model; the seed's job: perf/ddp-vs-torch.sh 4 3 200 10,1 100
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source perf/launcher.sh
-np=${1:-2} rounds=${2:-3} steps=${3:-8}
+np=${1:-2} rounds=${2:-3} steps=${3:-8} widths=${4:-1024,4096,4096,1024} batch=${5:-64}
 /usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
   { echo "perf/ddp-vs-torch.sh: needs python3-torch with gloo (apt-get install python3-torch)" >&2; exit 1; }
 ours=() theirs=()
 for round in $(seq "$rounds"); do
-  line=$("$launcher" -n "$np" "${launch_args[@]}" "$build/perf/ringdp-ddp-bench" "$steps")
+  line=$("$launcher" -n "$np" "${launch_args[@]}" "$build/perf/ringdp-ddp-bench" "$steps" 25 1 "$widths" "$batch")
   echo "round $round ringdp:  $line"
   ours+=("$(sed -n 's/.*median step \([0-9.]*\) ms.*/\1/p' <<<"$line")")
-  line=$(MASTER_PORT=$((20000 + RANDOM % 20000)) "$launcher" -n "$np" "${launch_args[@]}" /usr/bin/python3 perf/ddp_torch.py "$steps")
+  line=$(MASTER_PORT=$((20000 + RANDOM % 20000)) "$launcher" -n "$np" "${launch_args[@]}" /usr/bin/python3 perf/ddp_torch.py "$steps" "$widths" "$batch")
   echo "round $round pytorch: $line"
   theirs+=("$(sed -n 's/.*median step \([0-9.]*\) ms.*/\1/p' <<<"$line")")
 done

@@ -1,8 +1,9 @@
 // DDP step benchmark: median step time and overlap of an MLP (default 1024→4096→4096→1024) with a
 // batch of 64 per rank, float32 on the CPU. Run by perf/ddp.sh on 1, 2 and 4 ranks and by
 // perf/ddp_buckets.py (bucket caps, overlap on and off); not a test.
-//   mpirun -np 4 build/perf/ringdp-ddp-bench [steps [bucket_mb [overlap 1|0 [widths]]]]
-// widths: the layer sizes, comma-separated (default 1024,4096,4096,1024).
+//   mpirun -np 4 build/perf/ringdp-ddp-bench [steps [bucket_mb [overlap 1|0 [widths [batch]]]]]
+// widths: the layer sizes, comma-separated (default 1024,4096,4096,1024); batch: samples per rank
+// (default 64). The seed's job is widths 10,1 and batch 100 on 4 ranks (perf/ddp-vs-torch.sh).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +33,12 @@ int main(int argc, char** argv) {
                  argc > 4 ? argv[4] : "");
     return 2;
   }
+  const int64_t batch = argc > 5 ? std::atoll(argv[5]) : 64;
+  if (batch <= 0) {
+    std::fprintf(stderr, "ringdp-ddp-bench: batch '%s': expected a positive number of samples per rank\n",
+                 argv[5]);
+    return 2;
+  }
   auto world = comm::Communicator::init();
   auto model = std::make_shared<Sequential>();
   for (size_t i = 0; i + 1 < widths.size(); ++i) {
@@ -40,8 +47,8 @@ int main(int argc, char** argv) {
   }
   ddp::DistributedDataParallel ddp(model, world, {.bucket_cap_mb = bucket_mb, .overlap = overlapping});
   optim::SGD sgd(model->parameters(), optim::SGDOptions(0.001));
-  const Tensor x = randn({64, widths.front()}, 10 + world->rank()),
-               y = randn({64, widths.back()}, 20 + world->rank());
+  const Tensor x = randn({batch, widths.front()}, 10 + world->rank()),
+               y = randn({batch, widths.back()}, 20 + world->rank());
   std::vector<double> step_s, backward_s, wait_s, overlap;
   for (int step = 0; step < steps + 1; ++step) {  // step 0 warms up
     const auto start = std::chrono::steady_clock::now();
@@ -61,7 +68,7 @@ int main(int argc, char** argv) {
   };
   if (world->rank() == 0) {
     std::printf(
-        "ranks %d  buckets %d  bytes/step %.1f MB  median step %.1f ms  backward %.1f ms  comm wait %.1f ms  "
+        "ranks %d  buckets %d  bytes/step %.1f MB  median step %.3f ms  backward %.1f ms  comm wait %.1f ms  "
         "overlap %s%s\n",
         world->size(), ddp.last_stats().buckets, ddp.last_stats().bytes_reduced / 1e6, 1e3 * median(step_s),
         1e3 * median(backward_s), 1e3 * median(wait_s),

@@ -1,9 +1,13 @@
 #!/usr/bin/python3
-"""PyTorch DDP's step on the model perf/ddp_step.cpp trains (MLP 1024→4096→4096→1024, batch 64 per
-rank, float32, CPU, gloo, 25 MB buckets), printed in ringdp-ddp-bench's format so the two can be
-compared in one run (perf/ddp-vs-torch.sh). Needs Debian's python3-torch. Not a test.
+"""PyTorch DDP's step on the model perf/ddp_step.cpp trains (by default the MLP
+1024→4096→4096→1024, batch 64 per rank; float32, CPU, gloo, 25 MB buckets), printed in
+ringdp-ddp-bench's format so the two can be compared in one run (perf/ddp-vs-torch.sh). Needs
+Debian's python3-torch. Not a test.
 
-    mpirun -np 2 python3 perf/ddp_torch.py [steps]
+    mpirun -np 2 python3 perf/ddp_torch.py [steps [widths [batch]]]
+
+widths: layer sizes, comma-separated, ReLU between the Linear layers, as ringdp-ddp-bench builds
+them; the seed's job is widths 10,1 and batch 100 on 4 ranks.
 """
 import os
 import statistics
@@ -17,6 +21,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+    widths = [int(w) for w in (sys.argv[2] if len(sys.argv) > 2 else "1024,4096,4096,1024").split(",")]
+    batch = int(sys.argv[3]) if len(sys.argv) > 3 else 64
     for rank_var, size_var in (("RANK", "WORLD_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
                                ("PMI_RANK", "PMI_SIZE")):
         if rank_var in os.environ:
@@ -28,12 +34,16 @@ def main():
     os.environ.setdefault("MASTER_PORT", "29517")
     dist.init_process_group("gloo", rank=rank, world_size=size)
     torch.manual_seed(1)
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096),
-                                torch.nn.ReLU(), torch.nn.Linear(4096, 1024))
+    layers = []
+    for i in range(len(widths) - 1):
+        layers.append(torch.nn.Linear(widths[i], widths[i + 1]))
+        if i + 2 < len(widths):
+            layers.append(torch.nn.ReLU())
+    model = torch.nn.Sequential(*layers)
     ddp = DDP(model, bucket_cap_mb=25)
     sgd = torch.optim.SGD(ddp.parameters(), lr=0.001)
     g = torch.Generator().manual_seed(10 + rank)
-    x, y = torch.randn(64, 1024, generator=g), torch.randn(64, 1024, generator=g)
+    x, y = torch.randn(batch, widths[0], generator=g), torch.randn(batch, widths[-1], generator=g)
     times = []
     for step in range(steps + 1):  # step 0 warms up
         start = time.perf_counter()
@@ -44,7 +54,7 @@ def main():
             times.append(time.perf_counter() - start)
     if rank == 0:
         print(f"pytorch {torch.__version__} ranks {size}  threads {torch.get_num_threads()}  "
-              f"median step {1e3 * statistics.median(times):.1f} ms")
+              f"median step {1e3 * statistics.median(times):.3f} ms")
     dist.destroy_process_group()
 
 

@@ -14,18 +14,6 @@
 
 namespace ringdp {
 
-struct Tensor::Impl {
-  std::shared_ptr<Storage> storage;
-  size_t offset_bytes = 0;
-  Shape shape;
-  int64_t numel = 0;  // of shape, checked once where the shape is set: numel() is on every hot path
-  DType dtype = DType::float32;
-  bool requires_grad = false;
-  std::shared_ptr<Impl> grad;
-  std::shared_ptr<autograd::Node> grad_fn;
-  std::vector<std::pair<uint64_t, GradHook>> hooks;
-};
-
 std::string shape_str(const Shape& shape) {
   std::ostringstream out;
   out << "[";
@@ -56,23 +44,13 @@ Tensor::Tensor(Shape shape, DType dtype, Device device) {
   impl_ = std::move(impl);
 }
 
-Tensor::Impl& Tensor::impl() const {
-  RINGDP_CHECK(impl_ != nullptr, "operation on an undefined tensor");
-  return *impl_;
-}
-
-const Shape& Tensor::shape() const { return impl().shape; }
-int64_t Tensor::numel() const { return impl().numel; }
-DType Tensor::dtype() const { return impl().dtype; }
-Device Tensor::device() const { return impl().storage->device(); }
+void Tensor::fail_undefined() { RINGDP_FAIL("operation on an undefined tensor"); }
 
 int64_t Tensor::size(int64_t d) const {
   const int64_t n = dim();
   RINGDP_CHECK(d >= -n && d < n, "dimension ", d, " out of range for shape ", shape_str(shape()));
   return shape()[static_cast<size_t>(d < 0 ? d + n : d)];
 }
-
-void* Tensor::data_ptr() const { return static_cast<char*>(impl().storage->data()) + impl().offset_bytes; }
 
 void Tensor::check_host_access(DType expected) const {
   RINGDP_CHECK(device().is_cpu(), "host access to a tensor on ", device().str(),

@@ -2,14 +2,23 @@
 // plain loop, no ringdp at all, timed as ringdp-bench times a size (barrier, warm-up, then the
 // mean over iterations, the slowest rank's). Out-of-place float32 sum.
 // Usage: ringdp-raw-allreduce MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP; prints "bytes,time_us".
+// RINGDP_RAW_SERIALIZED=1: MPI_Init_thread at MPI_THREAD_SERIALIZED, the level ringdp asks for,
+// to measure what the thread level alone costs (docs/benchmarks.md, "Where the rest goes").
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  const char* serialized = std::getenv("RINGDP_RAW_SERIALIZED");
+  if (serialized && std::strcmp(serialized, "1") == 0) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   const long min = argc > 1 ? std::atol(argv[1]) : 8, max = argc > 2 ? std::atol(argv[2]) : 4096;
   const long factor = argc > 3 ? std::atol(argv[3]) : 2;
   const int iters = argc > 4 ? std::atoi(argv[4]) : 200, warmup = argc > 5 ? std::atoi(argv[5]) : 20;

@@ -19,6 +19,19 @@ CallQueue::~CallQueue() {
 
 Work CallQueue::run(std::function<void()> call, bool async) {
   if (!async && run_inline(call)) return Work::completed();
+  if (caller_thread_only_) {
+    // Nothing is ever queued here, so a blocking call ran above; this is an asynchronous one.
+    // Its error waits in its Work, for wait() to rethrow, as when the worker runs it.
+    Work work;
+    std::lock_guard exec(exec_mutex_);
+    try {
+      call();
+      work.mark_done();
+    } catch (...) {
+      work.mark_done(std::current_exception());
+    }
+    return work;
+  }
   std::unique_lock lock(queue_mutex_);
   Work work;
   if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });

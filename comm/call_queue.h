@@ -2,7 +2,10 @@
 // calls in issue order; a blocking call issued when nothing is queued or running runs on the
 // caller's thread instead (a hand-off costs microseconds, more than a whole small all-reduce on
 // one node). Whichever thread runs a call holds exec_mutex() meanwhile, so MPI sees one thread
-// at a time (MPI_THREAD_SERIALIZED). Tested through the communicator: tests/mpi/test_comm_async.cpp.
+// at a time (MPI_THREAD_SERIALIZED). Where MPI allows no second thread (MPI_THREAD_SINGLE or
+// FUNNELED: comm/mpi_runtime.h), set_caller_thread_only() makes every call, asynchronous ones
+// too, run on the caller's thread as it is issued: no worker, no overlap, nothing MPI forbids.
+// Tested through the communicator: tests/mpi/test_comm_async.cpp, tests/mpi/test_thread_single.cpp.
 #pragma once
 
 #include <condition_variable>
@@ -40,6 +43,10 @@ class CallQueue {
     call();
     return true;
   }
+  /// From now on no worker thread: asynchronous calls run at once on the caller's thread and
+  /// return a completed Work that carries their error, if any. Call before issuing anything.
+  void set_caller_thread_only() { caller_thread_only_ = true; }
+  bool caller_thread_only() const { return caller_thread_only_; }
   /// Held while a call runs; whoever else talks to the transport (a send's completion) takes it too.
   std::mutex& exec_mutex() { return exec_mutex_; }
 
@@ -52,6 +59,7 @@ class CallQueue {
   std::deque<std::function<void()>> queue_;
   bool worker_busy_ = false;
   bool stopping_ = false;
+  bool caller_thread_only_ = false;
   std::thread worker_;
 };
 

@@ -219,6 +219,7 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions opt
   check_calls_ = debug && std::strcmp(debug, "DETAIL") == 0;
   decide_device();
   timeline::start_from_environment(rank_);
+  if (!mpi_allows_worker_thread()) queue_.set_caller_thread_only();
 }
 
 Communicator::~Communicator() = default;

@@ -89,6 +89,20 @@ void check_launcher_matches_library() {
 }
 }  // namespace
 
+namespace {
+// RINGDP_MPI_THREAD: serialized (the default) lets each communicator run asynchronous collectives
+// on a worker thread; single skips Open MPI's locking on every call (any level above single turns
+// it on) at the price of running every collective on the caller's thread.
+int requested_thread_level() {
+  const char* value = std::getenv("RINGDP_MPI_THREAD");
+  if (!value || !*value || std::strcmp(value, "serialized") == 0) return MPI_THREAD_SERIALIZED;
+  if (std::strcmp(value, "single") == 0) return MPI_THREAD_SINGLE;
+  RINGDP_FAIL("RINGDP_MPI_THREAD='", value, "': expected serialized (the default) or single");
+}
+}  // namespace
+
+int mpi_thread_level() { return g_thread_level; }
+
 void mpi_ensure_initialized() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -100,11 +114,13 @@ void mpi_ensure_initialized() {
       g_thread_level = level;
       return;
     }
+    const int requested = requested_thread_level();
     int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Init_thread(nullptr, nullptr, requested, &provided);
     g_thread_level = provided;
-    RINGDP_CHECK(provided >= MPI_THREAD_SERIALIZED, "the MPI library provides thread level ", provided,
-                 "; ringdp needs MPI_THREAD_SERIALIZED (", MPI_THREAD_SERIALIZED, ")");
+    RINGDP_CHECK(provided >= requested, "the MPI library provides thread level ", provided,
+                 "; ringdp asked for ", requested,
+                 " (MPI_THREAD_SERIALIZED; RINGDP_MPI_THREAD=single asks for MPI_THREAD_SINGLE)");
     // Return codes instead of MPI's default abort, so failures become ringdp::Errors.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::atexit([] {
@@ -149,7 +165,10 @@ bool mpi_is_initialized() {
   std::fflush(stderr);
   _exit(code);
 }
+bool mpi_allows_worker_thread() { return !mpi_is_initialized() || g_thread_level >= MPI_THREAD_SERIALIZED; }
 #else
+int mpi_thread_level() { return -1; }
+bool mpi_allows_worker_thread() { return true; }
 void mpi_ensure_initialized() {}
 bool mpi_is_initialized() { return false; }
 [[noreturn]] void abort_job(int code) {

@@ -1,6 +1,7 @@
 // The process-wide MPI state: initialised once (MPI_THREAD_SERIALIZED, because a
-// communicator's worker thread and the caller take turns but never call MPI at once),
-// finalised once at exit, and the one place that can end the whole job.
+// communicator's worker thread and the caller take turns but never call MPI at once; or
+// MPI_THREAD_SINGLE with RINGDP_MPI_THREAD=single), finalised once at exit, and the one place
+// that can end the whole job.
 #pragma once
 
 #include <string>
@@ -23,6 +24,14 @@ bool mpi_cuda_aware();
 /// variables name more ranks than MPI sees (a launcher of another MPI, docs/errors.md).
 void mpi_ensure_initialized();
 bool mpi_is_initialized();
+/// The thread level MPI provides (MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE), -1 before MPI is
+/// initialised or without MPI.
+int mpi_thread_level();
+/// Whether another thread may call MPI while the caller's thread is not: MPI provides
+/// MPI_THREAD_SERIALIZED or more, or is not in use. False when a program initialised MPI itself
+/// at a lower level, or with RINGDP_MPI_THREAD=single: then every communicator runs all its calls,
+/// asynchronous ones too, on the caller's thread (comm/call_queue.h).
+bool mpi_allows_worker_thread();
 
 /// Prints nothing; ends every rank of the job with `code` (MPI_Abort), or this process alone
 /// when there is no MPI job.

@@ -7,6 +7,10 @@
 
 #include <mpi.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
 #include "comm/mpi_runtime.h"
 #include "tests/support/mpi_test.h"
 
@@ -39,6 +43,17 @@ int64_t global_sum(int64_t value) {
 
 int main(int argc, char** argv) {
   ringdp::comm::install_terminate_handler("ringdp-test");
+  // RINGDP_TEST_MPI_INIT=single or funneled: this program initialises MPI itself, at that level,
+  // before ringdp does (tests/mpi/test_thread_single.cpp), as a user's program may.
+  if (const char* level = std::getenv("RINGDP_TEST_MPI_INIT"); level && *level) {
+    const bool single = std::strcmp(level, "single") == 0;
+    if (!single && std::strcmp(level, "funneled") != 0) {
+      std::fprintf(stderr, "RINGDP_TEST_MPI_INIT='%s': expected single or funneled\n", level);
+      return 2;
+    }
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, single ? MPI_THREAD_SINGLE : MPI_THREAD_FUNNELED, &provided);
+  }
   auto& world = ringdp::testing::world();
   Catch::Session session;
   if (const int rc = session.applyCommandLine(argc, argv)) return rc;
@@ -50,5 +65,6 @@ int main(int argc, char** argv) {
                 static_cast<long long>(ranks_failed));
   }
   ringdp::testing::holder().reset();
+  if (std::getenv("RINGDP_TEST_MPI_INIT")) MPI_Finalize();  // it initialised MPI, so it finalises it
   return ranks_failed ? 1 : 0;
 }

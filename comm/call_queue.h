@@ -35,7 +35,7 @@ class CallQueue {
   /// running; returns false, running nothing, otherwise (then use run()).
   template <typename F>
   bool run_inline(F&& call) {
-    {
+    if (!caller_thread_only_) {  // else nothing is ever queued
       std::lock_guard lock(queue_mutex_);
       if (!queue_.empty() || worker_busy_) return false;
     }

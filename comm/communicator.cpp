@@ -472,7 +472,11 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
 }
 
 CollectiveContext Communicator::armed(Transport& transport, DType dtype, int tag) {
-  transport.set_deadline(Transport::Clock::now() + options_.timeout, [this] { on_deadline(); });
+  const auto deadline = Transport::Clock::now() + options_.timeout;
+  if (transport.has_expiry_handler())
+    transport.set_deadline(deadline);
+  else
+    transport.set_deadline(deadline, [this] { on_deadline(); });
   return CollectiveContext{.transport = transport,
                            .dtype = dtype,
                            .op = ReduceOp::sum,

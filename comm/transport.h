@@ -106,6 +106,10 @@ class Transport {
     deadline_ = deadline;
     on_expiry_ = std::move(on_expiry);
   }
+  /// A new deadline for the handler already set: what every collective does (no std::function
+  /// to rebuild per call, issue #20).
+  void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
+  bool has_expiry_handler() const { return static_cast<bool>(on_expiry_); }
 
  protected:
   bool deadline_passed() const { return Clock::now() > deadline_; }

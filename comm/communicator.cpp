@@ -97,7 +97,9 @@ struct Communicator::Call {
   }
 
   /// The tensor the transport works on: itself in device memory, else a host copy.
-  Tensor view(const Tensor& t) const { return ctx.transport.device_memory() ? t : host_view(t); }
+  Tensor view(const Tensor& t) const {
+    return ctx.transport.device_memory() || t.device().is_cpu() ? t : host_view(t);
+  }
   /// The library's own collective (`--algo native`); a world of one has its identity ones.
   bool native() const { return algorithm == Algorithm::native; }
   /// The element count to run with: n, changed by an injected fault, kept within the tensor.
@@ -212,6 +214,8 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions opt
     : transport_(std::move(transport)), options_(options) {
   rank_ = transport_->rank();
   size_ = transport_->size();
+  nccl_backend_ = options_.backend == "nccl";
+  auto_backend_ = options_.backend == "auto";
   sequence_bits_ = sequence_bits_for(transport_->tag_upper_bound());
   const char* trace = std::getenv("RINGDP_TRACE");
   trace_ = trace && std::strcmp(trace, "0") != 0 && *trace;
@@ -345,7 +349,7 @@ void Communicator::check_device(const Tensor& t) const {
 }
 
 Communicator::Route Communicator::route_for(const Tensor& t) const {
-  if (options_.backend == "nccl") {
+  if (nccl_backend_) {
     RINGDP_CHECK(RINGDP_HAVE_NCCL,
                  "--backend nccl: ringdp was built without NCCL (configure with -Dnccl=enabled "
                  "on a machine with CUDA and NCCL)");
@@ -356,7 +360,7 @@ Communicator::Route Communicator::route_for(const Tensor& t) const {
   }
   if (!t.defined() || !t.device().is_cuda()) return Route::host;
   check_device(t);
-  return RINGDP_HAVE_NCCL && options_.backend == "auto" ? Route::nccl : Route::mpi_cuda;
+  return RINGDP_HAVE_NCCL && auto_backend_ ? Route::nccl : Route::mpi_cuda;
 }
 
 void Communicator::decide_device() {

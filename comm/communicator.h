@@ -170,6 +170,8 @@ class Communicator {
   std::unique_ptr<Transport> nccl_transport_;  // created by the first CUDA collective on NCCL
   std::unique_ptr<Transport> mpi_cuda_transport_;  // created by the first CUDA collective on MPI
   CommOptions options_;
+  // options_.backend, compared once at construction instead of as a string per collective.
+  bool nccl_backend_ = false, auto_backend_ = false;
   const char* backend_ = "local";
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   Device device_ = Device::cpu();  // see device(); set by decide_device() once the local rank is known

@@ -35,6 +35,7 @@ Work CallQueue::run(std::function<void()> call, bool async) {
   std::unique_lock lock(queue_mutex_);
   Work work;
   if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
   queue_.push_back([call = std::move(call), work] {
     try {
       call();
@@ -57,14 +58,13 @@ void CallQueue::worker_loop() {
     if (queue_.empty()) return;  // stopping, and everything issued has run
     auto call = std::move(queue_.front());
     queue_.pop_front();
-    worker_busy_ = true;
     lock.unlock();
     {
       std::lock_guard exec(exec_mutex_);
       call();
     }
+    in_flight_.fetch_sub(1, std::memory_order_release);
     lock.lock();
-    worker_busy_ = false;
   }
 }
 

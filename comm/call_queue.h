@@ -8,6 +8,7 @@
 // Tested through the communicator: tests/mpi/test_comm_async.cpp, tests/mpi/test_thread_single.cpp.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -35,10 +36,10 @@ class CallQueue {
   /// running; returns false, running nothing, otherwise (then use run()).
   template <typename F>
   bool run_inline(F&& call) {
-    if (!caller_thread_only_) {  // else nothing is ever queued
-      std::lock_guard lock(queue_mutex_);
-      if (!queue_.empty() || worker_busy_) return false;
-    }
+    // One load instead of the queue's lock (issue #20). A call queued by another thread after
+    // this load may still take exec_mutex first, as it could after the lock was released:
+    // calls issued from several threads at once have no order between them either way.
+    if (in_flight_.load(std::memory_order_acquire) != 0) return false;
     std::lock_guard exec(exec_mutex_);
     call();
     return true;
@@ -57,7 +58,7 @@ class CallQueue {
   std::mutex queue_mutex_;
   std::condition_variable queue_cv_;
   std::deque<std::function<void()>> queue_;
-  bool worker_busy_ = false;
+  std::atomic<int> in_flight_{0};  // queued, or running on the worker
   bool stopping_ = false;
   bool caller_thread_only_ = false;
   std::thread worker_;

@@ -297,7 +297,9 @@ void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAct
   // The library's own collectives may live elsewhere: MPI without CUDA support takes host copies.
   Transport& transport = issue.algorithm == Algorithm::native ? routed.native_transport() : routed;
   Call call{
-      .ctx = armed(transport, issue.dtype, encode_tag(issue.kind, issue.dtype, sequence, sequence_bits_)),
+      // MPI's own collectives block outside the watchdog (docs/errors.md): no clock read for them.
+      .ctx = armed(transport, issue.dtype, encode_tag(issue.kind, issue.dtype, sequence, sequence_bits_),
+                   issue.algorithm != Algorithm::native || transport.device_memory()),
       .algorithm = issue.algorithm,
       .count_delta = fault.count_delta,
       .timeout = options_.timeout,
@@ -475,12 +477,14 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
   });
 }
 
-CollectiveContext Communicator::armed(Transport& transport, DType dtype, int tag) {
-  const auto deadline = Transport::Clock::now() + options_.timeout;
-  if (transport.has_expiry_handler())
-    transport.set_deadline(deadline);
-  else
-    transport.set_deadline(deadline, [this] { on_deadline(); });
+CollectiveContext Communicator::armed(Transport& transport, DType dtype, int tag, bool watched) {
+  if (watched) {
+    const auto deadline = Transport::Clock::now() + options_.timeout;
+    if (transport.has_expiry_handler())
+      transport.set_deadline(deadline);
+    else
+      transport.set_deadline(deadline, [this] { on_deadline(); });
+  }
   return CollectiveContext{.transport = transport,
                            .dtype = dtype,
                            .op = ReduceOp::sum,

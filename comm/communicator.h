@@ -155,8 +155,9 @@ class Communicator {
   [[noreturn]] void report_deadline(const Position& where);
   /// Several hosts, at least one with several ranks: where the hierarchical all-reduce helps.
   bool spans_hosts() const { return hosts_ > 1 && hosts_ < size_; }
-  /// A collective's context on `transport`, whose deadline (the collective timeout) starts now.
-  CollectiveContext armed(Transport& transport, DType dtype, int tag);
+  /// A collective's context on `transport`, whose deadline (the collective timeout) starts now;
+  /// `watched` false leaves the deadline alone (MPI's own blocking collectives never poll it).
+  CollectiveContext armed(Transport& transport, DType dtype, int tag, bool watched = true);
   /// The hierarchical all-reduce of buf (n elements) over the host and cross transports.
   void run_hierarchical(Call& call, void* buf, int64_t n);
   /// Throws unless the CUDA tensor t is on device().

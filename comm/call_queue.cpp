@@ -17,6 +17,18 @@ CallQueue::~CallQueue() {
   if (worker_.joinable()) worker_.join();
 }
 
+namespace {
+// Runs `call` and completes `work` with its outcome: the error waits in the Work for wait().
+void run_into(const std::function<void()>& call, const Work& work) {
+  try {
+    call();
+    work.mark_done();
+  } catch (...) {
+    work.mark_done(std::current_exception());
+  }
+}
+}  // namespace
+
 Work CallQueue::run(std::function<void()> call, bool async) {
   if (!async && run_inline(call)) return Work::completed();
   if (caller_thread_only_) {
@@ -24,26 +36,14 @@ Work CallQueue::run(std::function<void()> call, bool async) {
     // Its error waits in its Work, for wait() to rethrow, as when the worker runs it.
     Work work;
     std::lock_guard exec(exec_mutex_);
-    try {
-      call();
-      work.mark_done();
-    } catch (...) {
-      work.mark_done(std::current_exception());
-    }
+    run_into(call, work);
     return work;
   }
   std::unique_lock lock(queue_mutex_);
   Work work;
   if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
   in_flight_.fetch_add(1, std::memory_order_relaxed);
-  queue_.push_back([call = std::move(call), work] {
-    try {
-      call();
-      work.mark_done();
-    } catch (...) {
-      work.mark_done(std::current_exception());
-    }
-  });
+  queue_.push_back([call = std::move(call), work] { run_into(call, work); });
   lock.unlock();
   queue_cv_.notify_one();
   if (!async) work.wait();

@@ -47,7 +47,6 @@ class CallQueue {
   /// From now on no worker thread: asynchronous calls run at once on the caller's thread and
   /// return a completed Work that carries their error, if any. Call before issuing anything.
   void set_caller_thread_only() { caller_thread_only_ = true; }
-  bool caller_thread_only() const { return caller_thread_only_; }
   /// Held while a call runs; whoever else talks to the transport (a send's completion) takes it too.
   std::mutex& exec_mutex() { return exec_mutex_; }
 

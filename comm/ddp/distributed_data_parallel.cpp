@@ -255,7 +255,7 @@ void DistributedDataParallel::on_gradient_ready(int index) {
     slot.param.set_grad(slot.grad_view);
   }
   if (--bucket.pending == 0 && options_.overlap) launch_ready_buckets();
-  if (recorded && timeline::enabled())
+  if (timeline::enabled())  // implies `recorded`, so `began` was read
     timeline::complete("hook", "hook " + slot.name, began, Clock::now(), timeline::Row::main,
                        detail::concat("\"bucket\": ", slot.bucket, ", \"offset\": ", slot.offset,
                                       ", \"elements\": ", slot.param.numel()));

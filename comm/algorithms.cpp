@@ -37,9 +37,7 @@ void CollectiveContext::scale_completed(void* data, int64_t count) const {
   kernels::scale_cpu(data, count, dtype, scale);
 }
 
-void CollectiveContext::end_steps() {
-  if (steps_ended) return;
-  steps_ended = true;
+void CollectiveContext::report_end_of_steps() {
   if (step_begin != timeline::Clock::time_point{}) close_step(timeline::Clock::now());
   if (observer) {
     Position done = position;

@@ -56,8 +56,14 @@ struct CollectiveContext {
   /// Multiplies `count` elements at `data`, whose reduction this rank has just completed, by
   /// `scale` (nothing when it is 1). Host memory only.
   void scale_completed(void* data, int64_t count) const;
-  /// After the last step: closes its timeline event and tells the observer (once).
-  void end_steps();
+  /// After the last step: closes its timeline event and tells the observer (once). Inline: most
+  /// collectives have neither, and this runs for every one (issue #20).
+  void end_steps() {
+    if (steps_ended) return;
+    steps_ended = true;
+    if (observer || step_begin != timeline::Clock::time_point{}) report_end_of_steps();
+  }
+  void report_end_of_steps();
   /// Records the open step as a timeline event ending at `now`.
   void close_step(timeline::Clock::time_point now);
 };
@@ -135,6 +141,9 @@ struct PowerOfTwoFold {
 
 void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t count);
 void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count);
+/// Every rank on one host: each reduces all parts out of the others' shared-memory slots.
+void all_reduce_shared(CollectiveContext& ctx, SharedSlots& slots, const void* input, void* out,
+                       int64_t count);
 // reduce: input untouched; out receives the result on root (out may equal input).
 void reduce_tree(CollectiveContext& ctx, const void* input, void* out, int64_t count, int root);
 // broadcast: in place on buf.

@@ -30,7 +30,7 @@ void run_into(const std::function<void()>& call, const Work& work) {
 }  // namespace
 
 Work CallQueue::run(std::function<void()> call, bool async) {
-  if (!async && run_inline(call)) return Work::completed();
+  if (!async && run_inline(call)) return Work::returned();
   if (caller_thread_only_) {
     // Nothing is ever queued here, so a blocking call ran above; this is an asynchronous one.
     // Its error waits in its Work, for wait() to rethrow, as when the worker runs it.

@@ -17,6 +17,7 @@
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
 #include "comm/nccl_transport.h"
+#include "comm/shared_slots.h"
 #include "config.h"
 #include "kernels/device_memory.h"
 #include "tensor/ops.h"
@@ -74,6 +75,12 @@ void check_overlap(const Tensor& input, const Tensor& output, const char* what, 
 // collectives without CUDA-aware MPI; user send/recv), the copy is made here. to() returns the
 // tensor itself when it is already on the host.
 Tensor host_view(const Tensor& t) { return t.to(Device::cpu()); }
+
+// avg's division of a result the collective wrote through `out` (a handle the body may not own).
+void scale_result(const Tensor& out, double alpha) {
+  Tensor handle = out;
+  ops::scale_(handle, alpha);
+}
 void write_back(Tensor& target, const Tensor& host) {
   if (!target.is_same(host)) target.copy_from(host);
 }
@@ -87,6 +94,7 @@ struct Communicator::Call {
   std::chrono::milliseconds timeout;
   bool blocking_wait = false;
   bool settled = false;
+  Tensor staged[2];  ///< view()'s host copies of CUDA tensors, when the transport needs them
 
   /// Ends the device part of the collective, once: from here the caller's stream (or, with
   /// blocking_wait, the host) is ordered after it. No-op for host memory.
@@ -96,9 +104,13 @@ struct Communicator::Call {
     ctx.transport.end_collective(ctx.position.describe(), timeout, blocking_wait);
   }
 
-  /// The tensor the transport works on: itself in device memory, else a host copy.
-  Tensor view(const Tensor& t) const {
-    return ctx.transport.device_memory() || t.device().is_cpu() ? t : host_view(t);
+  /// The tensor the transport works on: itself in device memory or on the host (no handle copy,
+  /// issue #20), else a host copy that this Call keeps (one per tensor of the collective).
+  const Tensor& view(const Tensor& t) {
+    if (ctx.transport.device_memory() || t.device().is_cpu()) return t;
+    Tensor& slot = staged[staged[0].defined() ? 1 : 0];
+    slot = host_view(t);
+    return slot;
   }
   /// The library's own collective (`--algo native`); a world of one has its identity ones.
   bool native() const { return algorithm == Algorithm::native; }
@@ -118,6 +130,7 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   options.chain_broadcast_min_bytes = env_number("RINGDP_CHAIN_MIN_BYTES", options.chain_broadcast_min_bytes);
   options.rabenseifner_max_bytes =
       env_number("RINGDP_RABENSEIFNER_MAX_BYTES", options.rabenseifner_max_bytes);
+  options.shared_memory_max_bytes = env_number("RINGDP_SHM_MAX_BYTES", options.shared_memory_max_bytes);
   if (std::getenv("RINGDP_BLOCKING_WAIT")) options.blocking_wait = env_number("RINGDP_BLOCKING_WAIT", 0) != 0;
   if (const char* backend = std::getenv("RINGDP_BACKEND"); backend && *backend) options.backend = backend;
   RINGDP_CHECK(options.backend == "auto" || options.backend == "mpi" || options.backend == "nccl",
@@ -129,7 +142,7 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   const bool under_launcher = launched_by_mpi_launcher() && !options.force_local;
 #if RINGDP_HAVE_MPI
   if (under_launcher) {
-    mpi_ensure_initialized();
+    mpi_ensure_initialized(options.mpi_thread == MpiThread::single);
     auto transport = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
     MPI_Comm node;
     MPI_CHECK(MPI_Comm_split_type(transport->comm(), MPI_COMM_TYPE_SHARED, transport->rank(), MPI_INFO_NULL,
@@ -147,6 +160,11 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
                                transport->rank(), &host));
     else
       MPI_CHECK(MPI_Comm_dup(node, &host));
+    // Every rank on one host (each sees all in its node): the shared-memory slots. Collective
+    // over `node`, and every rank takes the same branch.
+    if (local_size == transport->size())
+      transport->enable_shared_slots(
+          node, static_cast<unsigned>(local_size) > std::max(1u, std::thread::hardware_concurrency()));
     MPI_CHECK(MPI_Comm_free(&node));
     int host_rank = 0, host_size = 1;
     MPI_CHECK(MPI_Comm_rank(host, &host_rank));
@@ -175,13 +193,15 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     // What shapes messages or picks algorithms must be the same on every rank, yet comes from each
     // rank's environment and node (a sender's 1 MiB segment into a receiver's 64 KiB receive fails
     // every ring): every rank takes the minimum over ranks.
-    uint64_t agreed[4] = {options.segment_bytes, options.recursive_doubling_max_bytes,
-                          options.chain_broadcast_min_bytes, options.rabenseifner_max_bytes};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 4, MPI_UINT64_T, MPI_MIN, transport->comm()));
+    uint64_t agreed[5] = {options.segment_bytes, options.recursive_doubling_max_bytes,
+                          options.chain_broadcast_min_bytes, options.rabenseifner_max_bytes,
+                          options.shared_memory_max_bytes};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 5, MPI_UINT64_T, MPI_MIN, transport->comm()));
     options.segment_bytes = agreed[0];
     options.recursive_doubling_max_bytes = agreed[1];
     options.chain_broadcast_min_bytes = agreed[2];
     options.rabenseifner_max_bytes = agreed[3];
+    options.shared_memory_max_bytes = agreed[4];
     transport->set_yield_when_idle(yield);
     std::shared_ptr<Communicator> comm(new Communicator(std::move(transport), options));
     comm->backend_ = "mpi";
@@ -228,15 +248,30 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions opt
 
 Communicator::~Communicator() = default;
 
+namespace {
+// A set of algorithms as bits: resolve() runs once per collective, and a bit test costs a few
+// instructions where a walk over an initializer_list cost 50 (issue #20).
+constexpr uint32_t bits(std::initializer_list<Algorithm> algorithms) {
+  uint32_t set = 0;
+  for (Algorithm a : algorithms) set |= 1u << static_cast<unsigned>(a);
+  return set;
+}
+
+[[noreturn]] void fail_unavailable(CollectiveKind kind, Algorithm requested, uint32_t available) {
+  std::string names;
+  for (unsigned a = 0; a < 32; ++a)
+    if (available >> a & 1u)
+      names += std::string(names.empty() ? "" : ", ") + algorithm_name(static_cast<Algorithm>(a));
+  RINGDP_FAIL(kind_name(kind), " has no ", algorithm_name(requested), " algorithm; available: ", names,
+              ", auto");
+}
+}  // namespace
+
 Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const {
-  auto pick = [&](std::initializer_list<Algorithm> available, Algorithm fallback) {
+  auto pick = [&](uint32_t available, Algorithm fallback) {
     if (requested == Algorithm::automatic) return fallback;
-    for (Algorithm a : available)
-      if (a == requested) return a;
-    std::string names;
-    for (Algorithm a : available) names += std::string(names.empty() ? "" : ", ") + algorithm_name(a);
-    RINGDP_FAIL(kind_name(kind), " has no ", algorithm_name(requested), " algorithm; available: ", names,
-                ", auto");
+    if (available >> static_cast<unsigned>(requested) & 1u) return requested;
+    fail_unavailable(kind, requested, available);
   };
   switch (kind) {
     case CollectiveKind::all_reduce:
@@ -244,21 +279,29 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
       // messages (recursive doubling's log2 N latency wins those). Host tensors only, for now.
       if (requested == Algorithm::automatic && spans_hosts() && bytes > options_.recursive_doubling_max_bytes)
         return Algorithm::hierarchical;
-      return pick({Algorithm::ring, Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::native,
-                   Algorithm::hierarchical},
-                  bytes <= options_.recursive_doubling_max_bytes           ? Algorithm::recursive_doubling
+      // Shared memory needs every rank on one host; a world of one has nothing to share.
+      RINGDP_CHECK(requested != Algorithm::shared_memory || size_ == 1 || transport_->shared_slots(),
+                   "all_reduce: the shared_memory algorithm needs every rank on one host with MPI shared "
+                   "windows; these ",
+                   size_, " ranks run on ", hosts_, " hosts");
+      return pick(bits({Algorithm::ring, Algorithm::recursive_doubling, Algorithm::rabenseifner,
+                        Algorithm::native, Algorithm::hierarchical, Algorithm::shared_memory}),
+                  transport_->shared_slots() && bytes <= options_.shared_memory_max_bytes
+                      ? Algorithm::shared_memory
+                  : bytes <= options_.recursive_doubling_max_bytes         ? Algorithm::recursive_doubling
                   : size_ >= 4 && bytes <= options_.rabenseifner_max_bytes ? Algorithm::rabenseifner
                                                                            : Algorithm::ring);
-    case CollectiveKind::reduce: return pick({Algorithm::tree, Algorithm::native}, Algorithm::tree);
+    case CollectiveKind::reduce: return pick(bits({Algorithm::tree, Algorithm::native}), Algorithm::tree);
     case CollectiveKind::broadcast:
       // `ring` names the pipelined chain: the ring with its last link missing.
-      return pick({Algorithm::tree, Algorithm::ring, Algorithm::native},
+      return pick(bits({Algorithm::tree, Algorithm::ring, Algorithm::native}),
                   bytes < options_.chain_broadcast_min_bytes ? Algorithm::tree : Algorithm::ring);
     case CollectiveKind::all_gather:
-    case CollectiveKind::reduce_scatter: return pick({Algorithm::ring, Algorithm::native}, Algorithm::ring);
+    case CollectiveKind::reduce_scatter:
+      return pick(bits({Algorithm::ring, Algorithm::native}), Algorithm::ring);
     case CollectiveKind::barrier:
       // The dissemination barrier is our only one; `tree` and `ring` name nothing here.
-      return pick({Algorithm::recursive_doubling, Algorithm::native}, Algorithm::recursive_doubling);
+      return pick(bits({Algorithm::recursive_doubling, Algorithm::native}), Algorithm::recursive_doubling);
     case CollectiveKind::send:
     case CollectiveKind::recv: return Algorithm::native;
   }
@@ -266,24 +309,27 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
 }
 
 template <typename F>
-Work Communicator::submit(const Issue& issue, F body) {
+Work Communicator::submit(const Issue& issue, const Tensor& input, Tensor& output, F body) {
   // Point-to-point calls involve some ranks only: counting them with the collectives would put
   // the ranks that took part one collective ahead of the others in every later tag.
   const bool p2p = issue.kind == CollectiveKind::send || issue.kind == CollectiveKind::recv;
   const uint64_t sequence = p2p ? p2p_sequence_++ : sequence_++;
   // RINGDP_FAULT numbers collectives only (see comm/fault.h).
-  const FaultAction fault = p2p ? FaultAction{} : FaultPlan::from_environment().action(rank_, sequence);
+  const FaultAction fault = p2p || faults_.empty() ? FaultAction{} : faults_.action(rank_, sequence);
   if (fault.kill) {
     std::fprintf(stderr, "ringdp: rank %d: RINGDP_FAULT kill at %s #%llu\n", rank_, kind_name(issue.kind),
                  static_cast<unsigned long long>(sequence));
     std::raise(SIGKILL);
   }
-  if (fault.skip) return Work::completed();
-  if (!issue.async && queue_.run_inline([&] { execute(issue, sequence, fault, BodyRef(body)); }))
-    return Work::completed();
-  return queue_.run([this, issue, sequence, fault,
-                     body = std::move(body)]() mutable { execute(issue, sequence, fault, BodyRef(body)); },
-                    issue.async);
+  if (fault.skip) return issue.async ? Work::completed() : Work::returned();
+  if (!issue.async &&
+      queue_.run_inline([&] { execute(issue, sequence, fault, BodyRef(body, input, output)); }))
+    return Work::returned();
+  return queue_.run(
+      [this, issue, sequence, fault, input = input, output = output, body = std::move(body)]() mutable {
+        execute(issue, sequence, fault, BodyRef(body, input, output));
+      },
+      issue.async);
 }
 
 void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body) {
@@ -293,7 +339,7 @@ void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAct
                        .algorithm = issue.algorithm,
                        .count = issue.count,
                        .dtype = issue.dtype};
-  Transport& routed = transport_for(issue.route);
+  Transport& routed = issue.route == Route::host ? *transport_ : transport_for(issue.route);
   // The library's own collectives may live elsewhere: MPI without CUDA support takes host copies.
   Transport& transport = issue.algorithm == Algorithm::native ? routed.native_transport() : routed;
   Call call{
@@ -303,7 +349,9 @@ void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAct
       .algorithm = issue.algorithm,
       .count_delta = fault.count_delta,
       .timeout = options_.timeout,
-      .blocking_wait = options_.blocking_wait};
+      .blocking_wait = options_.blocking_wait,
+      .settled = false,
+      .staged = {}};
   call.ctx.corrupt_next_receive = fault.corrupt;
   transport.begin_collective();
   if (check_calls_ && size_ > 1 && issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv)
@@ -425,9 +473,17 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
   check_op(op, input.dtype());
   const Route route = route_for(input);
   Algorithm algorithm = resolve(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm);
-  // Rabenseifner's pick was measured on host tensors only; CUDA tensors keep the ring.
+  // Rabenseifner's and shared memory's picks were measured on host tensors only; CUDA tensors
+  // keep the ring and recursive doubling.
   if (algorithm == Algorithm::rabenseifner && opts.algorithm == Algorithm::automatic && route != Route::host)
     algorithm = Algorithm::ring;
+  if (algorithm == Algorithm::shared_memory && route != Route::host) {
+    RINGDP_CHECK(opts.algorithm != Algorithm::shared_memory,
+                 "all_reduce: the shared_memory algorithm runs on host tensors; got a tensor on ",
+                 input.device().str(), " (use ring, recursive_doubling or native)");
+    algorithm = input.nbytes() <= options_.recursive_doubling_max_bytes ? Algorithm::recursive_doubling
+                                                                        : Algorithm::ring;
+  }
   if (algorithm == Algorithm::hierarchical && route != Route::host) {
     RINGDP_CHECK(
         opts.algorithm != Algorithm::hierarchical,
@@ -442,9 +498,9 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
                     .op = op,
                     .route = route,
                     .async = opts.async};
-  return submit(issue, [this, input, output, op](Call& call) mutable {
-    Tensor in = call.view(input);
-    Tensor out = output.is_same(input) ? in : call.view(output);
+  return submit(issue, input, output, [this, op](Call& call, const Tensor& input, Tensor& output) {
+    const Tensor& in = call.view(input);
+    const Tensor& out = output.is_same(input) ? in : call.view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
     const int64_t n = call.effective(in.numel());
     Transport& transport = call.ctx.transport;
@@ -459,6 +515,9 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     } else if (call.algorithm == Algorithm::recursive_doubling) {
       transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
       all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n);
+    } else if (call.algorithm == Algorithm::shared_memory) {
+      if (size_ == 1 || n < in.numel()) transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
+      if (size_ > 1) all_reduce_shared(call.ctx, *transport.shared_slots(), in.data_ptr(), out.data_ptr(), n);
     } else if (call.algorithm == Algorithm::rabenseifner) {
       transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
       all_reduce_rabenseifner(call.ctx, out.data_ptr(), n);
@@ -472,18 +531,16 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
     }
     call.ctx.end_steps();  // the observer sees the sum, unless the algorithm divided as it went
     call.settle();
-    if (op == ReduceOp::avg && !divides_as_it_goes) ops::scale_(out, 1.0 / size_);
+    if (op == ReduceOp::avg && !divides_as_it_goes) scale_result(out, 1.0 / size_);
     write_back(output, out);
   });
 }
 
 CollectiveContext Communicator::armed(Transport& transport, DType dtype, int tag, bool watched) {
   if (watched) {
-    const auto deadline = Transport::Clock::now() + options_.timeout;
-    if (transport.has_expiry_handler())
-      transport.set_deadline(deadline);
-    else
-      transport.set_deadline(deadline, [this] { on_deadline(); });
+    if (!transport.has_expiry_handler())
+      transport.set_deadline(Transport::Clock::time_point::max(), [this] { on_deadline(); });
+    transport.set_timeout(options_.timeout);
   }
   return CollectiveContext{.transport = transport,
                            .dtype = dtype,
@@ -530,6 +587,11 @@ std::string Communicator::explain_choice(CollectiveKind kind, size_t bytes, Algo
     case CollectiveKind::all_reduce:
       if (chosen == Algorithm::hierarchical)
         return detail::concat(b, " > ", rd, " on ", hosts_, " hosts sharing ranks: hierarchical");
+      if (chosen == Algorithm::shared_memory)
+        return detail::concat(
+            b, " <= ", bytes_text(options_.shared_memory_max_bytes),
+            " with every rank on one host (RINGDP_SHM_MAX_BYTES; each rank reads the others' "
+            "parts from shared memory): shared_memory");
       if (chosen == Algorithm::recursive_doubling)
         return detail::concat(b, " <= ", rd,
                               " (RINGDP_RD_MAX_BYTES; latency-bound, log2 N steps): recursive_doubling");
@@ -585,11 +647,11 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
                     .root = root,
                     .route = route_for(input),
                     .async = opts.async};
-  return submit(issue, [this, input, output, root, op](Call& call) mutable {
-    Tensor in = call.view(input);
+  return submit(issue, input, output, [this, root, op](Call& call, const Tensor& input, Tensor& output) {
+    const Tensor& in = call.view(input);
     // Only root's output is written (the tree accumulates elsewhere on other ranks, and the
     // libraries ignore a non-root receive buffer), so other ranks pass their input in its place.
-    Tensor out = (rank_ == root && !output.is_same(input)) ? call.view(output) : in;
+    const Tensor& out = (rank_ == root && !output.is_same(input)) ? call.view(output) : in;
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
     if (call.native()) {
       call.ctx.transport.native_reduce(in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), op, root);
@@ -598,7 +660,7 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
     }
     call.settle();
     if (rank_ == root) {
-      if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
+      if (op == ReduceOp::avg) scale_result(out, 1.0 / size_);
       write_back(output, out);
     }
   });
@@ -622,10 +684,10 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
                     .root = root,
                     .route = route_for(input),
                     .async = opts.async};
-  return submit(issue, [this, input, output, root](Call& call) mutable {
-    Tensor out = call.view(output);
+  return submit(issue, input, output, [this, root](Call& call, const Tensor& input, Tensor& output) {
+    const Tensor& out = call.view(output);
     if (rank_ == root && !output.is_same(input)) {
-      const Tensor in = call.view(input);
+      const Tensor& in = call.view(input);
       call.ctx.transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
     }
     if (call.native()) {
@@ -653,9 +715,9 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
                     .algorithm = algorithm,
                     .route = route_for(input),
                     .async = opts.async};
-  return submit(issue, [this, input, output](Call& call) mutable {
-    const Tensor in = call.view(input);
-    Tensor out = call.view(output);
+  return submit(issue, input, output, [](Call& call, const Tensor& input, Tensor& output) {
+    const Tensor& in = call.view(input);
+    const Tensor& out = call.view(output);
     if (call.native()) {
       call.ctx.transport.native_all_gather(in.data_ptr(), out.data_ptr(), in.numel(), in.dtype());
     } else {
@@ -680,9 +742,9 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
                     .op = op,
                     .route = route_for(input),
                     .async = opts.async};
-  return submit(issue, [this, input, output, op](Call& call) mutable {
-    const Tensor in = call.view(input);
-    Tensor out = call.view(output);
+  return submit(issue, input, output, [this, op](Call& call, const Tensor& input, Tensor& output) {
+    const Tensor& in = call.view(input);
+    const Tensor& out = call.view(output);
     call.ctx.op = op == ReduceOp::avg ? ReduceOp::sum : op;
     if (call.native()) {
       call.ctx.transport.native_reduce_scatter(in.data_ptr(), out.data_ptr(), out.numel(), in.dtype(), op);
@@ -691,7 +753,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
     }
     call.ctx.end_steps();  // the observer sees the sum, before avg's division
     call.settle();
-    if (op == ReduceOp::avg) ops::scale_(out, 1.0 / size_);
+    if (op == ReduceOp::avg) scale_result(out, 1.0 / size_);
     write_back(output, out);
   });
 }
@@ -699,7 +761,8 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
 Work Communicator::barrier(CollectiveOptions opts) {
   const Algorithm algorithm = resolve(CollectiveKind::barrier, 0, opts.algorithm);
   const Issue issue{.kind = CollectiveKind::barrier, .algorithm = algorithm, .async = opts.async};
-  return submit(issue, [](Call& call) {
+  Tensor none;
+  return submit(issue, none, none, [](Call& call, const Tensor&, Tensor&) {
     if (call.native()) {
       call.ctx.transport.native_barrier();
     } else {
@@ -734,17 +797,20 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
   };
   auto pending = std::make_shared<Pending>();
   const Issue issue{.kind = kind, .dtype = tensor.dtype(), .count = tensor.numel(), .async = async};
-  Work posted = submit(issue, [this, kind, tensor, peer, tag, pending, async](Call& call) mutable {
-    call.ctx.position.waiting_for_rank = peer;
-    pending->host = host_view(tensor);
-    pending->request =
-        kind == CollectiveKind::send
-            ? transport_->isend(peer, pending->host.data_ptr(), pending->host.nbytes(), kUserTagBase + tag)
-            : transport_->irecv(peer, pending->host.data_ptr(), pending->host.nbytes(), kUserTagBase + tag);
-    if (async) return;
-    transport_->wait(pending->request);
-    if (kind == CollectiveKind::recv) write_back(tensor, pending->host);
-  });
+  Work posted = submit(issue, tensor, tensor,
+                       [this, kind, peer, tag, pending, async](Call& call, const Tensor&, Tensor& tensor) {
+                         call.ctx.position.waiting_for_rank = peer;
+                         pending->host = host_view(tensor);
+                         pending->request =
+                             kind == CollectiveKind::send
+                                 ? transport_->isend(peer, pending->host.data_ptr(), pending->host.nbytes(),
+                                                     kUserTagBase + tag)
+                                 : transport_->irecv(peer, pending->host.data_ptr(), pending->host.nbytes(),
+                                                     kUserTagBase + tag);
+                         if (async) return;
+                         transport_->wait(pending->request);
+                         if (kind == CollectiveKind::recv) write_back(tensor, pending->host);
+                       });
   if (!async) return posted;
   // Finishing polls, taking the execution lock for one test at a time: blocking in a wait while
   // holding it would keep a collective queued behind this call from starting, and the peer may

@@ -39,6 +39,11 @@ struct CommOptions {
   /// and doubling) up to this many bytes, the ring above (host tensors; measured on 3 and 4
   /// ranks: docs/benchmarks.md, "Rabenseifner"); RINGDP_RABENSEIFNER_MAX_BYTES overrides, 0 = never.
   size_t rabenseifner_max_bytes = 2 * 1024 * 1024;
+  /// Before all of those: with every rank on one host, `auto` reduces out of shared memory
+  /// (comm/shared_slots.h) up to this many bytes (host tensors). Measured: it wins up to 512 KiB
+  /// on 2 ranks and 128 KiB on 4 (docs/benchmarks.md, "Shared memory"); RINGDP_SHM_MAX_BYTES
+  /// overrides, 0 = never.
+  size_t shared_memory_max_bytes = 128 * 1024;
   /// broadcast with `auto` uses the binomial tree up to this many bytes, the pipelined chain
   /// (`ring`) above; RINGDP_CHAIN_MIN_BYTES overrides.
   size_t chain_broadcast_min_bytes = 8 * 1024 * 1024;
@@ -51,6 +56,12 @@ struct CommOptions {
   /// for it (the host does not), and a watchdog thread enforces the timeout. true (or
   /// RINGDP_BLOCKING_WAIT=1) makes every collective block the host until the GPU is done.
   bool blocking_wait = false;
+  /// The thread level ringdp asks for when it initialises MPI (a program that initialised MPI
+  /// itself keeps its own). serialized lets asynchronous collectives run on a worker thread;
+  /// single is for programs that issue none: Open MPI then takes no locks, about 0.45 us less per
+  /// small call on 2 ranks here (docs/benchmarks.md), and every call, an async one too, runs on
+  /// the caller's thread. RINGDP_MPI_THREAD=serialized|single overrides.
+  MpiThread mpi_thread = MpiThread::serialized;
 };
 
 struct CollectiveOptions {
@@ -110,19 +121,28 @@ class Communicator {
  private:
   Communicator(std::unique_ptr<Transport> transport, CommOptions options);
   struct Call;
-  /// A collective's body, not owned: a blocking call runs it while the lambda it refers to is
-  /// alive on the caller's stack, so it needs no std::function (a heap allocation per call,
-  /// issue #20); only a queued call copies the lambda into one.
+  /// A collective's body, not owned, and the tensors it runs on, not copied: a blocking call runs
+  /// it on the caller's thread while the lambda and the caller's tensors are alive, so it needs
+  /// no std::function (a heap allocation per call) and no tensor handle copies (two atomic
+  /// reference-count operations each, issue #20); only a queued call copies the lambda and the
+  /// tensors into one. The body's tensors are parameters, not captures, for that reason.
   class BodyRef {
    public:
     template <typename F>
-    BodyRef(F& body)  // NOLINT: converting from any body is the point
-        : object_(&body), call_([](void* object, Call& call) { (*static_cast<F*>(object))(call); }) {}
-    void operator()(Call& call) const { call_(object_, call); }
+    BodyRef(F& body, const Tensor& input, Tensor& output)
+        : object_(&body),
+          input_(&input),
+          output_(&output),
+          call_([](void* object, Call& call, const Tensor& in, Tensor& out) {
+            (*static_cast<F*>(object))(call, in, out);
+          }) {}
+    void operator()(Call& call) const { call_(object_, call, *input_, *output_); }
 
    private:
     void* object_;
-    void (*call_)(void*, Call&);
+    const Tensor* input_;
+    Tensor* output_;
+    void (*call_)(void*, Call&, const Tensor&, Tensor&);
   };
   /// Where a collective's tensors travel: host memory over MPI (or a world of one), CUDA memory
   /// over NCCL, or CUDA memory over MPI (MpiCudaTransport: CUDA-aware or staged).
@@ -139,8 +159,9 @@ class Communicator {
     bool async = false;
   };
   /// Numbers the collective, carries out RINGDP_FAULT's plan for it, and queues it in issue order.
+  /// `body(call, input, output)` runs it; a queued call holds its own handles to the tensors.
   template <typename F>
-  Work submit(const Issue& issue, F body);
+  Work submit(const Issue& issue, const Tensor& input, Tensor& output, F body);
   /// Runs one collective on whichever thread the queue chose: picks the transport, checks the
   /// call against the other ranks' (DETAIL), runs the body, joins the caller's stream.
   void execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body);
@@ -168,6 +189,8 @@ class Communicator {
   Transport& transport_for(Route route);
 
   std::unique_ptr<Transport> transport_;
+  /// RINGDP_FAULT's plan, read once (comm/fault.h): empty in any run that injects nothing.
+  const FaultPlan& faults_ = FaultPlan::from_environment();
   std::unique_ptr<Transport> nccl_transport_;  // created by the first CUDA collective on NCCL
   std::unique_ptr<Transport> mpi_cuda_transport_;  // created by the first CUDA collective on MPI
   CommOptions options_;

@@ -13,7 +13,7 @@
 
 namespace ringdp::comm {
 
-CudaStreamTransport::CudaStreamTransport(int device, const char* who) {
+CudaStreamTransport::CudaStreamTransport(int device, const char* who) : Transport(true) {
   int devices = 0;
   CUDA_CHECK(cudaGetDeviceCount(&devices));
   RINGDP_CHECK(devices > 0, who, " needs a CUDA device; none is visible");

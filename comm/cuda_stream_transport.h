@@ -43,7 +43,6 @@ class CudaStreamTransport : public Transport {
   cudaStream_t stream() const { return stream_; }
   Buffer allocate(size_t bytes) override;  // device memory: the algorithms' scratch lives there
 
-  bool device_memory() const override { return true; }
   /// activate() then wait_for_compute().
   void begin_collective() override;
   /// join_caller(what, timeout), or synchronize() when `blocking`.

@@ -93,9 +93,10 @@ namespace {
 // RINGDP_MPI_THREAD: serialized (the default) lets each communicator run asynchronous collectives
 // on a worker thread; single skips Open MPI's locking on every call (any level above single turns
 // it on) at the price of running every collective on the caller's thread.
-int requested_thread_level() {
+int requested_thread_level(bool single) {
   const char* value = std::getenv("RINGDP_MPI_THREAD");
-  if (!value || !*value || std::strcmp(value, "serialized") == 0) return MPI_THREAD_SERIALIZED;
+  if (!value || !*value) return single ? MPI_THREAD_SINGLE : MPI_THREAD_SERIALIZED;
+  if (std::strcmp(value, "serialized") == 0) return MPI_THREAD_SERIALIZED;
   if (std::strcmp(value, "single") == 0) return MPI_THREAD_SINGLE;
   RINGDP_FAIL("RINGDP_MPI_THREAD='", value, "': expected serialized (the default) or single");
 }
@@ -103,9 +104,19 @@ int requested_thread_level() {
 
 int mpi_thread_level() { return g_thread_level; }
 
-void mpi_ensure_initialized() {
+const char* mpi_thread_level_name() {
+  switch (g_thread_level) {
+    case MPI_THREAD_SINGLE: return "single";
+    case MPI_THREAD_FUNNELED: return "funneled";
+    case MPI_THREAD_SERIALIZED: return "serialized";
+    case MPI_THREAD_MULTIPLE: return "multiple";
+    default: return nullptr;
+  }
+}
+
+void mpi_ensure_initialized(bool single) {
   static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(once, [single] {
     int already = 0;
     MPI_Initialized(&already);
     if (already) {  // by the program itself, at whatever level it asked for
@@ -114,7 +125,7 @@ void mpi_ensure_initialized() {
       g_thread_level = level;
       return;
     }
-    const int requested = requested_thread_level();
+    const int requested = requested_thread_level(single);
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, requested, &provided);
     g_thread_level = provided;
@@ -168,8 +179,9 @@ bool mpi_is_initialized() {
 bool mpi_allows_worker_thread() { return !mpi_is_initialized() || g_thread_level >= MPI_THREAD_SERIALIZED; }
 #else
 int mpi_thread_level() { return -1; }
+const char* mpi_thread_level_name() { return nullptr; }
 bool mpi_allows_worker_thread() { return true; }
-void mpi_ensure_initialized() {}
+void mpi_ensure_initialized(bool) {}
 bool mpi_is_initialized() { return false; }
 [[noreturn]] void abort_job(int code) {
   std::fflush(stdout);

@@ -20,13 +20,17 @@ int launcher_rank();
 /// else MPIX_Query_cuda_support() where the MPI has it (Open MPI), else false.
 bool mpi_cuda_aware();
 
-/// Initialises MPI if it is not yet; no-op without MPI built in. Throws when the launcher's
-/// variables name more ranks than MPI sees (a launcher of another MPI, docs/errors.md).
-void mpi_ensure_initialized();
+/// Initialises MPI if it is not yet, asking for MPI_THREAD_SINGLE when `single` and
+/// MPI_THREAD_SERIALIZED otherwise (RINGDP_MPI_THREAD overrides); no-op without MPI built in.
+/// Throws when the launcher's variables name more ranks than MPI sees (a launcher of another MPI,
+/// docs/errors.md).
+void mpi_ensure_initialized(bool single = false);
 bool mpi_is_initialized();
 /// The thread level MPI provides (MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE), -1 before MPI is
 /// initialised or without MPI.
 int mpi_thread_level();
+/// That level's name ("single" ... "multiple"); null before MPI is initialised or without MPI.
+const char* mpi_thread_level_name();
 /// Whether another thread may call MPI while the caller's thread is not: MPI provides
 /// MPI_THREAD_SERIALIZED or more, or is not in use. False when a program initialised MPI itself
 /// at a lower level, or with RINGDP_MPI_THREAD=single: then every communicator runs all its calls,

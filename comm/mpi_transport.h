@@ -45,6 +45,10 @@ class MpiTransport final : public Transport {
   /// keeps the peer it waits for off the CPU for a whole time slice (about 5 ms per message
   /// with 3 ranks on 2 cores under MPICH, whose ch4 device has no yield setting of its own).
   void set_yield_when_idle(bool yield) { yield_when_idle_ = yield; }
+  /// Creates the shared-memory slots over `node` (collective over it; every rank of the job on
+  /// one host), where MPI's shared windows allow them (comm/shared_slots.h).
+  void enable_shared_slots(MPI_Comm node, bool yield_while_waiting);
+  SharedSlots* shared_slots() override { return slots_.get(); }
   bool yields_when_idle() const override { return yield_when_idle_; }
 
  private:
@@ -58,6 +62,7 @@ class MpiTransport final : public Transport {
   int size_ = 1;
   int tag_ub_ = 32767;
   bool yield_when_idle_ = false;
+  std::unique_ptr<SharedSlots> slots_;  // null unless enable_shared_slots() made them
   std::vector<MPI_Request> waiting_;  // reused by wait_all: no allocation per wait
   std::vector<MPI_Status> statuses_;
   std::vector<char> in_place_copy_;  // native_reduce_scatter's input, when the output lies inside it

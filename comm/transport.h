@@ -15,11 +15,14 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/reduce_into.h"
 
 namespace ringdp::comm {
+
+class SharedSlots;  // comm/shared_slots.h
 
 /// One posted send or receive: an opaque handle (MPI_Request underneath for MPI) and, for a
 /// receive, what it expects to arrive (the envelope check in comm/envelope.h).
@@ -81,8 +84,9 @@ class Transport {
   virtual Transport& native_transport() { return *this; }
 
   // --- devices: no-ops for host memory. The transports of CUDA tensors override them.
-  /// True when buffers are device memory: the communicator hands tensors over as they are.
-  virtual bool device_memory() const { return false; }
+  /// True when buffers are device memory: the communicator hands tensors over as they are. A
+  /// flag, not a virtual call: every collective asks it several times (issue #20).
+  bool device_memory() const { return device_memory_; }
   /// True when the library behind the transport reads and writes device memory itself.
   virtual bool reads_device_memory() const { return false; }
   /// Before a collective, on the thread that runs it: the device is selected per host thread,
@@ -101,22 +105,55 @@ class Transport {
   /// Copies rank 0's `bytes` at `data` to every rank: how another transport bootstraps over this
   /// one (NCCL's unique id). A world of one has nothing to send.
   virtual void bootstrap_broadcast(void* data, size_t bytes);
+  /// Shared-memory slots over every rank of the job (all on one host, comm/shared_slots.h), or
+  /// null where there are none.
+  virtual SharedSlots* shared_slots() { return nullptr; }
+
+  /// Polls `done` until it is true under the collective's deadline: a wait on memory another
+  /// process writes, with no library call to block in. `yield` gives the core away between polls
+  /// (ranks that outnumber cores: a spinning rank would keep its peer from running).
+  template <typename F>
+  void poll_until(F&& done, bool yield) {
+    for (uint32_t polls = 0; !done(); ++polls) {
+      if (yield) std::this_thread::yield();
+      if ((polls & 255u) == 255u && deadline_passed()) expire();
+    }
+  }
 
   void set_deadline(Clock::time_point deadline, std::function<void()> on_expiry) {
     deadline_ = deadline;
     on_expiry_ = std::move(on_expiry);
   }
-  /// A new deadline for the handler already set: what every collective does (no std::function
-  /// to rebuild per call, issue #20).
+  /// A new deadline for the handler already set (no std::function to rebuild per call).
   void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
+  /// What every collective does: a deadline `timeout` after its first wait that has polled a
+  /// while (256 polls) without finishing. Only such a wait reads the clock; a collective whose
+  /// messages are there when it looks reads none (a clock read costs 30 ns here, issue #20).
+  void set_timeout(Clock::duration timeout) {
+    timeout_ = timeout;
+    deadline_ = kNotStarted;
+  }
   bool has_expiry_handler() const { return static_cast<bool>(on_expiry_); }
 
  protected:
-  bool deadline_passed() const { return Clock::now() > deadline_; }
+  Transport() = default;
+  /// For the transports of CUDA tensors (CudaStreamTransport).
+  explicit Transport(bool device_memory) : device_memory_(device_memory) {}
+  bool deadline_passed() {
+    const auto now = Clock::now();
+    if (deadline_ == kNotStarted) {
+      deadline_ = now + timeout_;
+      return false;
+    }
+    return now > deadline_;
+  }
   [[noreturn]] void expire();
 
  private:
+  bool device_memory_ = false;
+  static constexpr Clock::time_point kNotStarted = Clock::time_point::min();
   Clock::time_point deadline_ = Clock::time_point::max();
+  Clock::duration timeout_{};
   std::function<void()> on_expiry_;
   struct Scratch {
     Buffer buffer{nullptr, nullptr};

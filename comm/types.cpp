@@ -28,6 +28,7 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::native: return "native";
     case Algorithm::hierarchical: return "hierarchical";
     case Algorithm::rabenseifner: return "rabenseifner";
+    case Algorithm::shared_memory: return "shared_memory";
   }
   return "unknown";
 }
@@ -40,8 +41,10 @@ Algorithm parse_algorithm(std::string_view name) {
   if (name == "native") return Algorithm::native;
   if (name == "hierarchical") return Algorithm::hierarchical;
   if (name == "rabenseifner") return Algorithm::rabenseifner;
+  if (name == "shared_memory" || name == "shm") return Algorithm::shared_memory;
   RINGDP_FAIL("unknown algorithm '", name,
-              "'; expected auto, ring, recursive_doubling, rabenseifner, tree, native or hierarchical");
+              "'; expected auto, ring, recursive_doubling, rabenseifner, shared_memory, tree, native or "
+              "hierarchical");
 }
 
 }  // namespace ringdp::comm

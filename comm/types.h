@@ -19,6 +19,9 @@ enum class CollectiveKind : uint8_t {
 
 /// How a collective is computed. `native` is the transport library's own collective
 /// (MPI_Allreduce, ...), kept as the baseline ours are measured against.
+/// The MPI thread level ringdp asks for (CommOptions::mpi_thread).
+enum class MpiThread : uint8_t { serialized, single };
+
 enum class Algorithm : uint8_t {
   automatic,
   ring,
@@ -26,12 +29,14 @@ enum class Algorithm : uint8_t {
   tree,
   native,
   hierarchical,
-  rabenseifner
+  rabenseifner,
+  shared_memory
 };
 
 const char* kind_name(CollectiveKind kind);
 const char* algorithm_name(Algorithm algorithm);
-/// Parses auto, ring, recursive_doubling (or rd), rabenseifner, tree, native, hierarchical.
+/// Parses auto, ring, recursive_doubling (or rd), rabenseifner, shared_memory (or shm), tree,
+/// native, hierarchical.
 Algorithm parse_algorithm(std::string_view name);
 
 }  // namespace ringdp::comm

@@ -1,6 +1,8 @@
 // Implements comm/work.h (the contract is documented there). Tested by tests/mpi/test_comm_async.cpp.
 #include "comm/work.h"
 
+#include "kernels/error.h"
+
 namespace ringdp::comm {
 
 Work::Work() : state_(std::make_shared<State>()) {}
@@ -77,7 +79,13 @@ void Work::mark_done(std::exception_ptr error) const {
 
 namespace ringdp::comm {
 std::chrono::steady_clock::time_point Work::completed_at() const {
-  if (!state_) return done_at_;
+  if (!state_) {
+    RINGDP_CHECK(
+        done_at_ != untimed(),
+        "Work::completed_at: this is a blocking call's Work, which keeps no completion time (the call "
+        "had completed when it returned); read the clock after the call instead");
+    return done_at_;
+  }
   std::lock_guard lock(state_->mutex);
   return state_->done_at;
 }

@@ -7,6 +7,9 @@
 # model; the seed's job: perf/ddp-vs-torch.sh 4 3 200 10,1 100
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A rank's worker thread polls while its main thread computes backward: more busy threads than
+# cores, so MPI yields while idle, as in every DDP measurement in docs/.
+export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 source perf/launcher.sh
 np=${1:-2} rounds=${2:-3} steps=${3:-8} widths=${4:-1024,4096,4096,1024} batch=${5:-64}
 /usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||

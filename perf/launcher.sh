@@ -7,4 +7,8 @@ launcher=$(sed -n 's/^#define RINGDP_MPI_LAUNCHER "\(.*\)"/\1/p' "$build/config.
 launch_args=(--oversubscribe)
 [ "$impl" = mpich ] && launch_args=()
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
+# Open MPI's own rule: yield the core while polling (its "degraded" mode) only when the ranks
+# outnumber the cores. Forcing it on 2 ranks of 2 cores turned every fruitless poll into a
+# sched_yield system call and added 0.2-0.6 us to each small collective (docs/benchmarks.md).
+# A script that runs more busy threads than ranks (the DDP step's worker) sets it before sourcing.
+export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-$(( ${np:-1} > $(nproc) ? 1 : 0 ))}

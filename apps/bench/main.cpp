@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "apps/bench/options.h"
@@ -31,8 +32,10 @@ std::vector<comm::Algorithm> algorithms_for(const CollectiveSpec& spec, const Op
   std::vector<comm::Algorithm> algorithms;
   if (o.algo == "all") {
     for (auto a : {comm::Algorithm::ring, comm::Algorithm::recursive_doubling, comm::Algorithm::rabenseifner,
-                   comm::Algorithm::tree, comm::Algorithm::hierarchical, comm::Algorithm::native}) {
-      if (a == comm::Algorithm::hierarchical && o.device != "cpu") continue;  // host tensors only
+                   comm::Algorithm::shared_memory, comm::Algorithm::tree, comm::Algorithm::hierarchical,
+                   comm::Algorithm::native}) {
+      const bool host_only = a == comm::Algorithm::hierarchical || a == comm::Algorithm::shared_memory;
+      if (host_only && o.device != "cpu") continue;
       try {
         comm.resolve(spec.kind, 1 << 20, a);
         algorithms.push_back(a);
@@ -77,6 +80,12 @@ void print_preamble(const Options& o, const Sweep& sweep, comm::Communicator& co
       "# minBytes %lld maxBytes %lld step: %s warmup iters: %d iters: %d validation: %d blocking: %d\n",
       static_cast<long long>(sweep.min_bytes), static_cast<long long>(sweep.max_bytes),
       step_text(o, sweep).c_str(), o.warmup, o.iters, o.check, o.blocking);
+  if (const char* level = comm::mpi_thread_level_name())
+    std::printf("# MPI thread level: %s%s\n", level,
+                std::string_view(level) == "single" && o.blocking != 0
+                    ? " (a blocking run needs no worker thread; RINGDP_MPI_THREAD=serialized for the level "
+                      "asynchronous calls need)"
+                    : "");
   std::printf(
       "# GB/s = 1e9 bytes/s. all_gather/reduce_scatter sizes are the whole gathered array. busbw factors: "
       "all_reduce 2(N-1)/N, all_gather and reduce_scatter (N-1)/N, reduce and broadcast 1.\n");
@@ -106,6 +115,10 @@ int main(int argc, char** argv) {
   try {
     comm::CommOptions comm_options;
     comm_options.backend = o.backend;
+    // A blocking run needs no worker thread, so it asks MPI for MPI_THREAD_SINGLE, as a plain MPI
+    // program (and the OSU benchmarks) does: above it, Open MPI locks on every call, which would
+    // be counted as the collective's cost. -z 0 issues asynchronous calls, which need the worker.
+    if (o.blocking != 0) comm_options.mpi_thread = comm::MpiThread::single;
     auto communicator = comm::Communicator::init(comm_options);
     comm::Communicator& comm = *communicator;
     const int N = comm.size();

@@ -230,6 +230,13 @@ int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communica
           "   (%s divides by %d where a sum completes: the rank that finishes a chunk divides it\n"
           "   before the all-gather copies it on, so the others receive the average)\n",
           comm::algorithm_name(used), N);
+    if (used == comm::Algorithm::shared_memory)
+      std::printf(
+          "   (shared_memory: the ranks share one host, so each copies its part into its slot in a\n"
+          "   shared-memory window and reads all %d parts straight from the others' slots, summing\n"
+          "   them in rank order: one step, no message, the same bits on every rank;\n"
+          "   --algo recursive_doubling shows the exchanges instead)\n",
+          N);
     std::printf("\n4. SGD, the same on every rank: %s[0] = %s - lr %s x %s = %s\n", followed.c_str(),
                 number(param_before).c_str(), number(config.lr).c_str(), number(averaged).c_str(),
                 number(param_after).c_str());

@@ -59,12 +59,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--backend", config.backend, "auto, mpi or nccl")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
-  app.add_option(
-         "--algo", algo,
-         "all-reduce algorithm: auto, ring, recursive_doubling, rabenseifner, native, or hierarchical "
-         "(across hosts; host tensors)")
-      ->check(
-          CLI::IsMember({"auto", "ring", "recursive_doubling", "rabenseifner", "native", "hierarchical"}));
+  app.add_option("--algo", algo,
+                 "all-reduce algorithm: auto, ring, recursive_doubling, rabenseifner, shared_memory, native, "
+                 "or hierarchical "
+                 "(across hosts; host tensors)")
+      ->check(CLI::IsMember(
+          {"auto", "ring", "recursive_doubling", "rabenseifner", "shared_memory", "native", "hierarchical"}));
   app.add_option("--bucket-mb", config.bucket_mb, "DDP gradient bucket capacity in MiB")->check(kPositive);
   app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0");
   app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kPositive);

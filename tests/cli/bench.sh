@@ -84,6 +84,12 @@ case "$case_name" in
     RINGDP_FAULT=count:rank=1:op=8:delta=-100 run 3 all_reduce -b 1K -e 1K --algo ring
     [ $rc -ne 0 ] || fail "a count mismatch ended with exit 0"
     grep -qE "expected [0-9]+ bytes of all_reduce #8 \(float32\) from rank [0-9] and got" <<<"$out" || fail "no count report: $out"
+    # The same check on parts read from shared memory (comm/shared_slots.h): each part carries
+    # the envelope, and a reader compares it before it reduces.
+    RINGDP_FAULT=count:rank=1:op=8:delta=-100 run 3 all_reduce -b 1K -e 1K --algo shared_memory
+    [ $rc -ne 0 ] || fail "a count mismatch over shared memory ended with exit 0"
+    grep -qE "expected [0-9]+ bytes of all_reduce #8 \(float32\) from rank [0-9] and got" <<<"$out" ||
+      fail "no count report over shared memory: $out"
     # Far below the 300 s watchdog: reported at the exchange, not by a timeout. (10 s failed once on a
     # machine loaded 3x over by a parallel sanitizer build.)
     [ $seconds -le 30 ] || fail "took $seconds s"
@@ -101,6 +107,17 @@ case "$case_name" in
       fail "no skip report: $out"
     echo "ok: RINGDP_DEBUG=DETAIL reports a count mismatch and a skipped collective at once (${seconds}s):"
     grep -m1 -E "mismatch|different collectives" <<<"$out" || true
+    ;;
+  thread-level)
+    # A blocking run asks MPI for MPI_THREAD_SINGLE (no worker thread; Open MPI's locks off,
+    # issue #20); -z 0 issues asynchronous calls and needs MPI_THREAD_SERIALIZED; the variable wins.
+    run 2 all_reduce -b 8 -e 64 -n 5 -w 1
+    expect 0 "# MPI thread level: single (a blocking run needs no worker thread"
+    run 2 all_reduce -b 8 -e 64 -n 5 -w 1 -z 0
+    expect 0 "# MPI thread level: serialized"
+    RINGDP_MPI_THREAD=serialized run 2 all_reduce -b 8 -e 64 -n 5 -w 1
+    expect 0 "# MPI thread level: serialized"
+    echo "ok: blocking runs use MPI_THREAD_SINGLE, -z 0 and RINGDP_MPI_THREAD=serialized the serialized level"
     ;;
   soak)
     # CI's reduced count; bench --soak 10000 is the full run (docs/errors.md has its figures).

@@ -134,15 +134,24 @@ case "$case_name" in
     args=(--explain)
     run 4 "${args[@]}"
     [ $rc -eq 0 ] || fail "--explain exited $rc: $out"
-    grep -qF "44 B <= 32 KiB (RINGDP_RD_MAX_BYTES; latency-bound, log2 N steps): recursive_doubling" <<<"$out" ||
-      fail "--explain does not say why recursive doubling: $out"
+    # One host: auto reads the 44-byte bucket out of shared memory, in one step.
+    grep -qF "44 B <= 128 KiB with every rank on one host (RINGDP_SHM_MAX_BYTES; each rank reads the others' parts from shared memory): shared_memory" <<<"$out" ||
+      fail "--explain does not say why shared memory: $out"
     grep -qF "hook bias       -> bucket 0 at offset 0 (1 element)" <<<"$out" || fail "no hook line for bias: $out"
+    expect_row "before the all-reduce" 1 10 100 1000
+    expect_row "after step 1/1 shared memory" 1111 1111 1111 1111
+    expect_row "averaged (sum / 4)" 277.75 277.75 277.75 277.75
+    grep -q "after the step, bias\[0\] on every rank: .*(identical)" <<<"$out" || fail "no identical verdict: $out"
+    echo "ok: --explain on 4 ranks: 1 10 100 1000 -> 1111 -> 277.75 in one shared-memory step, and why"
+    args=(--explain --algo recursive_doubling)
+    run 4 "${args[@]}"
+    [ $rc -eq 0 ] || fail "--explain --algo recursive_doubling exited $rc: $out"
     expect_row "before the all-reduce" 1 10 100 1000
     expect_row "after step 1/2 exchange" 11 11 1100 1100
     expect_row "after step 2/2 exchange" 1111 1111 1111 1111
     expect_row "averaged (sum / 4)" 277.75 277.75 277.75 277.75
     grep -q "after the step, bias\[0\] on every rank: .*(identical)" <<<"$out" || fail "no identical verdict: $out"
-    echo "ok: --explain on 4 ranks: 1 10 100 1000 -> 1111 -> 277.75, recursive doubling and why"
+    echo "ok: --explain --algo recursive_doubling on 4 ranks: 1 10 100 1000 -> 11 11 1100 1100 -> 1111 -> 277.75"
     args=(--explain --algo ring)
     run 4 "${args[@]}"
     [ $rc -eq 0 ] || fail "--explain --algo ring exited $rc: $out"
@@ -155,9 +164,9 @@ case "$case_name" in
     expect_row "averaged (sum / 4)" 277.75 277.75 277.75 277.75
     grep -q "ring divides by 4 where a sum completes" <<<"$out" || fail "--explain --algo ring: no word on the division: $out"
     echo "ok: --explain --algo ring: element 0 travels the ring, reduced by ranks 1, 2, 3, divided by rank 3, then gathered"
-    args=(--explain)
+    args=(--explain --algo recursive_doubling)
     run 3 "${args[@]}"
-    [ $rc -eq 0 ] || fail "--explain on 3 ranks exited $rc: $out"
+    [ $rc -eq 0 ] || fail "--explain --algo recursive_doubling on 3 ranks exited $rc: $out"
     expect_row "after step 1/3 fold-in" "1 11 100*"
     expect_row "after step 2/3" "1* 111 111"
     expect_row "after step 3/3 unfold" "111 111 111*"

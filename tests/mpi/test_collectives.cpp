@@ -69,6 +69,15 @@ TEST_CASE("all_reduce: every algorithm, dtype, op and count", "[collectives][all
                                        Algorithm::rabenseifner, Algorithm::native, Algorithm::automatic};
   // Host tensors only; its host grouping comes from the nodes or RINGDP_RANKS_PER_HOST (meson.build).
   if (test_device().is_cpu()) algorithms.push_back(Algorithm::hierarchical);
+  // Host tensors, every rank on one host; on several (tests/net) asking for it is an error that says why.
+  if (test_device().is_cpu()) {
+    try {
+      comm.resolve(comm::CollectiveKind::all_reduce, 8, Algorithm::shared_memory);
+      algorithms.push_back(Algorithm::shared_memory);
+    } catch (const Error& e) {
+      REQUIRE_THAT(e.what(), Catch::Contains("the shared_memory algorithm needs every rank on one host"));
+    }
+  }
   for (Algorithm algo : algorithms)
     for (DType dtype : kDtypes)
       for (ReduceOp op : kOps)
@@ -271,7 +280,8 @@ TEST_CASE("every rank runs with the same segment size and algorithm thresholds",
   auto& comm = world();
   const auto& o = comm.options();
   for (const uint64_t value : {uint64_t{o.segment_bytes}, uint64_t{o.recursive_doubling_max_bytes},
-                               uint64_t{o.chain_broadcast_min_bytes}, uint64_t{o.rabenseifner_max_bytes}}) {
+                               uint64_t{o.chain_broadcast_min_bytes}, uint64_t{o.rabenseifner_max_bytes},
+                               uint64_t{o.shared_memory_max_bytes}}) {
     Tensor t = full({1}, static_cast<double>(value), DType::float64);
     Tensor low = t.clone(), high = t.clone();
     comm.all_reduce(low, ReduceOp::min, {.algorithm = Algorithm::native});
@@ -282,7 +292,14 @@ TEST_CASE("every rank runs with the same segment size and algorithm thresholds",
 
 TEST_CASE("float32 sums of random data are bit-identical on every rank", "[collectives][determinism]") {
   auto& comm = world();
-  for (Algorithm algo : {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::rabenseifner}) {
+  for (Algorithm algo :
+       {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::shared_memory}) {
+    if (algo == Algorithm::shared_memory && !test_device().is_cpu()) continue;
+    try {
+      comm.resolve(comm::CollectiveKind::all_reduce, 8, algo);
+    } catch (const Error&) {
+      continue;  // ranks on several hosts: no shared memory
+    }
     for (int64_t count : {int64_t{7}, int64_t{4099}, int64_t{300007}}) {
       Tensor data = randn({count}, 1000 + comm.rank(), 0.0, 1e3);
       comm.all_reduce(data, ReduceOp::sum, {.algorithm = algo});

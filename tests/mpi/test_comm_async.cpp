@@ -116,3 +116,47 @@ TEST_CASE("work that was complete when made: no wait, its time kept, and a secon
   two_part.wait();
   REQUIRE(finished == 1);
 }
+
+TEST_CASE("a blocking call's Work is complete and keeps no completion time; an asynchronous one keeps it",
+          "[async][work]") {
+  auto& comm = world();
+  Tensor t = full({16}, comm.rank() + 1.0);
+  const comm::Work blocking = comm.all_reduce(t);
+  REQUIRE(blocking.is_completed());
+  blocking.wait();
+  // Issue #20: a blocking call reads no clock for its Work; asking for the time is an error
+  // that says so, not a made-up time.
+  REQUIRE_THROWS_WITH(blocking.completed_at(),
+                      Catch::Contains("blocking call's Work") && Catch::Contains("keeps no completion time"));
+  const auto before = std::chrono::steady_clock::now();
+  const comm::Work async = comm.all_reduce(t, ReduceOp::sum, {.async = true});
+  async.wait();
+  REQUIRE(async.completed_at() >= before);
+  REQUIRE(async.completed_at() <= std::chrono::steady_clock::now());
+}
+
+TEST_CASE("a queued collective holds its own tensor handles: the caller's may be gone before it runs",
+          "[async]") {
+  // A blocking call hands the body the caller's tensors by reference (issue #20); a queued one
+  // must copy the handles, or it would read the caller's stack after they went out of scope.
+  // ASan (scripts/test --sanitize) reports the use after scope; without it, the reused memory
+  // makes the values wrong.
+  auto& comm = world();
+  const int N = comm.size();
+  std::vector<Tensor> outputs;
+  std::vector<comm::Work> works;
+  Tensor busy = full({1 << 20}, 1.0);
+  works.push_back(comm.all_reduce(busy, ReduceOp::sum, {.async = true}));  // keeps the worker busy
+  for (int i = 0; i < 8; ++i) {
+    outputs.push_back(empty({1024}, DType::float32));
+    Tensor input = empty({1024}, DType::float32);  // the only handle, dropped at the loop's end
+    fill_input(input, comm.rank(), ReduceOp::sum, i * 1024);  // each call's values differ
+    works.push_back(comm.all_reduce(input, outputs.back(), ReduceOp::sum, {.async = true}));
+  }
+  std::vector<Tensor> reuse;  // take the freed memory back and scribble on it
+  for (int i = 0; i < 8; ++i) reuse.push_back(full({1024}, -7.0));
+  for (const comm::Work& w : works) w.wait();
+  int64_t wrong = 0;
+  for (int i = 0; i < 8; ++i) wrong += count_wrong(outputs[i], N, ReduceOp::sum, i * 1024);
+  REQUIRE(global_sum(wrong) == 0);
+}

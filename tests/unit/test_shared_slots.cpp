@@ -1,0 +1,70 @@
+// SharedSlots (comm/shared_slots.h) between real processes: forked children over an anonymous
+// shared mapping stand in for MPI's shared window, which is the same thing underneath. Every
+// child checks every peer's part of every round: its envelope, its length and its values.
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sched.h>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "comm/shared_slots.h"
+
+using ringdp::comm::SharedSlots;
+
+namespace {
+uint32_t value(int rank, int round, int i) { return static_cast<uint32_t>(rank * 1000003 + round * 101 + i); }
+int elements(int rank, int round) { return 1 + (round * 7 + rank * 3) % 200; }
+
+// One rank's run; returns the number of wrong things it saw (the child's exit status).
+int run_rank(int rank, std::vector<void*> regions, int rounds) {
+  SharedSlots slots(rank, std::move(regions), false, nullptr);
+  const int N = slots.size();
+  int wrong = 0;
+  for (int k = 1; k <= rounds; ++k) {
+    auto* mine = static_cast<uint32_t*>(slots.begin_round());
+    const int n = elements(rank, k);
+    for (int i = 0; i < n; ++i) mine[i] = value(rank, k, i);
+    slots.publish(k, static_cast<size_t>(n) * sizeof(uint32_t));
+    for (int r = 0; r < N; ++r) {
+      while (!slots.published(r)) sched_yield();
+      if (k % 13 == rank) sched_yield();  // a slow reader now and then: a fast peer runs ahead
+      wrong += slots.tag(r) != k;
+      wrong += slots.bytes(r) != static_cast<size_t>(elements(r, k)) * sizeof(uint32_t);
+      const auto* part = static_cast<const uint32_t*>(slots.part(r));
+      for (int i = 0; i < elements(r, k); ++i) wrong += part[i] != value(r, k, i);
+    }
+  }
+  return wrong;
+}
+}  // namespace
+
+TEST_CASE("shared slots: each rank reads every peer's part of every round, never one from another round",
+          "[shared_slots]") {
+  const int N = GENERATE(1, 2, 3, 4);
+  constexpr int kRounds = 4000;
+  const size_t region = SharedSlots::region_bytes();
+  // MAP_ANONYMOUS memory starts zeroed: every header reads round 0 before its rank starts.
+  void* memory = mmap(nullptr, region * N, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(memory != MAP_FAILED);
+  std::vector<void*> regions;
+  for (int r = 0; r < N; ++r)
+    regions.push_back(static_cast<char*>(memory) + r * region + 8);  // MPI's 8-byte alignment
+  std::vector<pid_t> children;
+  for (int r = 0; r < N; ++r) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) _exit(std::min(run_rank(r, regions, kRounds), 100));
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    INFO("N = " << N << ": a child saw " << WEXITSTATUS(status) << " wrong values (or died)");
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+  }
+  munmap(memory, region * N);
+}

@@ -236,6 +236,7 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions opt
   size_ = transport_->size();
   nccl_backend_ = options_.backend == "nccl";
   auto_backend_ = options_.backend == "auto";
+  shared_slots_ = transport_->shared_slots();
   sequence_bits_ = sequence_bits_for(transport_->tag_upper_bound());
   const char* trace = std::getenv("RINGDP_TRACE");
   trace_ = trace && std::strcmp(trace, "0") != 0 && *trace;
@@ -280,17 +281,16 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
       if (requested == Algorithm::automatic && spans_hosts() && bytes > options_.recursive_doubling_max_bytes)
         return Algorithm::hierarchical;
       // Shared memory needs every rank on one host; a world of one has nothing to share.
-      RINGDP_CHECK(requested != Algorithm::shared_memory || size_ == 1 || transport_->shared_slots(),
-                   "all_reduce: the shared_memory algorithm needs every rank on one host with MPI shared "
-                   "windows; these ",
+      RINGDP_CHECK(requested != Algorithm::shared_memory || size_ == 1 || shared_slots_,
+                   "all_reduce: the shared_memory algorithm needs every rank on one host and MPI shared "
+                   "windows in the unified memory model; these ",
                    size_, " ranks run on ", hosts_, " hosts");
       return pick(bits({Algorithm::ring, Algorithm::recursive_doubling, Algorithm::rabenseifner,
                         Algorithm::native, Algorithm::hierarchical, Algorithm::shared_memory}),
-                  transport_->shared_slots() && bytes <= options_.shared_memory_max_bytes
-                      ? Algorithm::shared_memory
-                  : bytes <= options_.recursive_doubling_max_bytes         ? Algorithm::recursive_doubling
-                  : size_ >= 4 && bytes <= options_.rabenseifner_max_bytes ? Algorithm::rabenseifner
-                                                                           : Algorithm::ring);
+                  shared_slots_ && bytes <= options_.shared_memory_max_bytes ? Algorithm::shared_memory
+                  : bytes <= options_.recursive_doubling_max_bytes           ? Algorithm::recursive_doubling
+                  : size_ >= 4 && bytes <= options_.rabenseifner_max_bytes   ? Algorithm::rabenseifner
+                                                                             : Algorithm::ring);
     case CollectiveKind::reduce: return pick(bits({Algorithm::tree, Algorithm::native}), Algorithm::tree);
     case CollectiveKind::broadcast:
       // `ring` names the pipelined chain: the ring with its last link missing.

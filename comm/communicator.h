@@ -204,6 +204,7 @@ class Communicator {
   // host, and the ranks of every host with this rank's index in its host.
   std::unique_ptr<Transport> host_transport_, cross_transport_;
   int hosts_ = 1;
+  SharedSlots* shared_slots_ = nullptr;  ///< the host transport's, read once: every all_reduce asks
   bool uniform_hosts_ = true;
   bool trace_ = false;
   bool check_calls_ = false;  // RINGDP_DEBUG=DETAIL

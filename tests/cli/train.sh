@@ -138,19 +138,22 @@ case "$case_name" in
     grep -qF "44 B <= 128 KiB with every rank on one host (RINGDP_SHM_MAX_BYTES; each rank reads the others' parts from shared memory): shared_memory" <<<"$out" ||
       fail "--explain does not say why shared memory: $out"
     grep -qF "hook bias       -> bucket 0 at offset 0 (1 element)" <<<"$out" || fail "no hook line for bias: $out"
-    expect_row "before the all-reduce" 1 10 100 1000
+    # Whatever the algorithm: 10^rank in, their sum / 4 out, and the same parameters everywhere.
+    expect_four_ranks_in_and_out() {
+      expect_row "before the all-reduce" 1 10 100 1000
+      expect_row "averaged (sum / 4)" 277.75 277.75 277.75 277.75
+      grep -q "after the step, bias\[0\] on every rank: .*(identical)" <<<"$out" ||
+        fail "--explain ${args[*]}: no identical verdict: $out"
+    }
+    expect_four_ranks_in_and_out
     expect_row "after step 1/1 shared memory" 1111 1111 1111 1111
-    expect_row "averaged (sum / 4)" 277.75 277.75 277.75 277.75
-    grep -q "after the step, bias\[0\] on every rank: .*(identical)" <<<"$out" || fail "no identical verdict: $out"
     echo "ok: --explain on 4 ranks: 1 10 100 1000 -> 1111 -> 277.75 in one shared-memory step, and why"
     args=(--explain --algo recursive_doubling)
     run 4 "${args[@]}"
     [ $rc -eq 0 ] || fail "--explain --algo recursive_doubling exited $rc: $out"
-    expect_row "before the all-reduce" 1 10 100 1000
+    expect_four_ranks_in_and_out
     expect_row "after step 1/2 exchange" 11 11 1100 1100
     expect_row "after step 2/2 exchange" 1111 1111 1111 1111
-    expect_row "averaged (sum / 4)" 277.75 277.75 277.75 277.75
-    grep -q "after the step, bias\[0\] on every rank: .*(identical)" <<<"$out" || fail "no identical verdict: $out"
     echo "ok: --explain --algo recursive_doubling on 4 ranks: 1 10 100 1000 -> 11 11 1100 1100 -> 1111 -> 277.75"
     args=(--explain --algo ring)
     run 4 "${args[@]}"

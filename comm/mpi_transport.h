@@ -49,6 +49,7 @@ class MpiTransport final : public Transport {
   /// one host), where MPI's shared windows allow them (comm/shared_slots.h).
   void enable_shared_slots(MPI_Comm node, bool yield_while_waiting);
   SharedSlots* shared_slots() override { return slots_.get(); }
+  void progress() override;
   bool yields_when_idle() const override { return yield_when_idle_; }
 
  private:

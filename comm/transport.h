@@ -108,6 +108,10 @@ class Transport {
   /// Shared-memory slots over every rank of the job (all on one host, comm/shared_slots.h), or
   /// null where there are none.
   virtual SharedSlots* shared_slots() { return nullptr; }
+  /// Lets the library move messages already under way while this rank waits outside it. MPI may
+  /// need the sender's calls to deliver a message whose send has completed (MPICH's shared
+  /// memory does): a rank that spins on shared memory must keep calling it.
+  virtual void progress() {}
 
   /// Polls `done` until it is true under the collective's deadline: a wait on memory another
   /// process writes, with no library call to block in. `yield` gives the core away between polls
@@ -116,6 +120,7 @@ class Transport {
   void poll_until(F&& done, bool yield) {
     for (uint32_t polls = 0; !done(); ++polls) {
       if (yield) std::this_thread::yield();
+      if ((polls & 63u) == 63u) progress();
       if ((polls & 255u) == 255u && deadline_passed()) expire();
     }
   }

@@ -30,19 +30,10 @@ std::string concat(const Args&... args) {
 }  // namespace detail
 }  // namespace ringdp
 
-// The failing branch builds a message: marked unlikely (C++20; nvcc compiles the .cu files as
-// C++17), the compiler keeps it out of the hot path's way, which the per-call checks of every
-// collective pay for (issue #20).
-#if __cplusplus >= 202002L
-#define RINGDP_UNLIKELY [[unlikely]]
-#else
-#define RINGDP_UNLIKELY
-#endif
-
 /// Throws ringdp::Error("<message> [check `cond` failed at file:line]") when cond is false.
 #define RINGDP_CHECK(cond, ...)                                                     \
   do {                                                                              \
-    if (!(cond)) RINGDP_UNLIKELY {                                                  \
+    if (__builtin_expect(!(cond), 0)) { /* unlikely: the hot path first, #20 */     \
       ::ringdp::detail::throw_check_failure(__FILE__, __LINE__, #cond,              \
                                             ::ringdp::detail::concat(__VA_ARGS__)); \
     }                                                                               \

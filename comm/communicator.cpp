@@ -160,11 +160,11 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
                                transport->rank(), &host));
     else
       MPI_CHECK(MPI_Comm_dup(node, &host));
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const bool oversubscribed = static_cast<unsigned>(local_size) > cores;
     // Every rank on one host (each sees all in its node): the shared-memory slots. Collective
     // over `node`, and every rank takes the same branch.
-    if (local_size == transport->size())
-      transport->enable_shared_slots(
-          node, static_cast<unsigned>(local_size) > std::max(1u, std::thread::hardware_concurrency()));
+    if (local_size == transport->size()) transport->enable_shared_slots(node, oversubscribed);
     MPI_CHECK(MPI_Comm_free(&node));
     int host_rank = 0, host_size = 1;
     MPI_CHECK(MPI_Comm_rank(host, &host_rank));
@@ -173,8 +173,6 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     int hosts = host_rank == 0 ? 1 : 0, sizes[2] = {-host_size, host_size};
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hosts, 1, MPI_INT, MPI_SUM, transport->comm()));
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, transport->comm()));
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const bool oversubscribed = static_cast<unsigned>(local_size) > cores;
     if (options.segment_bytes == 0) {
       // Ranks that share cores progress only while scheduled: small segments keep each time
       // slice useful. Ranks with a core each do better with fewer, larger messages.

@@ -141,9 +141,10 @@ struct PowerOfTwoFold {
 
 void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t count);
 void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count);
-/// Every rank on one host: each reduces all parts out of the others' shared-memory slots.
+/// Every rank on one host: out of the others' shared-memory slots, each reduces all parts, or in
+/// rounds of at least `scatter_min_bytes` its own chunk of them, whose results the others copy.
 void all_reduce_shared(CollectiveContext& ctx, SharedSlots& slots, const void* input, void* out,
-                       int64_t count);
+                       int64_t count, size_t scatter_min_bytes);
 // reduce: input untouched; out receives the result on root (out may equal input).
 void reduce_tree(CollectiveContext& ctx, const void* input, void* out, int64_t count, int root);
 // broadcast: in place on buf.

@@ -1,10 +1,20 @@
-// Shared-memory all-reduce, for ranks that all run on one host (comm/shared_slots.h): in each
-// round every rank copies up to SharedSlots::kSlotBytes of its input into its slot and publishes
-// it, then waits for every peer's part and reduces all N parts, in rank order, straight out of
-// the peers' slots into its output. No message and no MPI call: a round costs one copy in, N − 1
-// cache-line handoffs and the reduction. Every rank combines the same parts in the same order, so
-// all get the same bits. It reads N − 1 parts per rank where the ring reads about two, so it
-// wins for small messages, where latency is everything; `auto` picks it there (docs/collectives.md).
+// Shared-memory all-reduce, for ranks that all run on one host (comm/shared_slots.h). In each
+// round every rank copies up to SharedSlots::slot_bytes() of its input into its slot and publishes
+// it. No message and no MPI call. Then one of two ways, chosen per round by its byte count
+// (every rank sees the same count, or the envelope check stops them first):
+//
+// - Whole (small rounds): every rank reduces all N parts straight out of the peers' slots into
+//   its output. One wait per peer; each rank reads N parts, which is why it loses to the ring as
+//   messages grow.
+// - Scattered (rounds of at least `scatter_min_bytes`): rank r reduces only chunk r of the round
+//   out of all N slots, writes the result back over chunk r of its own slot (nobody else reads
+//   that chunk of it in this half) and publishes it; then every rank copies the others' reduced
+//   chunks. Two waits per peer, but each rank reads about two parts' worth whatever N is: the
+//   reduce-scatter and all-gather of Rabenseifner, without a message.
+//
+// Either way an element is the sum of the N parts in rank order, so every rank gets the same
+// bits, and so does either variant; `auto` picks this algorithm up to
+// CommOptions::shared_memory_max_bytes (docs/collectives.md).
 #include <algorithm>
 #include <cstring>
 
@@ -25,35 +35,89 @@ void check_part(const CollectiveContext& ctx, const SharedSlots& slots, int r, s
                describe_tag(ctx.tag), " from rank ", r, " and got ", slots.bytes(r),
                ": the ranks passed different counts");
 }
+
+// Where rank r's chunk of an n-element round begins: boundaries on 64-byte lines, so that a rank
+// writing its reduced chunk never shares a cache line with a chunk a peer is reading.
+int64_t chunk_begin(int64_t n, int N, int r, size_t element) {
+  const int64_t line = std::max<int64_t>(1, 64 / static_cast<int64_t>(element));
+  return std::min(n, (n * r / N + line - 1) / line * line);
+}
+
+// Waits for rank r's part of the round and checks its envelope.
+void take_part(CollectiveContext& ctx, const SharedSlots& slots, int r, size_t bytes) {
+  ctx.position.waiting_for_rank = r;  // for the watchdog's report
+  ctx.transport.poll_until([&] { return slots.published(r); }, slots.yield_while_waiting());
+  check_part(ctx, slots, r, bytes);
+}
+
+// RINGDP_FAULT corrupt: flips a byte of what just came from a peer.
+void maybe_corrupt(CollectiveContext& ctx, char* received, size_t bytes) {
+  if (!ctx.corrupt_next_receive || bytes == 0) return;
+  ctx.corrupt_next_receive = false;
+  ctx.transport.corrupt_byte(received);
+}
+
+void reduce_whole(CollectiveContext& ctx, SharedSlots& slots, char* target, int64_t n, size_t bytes) {
+  for (int r = 0; r < slots.size(); ++r) {
+    take_part(ctx, slots, r, bytes);
+    if (r == 0)
+      std::memcpy(target, slots.part(0), bytes);
+    else
+      ctx.transport.reduce_into(target, slots.part(r), n, ctx.dtype, ctx.op);
+    if (r != ctx.rank()) maybe_corrupt(ctx, target, bytes);
+  }
+}
+
+void reduce_scattered(CollectiveContext& ctx, SharedSlots& slots, char* mine, char* target, int64_t n,
+                      size_t bytes, int step, int steps) {
+  const int N = slots.size(), me = ctx.rank();
+  const size_t element = ctx.element_bytes();
+  const int64_t begin = chunk_begin(n, N, me, element), end = chunk_begin(n, N, me + 1, element);
+  const size_t chunk_bytes = static_cast<size_t>(end - begin) * element;
+  for (int r = 0; r < N; ++r) {
+    take_part(ctx, slots, r, bytes);
+    const char* part = static_cast<const char*>(slots.part(r)) + begin * static_cast<int64_t>(element);
+    if (r == 0)
+      std::memcpy(target + begin * static_cast<int64_t>(element), part, chunk_bytes);
+    else
+      ctx.transport.reduce_into(target + begin * static_cast<int64_t>(element), part, end - begin, ctx.dtype,
+                                ctx.op);
+  }
+  std::memcpy(mine + begin * static_cast<int64_t>(element), target + begin * static_cast<int64_t>(element),
+              chunk_bytes);
+  slots.publish_reduced();
+  ctx.enter_step(step, steps, "shared memory", -1, -1, -1, -1, "gather");
+  for (int r = 0; r < N; ++r) {
+    if (r == me) continue;
+    ctx.position.waiting_for_rank = r;
+    ctx.transport.poll_until([&] { return slots.reduced(r); }, slots.yield_while_waiting());
+    const int64_t from = chunk_begin(n, N, r, element), to = chunk_begin(n, N, r + 1, element);
+    const size_t offset = static_cast<size_t>(from) * element,
+                 length = static_cast<size_t>(to - from) * element;
+    std::memcpy(target + offset, static_cast<const char*>(slots.part(r)) + offset, length);
+    maybe_corrupt(ctx, target + offset, length);
+  }
+}
 }  // namespace
 
 void all_reduce_shared(CollectiveContext& ctx, SharedSlots& slots, const void* input, void* out,
-                       int64_t count) {
-  const int N = slots.size();
+                       int64_t count, size_t scatter_min_bytes) {
   const size_t element = ctx.element_bytes();
-  const int64_t per_round = static_cast<int64_t>(SharedSlots::kSlotBytes / element);
+  const int64_t per_round = static_cast<int64_t>(slots.slot_bytes() / element);
   // Count 0 still takes a round, so that a rank with another count is reported, not waited for.
   const int steps = static_cast<int>(std::max<int64_t>(1, (count + per_round - 1) / per_round));
   for (int step = 0; step < steps; ++step) {
     const int64_t first = step * per_round, n = std::min(per_round, count - first);
     const size_t bytes = static_cast<size_t>(n) * element;
-    std::memcpy(slots.begin_round(), ctx.at(input, first), bytes);
+    char* mine = static_cast<char*>(slots.begin_round());
+    std::memcpy(mine, ctx.at(input, first), bytes);
     slots.publish(ctx.tag, bytes);
     char* target = ctx.at(out, first);
     ctx.enter_step(step + 1, steps, "shared memory", -1, -1, -1, -1, "reduce");
-    for (int r = 0; r < N; ++r) {
-      ctx.position.waiting_for_rank = r;  // for the watchdog's report
-      ctx.transport.poll_until([&] { return slots.published(r); }, slots.yield_while_waiting());
-      check_part(ctx, slots, r, bytes);
-      if (r == 0)
-        std::memcpy(target, slots.part(0), bytes);
-      else
-        ctx.transport.reduce_into(target, slots.part(r), n, ctx.dtype, ctx.op);
-      if (r != ctx.rank() && ctx.corrupt_next_receive && bytes > 0) {  // RINGDP_FAULT corrupt
-        ctx.corrupt_next_receive = false;
-        ctx.transport.corrupt_byte(target);
-      }
-    }
+    if (bytes >= scatter_min_bytes)
+      reduce_scattered(ctx, slots, mine, target, n, bytes, step + 1, steps);
+    else
+      reduce_whole(ctx, slots, target, n, bytes);
     ctx.position.waiting_for_rank = -1;
   }
 }

@@ -131,6 +131,12 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   options.rabenseifner_max_bytes =
       env_number("RINGDP_RABENSEIFNER_MAX_BYTES", options.rabenseifner_max_bytes);
   options.shared_memory_max_bytes = env_number("RINGDP_SHM_MAX_BYTES", options.shared_memory_max_bytes);
+  options.shared_memory_scatter_min_bytes =
+      env_number("RINGDP_SHM_SCATTER_MIN_BYTES", options.shared_memory_scatter_min_bytes);
+  options.shared_memory_slot_bytes = env_number("RINGDP_SHM_SLOT_BYTES", options.shared_memory_slot_bytes);
+  RINGDP_CHECK(options.shared_memory_slot_bytes >= 64 && options.shared_memory_slot_bytes % 64 == 0,
+               "shared-memory slot of ", options.shared_memory_slot_bytes,
+               " bytes (RINGDP_SHM_SLOT_BYTES): expected a positive multiple of 64");
   if (std::getenv("RINGDP_BLOCKING_WAIT")) options.blocking_wait = env_number("RINGDP_BLOCKING_WAIT", 0) != 0;
   if (const char* backend = std::getenv("RINGDP_BACKEND"); backend && *backend) options.backend = backend;
   RINGDP_CHECK(options.backend == "auto" || options.backend == "mpi" || options.backend == "nccl",
@@ -164,7 +170,13 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     const bool oversubscribed = static_cast<unsigned>(local_size) > cores;
     // Every rank on one host (each sees all in its node): the shared-memory slots. Collective
     // over `node`, and every rank takes the same branch.
-    if (local_size == transport->size()) transport->enable_shared_slots(node, oversubscribed);
+    if (local_size == transport->size()) {
+      // The slots' size sets every round's length: all ranks take the smallest.
+      uint64_t slot_bytes = options.shared_memory_slot_bytes;
+      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &slot_bytes, 1, MPI_UINT64_T, MPI_MIN, node));
+      options.shared_memory_slot_bytes = slot_bytes;
+      transport->enable_shared_slots(node, slot_bytes, oversubscribed);
+    }
     MPI_CHECK(MPI_Comm_free(&node));
     int host_rank = 0, host_size = 1;
     MPI_CHECK(MPI_Comm_rank(host, &host_rank));
@@ -191,15 +203,19 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     // What shapes messages or picks algorithms must be the same on every rank, yet comes from each
     // rank's environment and node (a sender's 1 MiB segment into a receiver's 64 KiB receive fails
     // every ring): every rank takes the minimum over ranks.
-    uint64_t agreed[5] = {options.segment_bytes, options.recursive_doubling_max_bytes,
-                          options.chain_broadcast_min_bytes, options.rabenseifner_max_bytes,
-                          options.shared_memory_max_bytes};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 5, MPI_UINT64_T, MPI_MIN, transport->comm()));
+    uint64_t agreed[6] = {options.segment_bytes,
+                          options.recursive_doubling_max_bytes,
+                          options.chain_broadcast_min_bytes,
+                          options.rabenseifner_max_bytes,
+                          options.shared_memory_max_bytes,
+                          options.shared_memory_scatter_min_bytes};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 6, MPI_UINT64_T, MPI_MIN, transport->comm()));
     options.segment_bytes = agreed[0];
     options.recursive_doubling_max_bytes = agreed[1];
     options.chain_broadcast_min_bytes = agreed[2];
     options.rabenseifner_max_bytes = agreed[3];
     options.shared_memory_max_bytes = agreed[4];
+    options.shared_memory_scatter_min_bytes = agreed[5];
     transport->set_yield_when_idle(yield);
     std::shared_ptr<Communicator> comm(new Communicator(std::move(transport), options));
     comm->backend_ = "mpi";
@@ -515,7 +531,9 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
       all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n);
     } else if (call.algorithm == Algorithm::shared_memory) {
       if (size_ == 1 || n < in.numel()) transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
-      if (size_ > 1) all_reduce_shared(call.ctx, *transport.shared_slots(), in.data_ptr(), out.data_ptr(), n);
+      if (size_ > 1)
+        all_reduce_shared(call.ctx, *transport.shared_slots(), in.data_ptr(), out.data_ptr(), n,
+                          options_.shared_memory_scatter_min_bytes);
     } else if (call.algorithm == Algorithm::rabenseifner) {
       transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
       all_reduce_rabenseifner(call.ctx, out.data_ptr(), n);

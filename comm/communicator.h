@@ -44,6 +44,13 @@ struct CommOptions {
   /// on 2 ranks and 128 KiB on 4 (docs/benchmarks.md, "Shared memory"); RINGDP_SHM_MAX_BYTES
   /// overrides, 0 = never.
   size_t shared_memory_max_bytes = 128 * 1024;
+  /// A shared-memory round (up to shared_memory_slot_bytes) of at least this many bytes is scattered: each
+  /// rank reduces one chunk and copies the others' (comm/all_reduce_shared.cpp); smaller rounds have every
+  /// rank reduce everything. RINGDP_SHM_SCATTER_MIN_BYTES overrides.
+  size_t shared_memory_scatter_min_bytes = 16 * 1024;
+  /// The most one rank's part holds in one shared-memory round (each rank maps two such slots);
+  /// a multiple of 64. RINGDP_SHM_SLOT_BYTES overrides.
+  size_t shared_memory_slot_bytes = 256 * 1024;
   /// broadcast with `auto` uses the binomial tree up to this many bytes, the pipelined chain
   /// (`ring`) above; RINGDP_CHAIN_MIN_BYTES overrides.
   size_t chain_broadcast_min_bytes = 8 * 1024 * 1024;

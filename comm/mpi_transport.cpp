@@ -127,14 +127,14 @@ void MpiTransport::wait_all(std::span<Request> requests) {
   for (Request& r : requests) r = from_mpi(MPI_REQUEST_NULL);
 }
 
-void MpiTransport::enable_shared_slots(MPI_Comm node, bool yield_while_waiting) {
+void MpiTransport::enable_shared_slots(MPI_Comm node, size_t slot_bytes, bool yield_while_waiting) {
   int rank = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(node, &rank));
   MPI_CHECK(MPI_Comm_size(node, &size));
   void* base = nullptr;
   MPI_Win window = MPI_WIN_NULL;
-  MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(SharedSlots::region_bytes()), 1, MPI_INFO_NULL,
-                                    node, &base, &window));
+  MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(SharedSlots::region_bytes(slot_bytes)), 1,
+                                    MPI_INFO_NULL, node, &base, &window));
   // Plain loads and stores see each other only in the unified memory model. Every rank asks the
   // same MPI, so all agree on whether there are slots.
   int* model = nullptr;
@@ -152,17 +152,20 @@ void MpiTransport::enable_shared_slots(MPI_Comm node, bool yield_while_waiting) 
   }
   // A passive-target epoch for the window's whole life: MPI's condition for direct access.
   MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window));
-  slots_ = std::make_unique<SharedSlots>(rank, std::move(regions), yield_while_waiting, [window]() mutable {
-    // MPI_Win_free is collective and waits for every rank. Unwinding from an error, this rank is
-    // on its way to MPI_Abort (fail_job), and the others may never come: leave the window to
-    // the abort. (ringdp-train --lr 1000 hung here: rank 0 diverged and freed, the others waited.)
-    if (std::uncaught_exceptions() > 0) return;
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized) return;
-    MPI_Win_unlock_all(window);
-    MPI_Win_free(&window);
-  });
+  slots_ = std::make_unique<SharedSlots>(rank, std::move(regions), slot_bytes, yield_while_waiting,
+                                         [window]() mutable {
+                                           // MPI_Win_free is collective and waits for every rank. Unwinding
+                                           // from an error, this rank is on its way to MPI_Abort (fail_job),
+                                           // and the others may never come: leave the window to the abort.
+                                           // (ringdp-train --lr 1000 hung here: rank 0 diverged and freed,
+                                           // the others waited.)
+                                           if (std::uncaught_exceptions() > 0) return;
+                                           int finalized = 0;
+                                           MPI_Finalized(&finalized);
+                                           if (finalized) return;
+                                           MPI_Win_unlock_all(window);
+                                           MPI_Win_free(&window);
+                                         });
   MPI_CHECK(MPI_Barrier(node));  // every rank's header is zeroed before anyone reads it
 }
 

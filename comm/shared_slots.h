@@ -24,30 +24,38 @@ namespace ringdp::comm {
 
 class SharedSlots {
  public:
-  /// Bytes one rank's part may hold in one round; a longer message takes several rounds.
-  static constexpr size_t kSlotBytes = 64 * 1024;
-  /// The bytes of shared memory each rank's region needs (its header and two slots).
-  static size_t region_bytes();
+  /// The bytes of shared memory each rank's region needs (its header and two slots of
+  /// `slot_bytes`, the most one rank's part may hold in one round).
+  static size_t region_bytes(size_t slot_bytes);
 
-  /// Over `regions[r]`, rank r's region (region_bytes(), mapped by every rank). Zeroes this rank's
-  /// header: the caller orders that before any peer reads it (a barrier). `release` frees the
-  /// shared memory when the slots go (MpiTransport::enable_shared_slots: the MPI window).
-  SharedSlots(int rank, std::vector<void*> regions, bool yield_while_waiting, std::function<void()> release);
+  /// Over `regions[r]`, rank r's region (region_bytes(slot_bytes), mapped by every rank; every
+  /// rank passes the same slot_bytes, a multiple of 64). Zeroes this rank's header: the caller
+  /// orders that before any peer reads it (a barrier). `release` frees the shared memory when the
+  /// slots go (MpiTransport::enable_shared_slots: the MPI window).
+  SharedSlots(int rank, std::vector<void*> regions, size_t slot_bytes, bool yield_while_waiting,
+              std::function<void()> release);
   ~SharedSlots();
   SharedSlots(const SharedSlots&) = delete;
   SharedSlots& operator=(const SharedSlots&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(peers_.size()); }
+  /// Bytes one rank's part may hold in one round; a longer message takes several rounds.
+  size_t slot_bytes() const { return slot_bytes_; }
   /// Whether a wait should give the core away between polls (ranks outnumber cores).
   bool yield_while_waiting() const { return yield_; }
 
-  /// Starts the next round and returns where this rank writes its part (kSlotBytes).
+  /// Starts the next round and returns where this rank writes its part (slot_bytes()).
   void* begin_round();
   /// Publishes this rank's part of the round: `bytes` long, of the collective `tag` names.
   void publish(int tag, size_t bytes);
   /// Whether rank r has published its part of the current round.
   bool published(int r) const;
+  /// The second half of a scattered round (comm/all_reduce_shared.cpp): this rank has written
+  /// its reduced chunk back into its own slot, where the others copy it from.
+  void publish_reduced();
+  /// Whether rank r has published its reduced chunk of the current round.
+  bool reduced(int r) const;
   /// Rank r's part of the current round, its envelope tag and byte count (once published).
   const void* part(int r) const;
   int tag(int r) const;
@@ -57,13 +65,14 @@ class SharedSlots {
   struct Header;
   struct Peer {
     Header* header;  // in the shared memory
-    char* data;  // two slots of kSlotBytes
+    char* data;  // two slots of slot_bytes_
   };
   const Header& header(int r) const { return *peers_[static_cast<size_t>(r)].header; }
   int slot() const { return static_cast<int>(round_ & 1u); }
 
   int rank_;
   std::vector<Peer> peers_;
+  size_t slot_bytes_;
   bool yield_;
   std::function<void()> release_;
   uint64_t round_ = 0;  // rounds begun; every rank begins the same ones

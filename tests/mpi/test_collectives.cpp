@@ -279,9 +279,11 @@ TEST_CASE("every rank runs with the same segment size and algorithm thresholds",
   // They come from each rank's environment and node; init agrees on the minimum.
   auto& comm = world();
   const auto& o = comm.options();
-  for (const uint64_t value : {uint64_t{o.segment_bytes}, uint64_t{o.recursive_doubling_max_bytes},
-                               uint64_t{o.chain_broadcast_min_bytes}, uint64_t{o.rabenseifner_max_bytes},
-                               uint64_t{o.shared_memory_max_bytes}}) {
+  for (const uint64_t value :
+       {uint64_t{o.segment_bytes}, uint64_t{o.recursive_doubling_max_bytes},
+        uint64_t{o.chain_broadcast_min_bytes}, uint64_t{o.rabenseifner_max_bytes},
+        uint64_t{o.shared_memory_max_bytes}, uint64_t{o.shared_memory_scatter_min_bytes},
+        uint64_t{o.shared_memory_slot_bytes}}) {
     Tensor t = full({1}, static_cast<double>(value), DType::float64);
     Tensor low = t.clone(), high = t.clone();
     comm.all_reduce(low, ReduceOp::min, {.algorithm = Algorithm::native});

@@ -15,12 +15,21 @@
 using ringdp::comm::SharedSlots;
 
 namespace {
+constexpr size_t kSlotBytes = 1024;  // room for elements()' 200 values
 uint32_t value(int rank, int round, int i) { return static_cast<uint32_t>(rank * 1000003 + round * 101 + i); }
 int elements(int rank, int round) { return 1 + (round * 7 + rank * 3) % 200; }
 
-// One rank's run; returns the number of wrong things it saw (the child's exit status).
-int run_rank(int rank, std::vector<void*> regions, int rounds) {
-  SharedSlots slots(rank, std::move(regions), false, nullptr);
+// Rank r's chunk of an n-element part in a scattered round: [chunk(n, N, r), chunk(n, N, r + 1)).
+int chunk(int n, int N, int r) { return n * r / N; }
+uint32_t reduced_value(int rank, int round, int i) { return ~value(rank, round, i); }
+
+// One rank's run; returns the number of wrong things it saw (the child's exit status). Scattered
+// rounds as comm/all_reduce_shared.cpp runs them: rank r reads only chunk r of every part, writes
+// its "reduced" values over chunk r of its own part and publishes them; every rank then reads each
+// peer's reduced chunk. A peer that overwrote a chunk too early, or a slot reused while a peer
+// still reads it, shows as a wrong value.
+int run_rank(int rank, std::vector<void*> regions, int rounds, bool scattered) {
+  SharedSlots slots(rank, std::move(regions), kSlotBytes, false, nullptr);
   const int N = slots.size();
   int wrong = 0;
   for (int k = 1; k <= rounds; ++k) {
@@ -34,7 +43,21 @@ int run_rank(int rank, std::vector<void*> regions, int rounds) {
       wrong += slots.tag(r) != k;
       wrong += slots.bytes(r) != static_cast<size_t>(elements(r, k)) * sizeof(uint32_t);
       const auto* part = static_cast<const uint32_t*>(slots.part(r));
-      for (int i = 0; i < elements(r, k); ++i) wrong += part[i] != value(r, k, i);
+      const int n_r = elements(r, k);
+      const int from = scattered ? chunk(n_r, N, rank) : 0, to = scattered ? chunk(n_r, N, rank + 1) : n_r;
+      for (int i = from; i < to; ++i) wrong += part[i] != value(r, k, i);
+    }
+    if (!scattered) continue;
+    for (int i = chunk(n, N, rank); i < chunk(n, N, rank + 1); ++i) mine[i] = reduced_value(rank, k, i);
+    slots.publish_reduced();
+    for (int r = 0; r < N; ++r) {
+      if (r == rank) continue;
+      while (!slots.reduced(r)) sched_yield();
+      if (k % 11 == rank) sched_yield();
+      const auto* part = static_cast<const uint32_t*>(slots.part(r));
+      const int n_r = elements(r, k);
+      for (int i = chunk(n_r, N, r); i < chunk(n_r, N, r + 1); ++i)
+        wrong += part[i] != reduced_value(r, k, i);
     }
   }
   return wrong;
@@ -44,8 +67,9 @@ int run_rank(int rank, std::vector<void*> regions, int rounds) {
 TEST_CASE("shared slots: each rank reads every peer's part of every round, never one from another round",
           "[shared_slots]") {
   const int N = GENERATE(1, 2, 3, 4);
+  const bool scattered = GENERATE(false, true);
   constexpr int kRounds = 4000;
-  const size_t region = SharedSlots::region_bytes();
+  const size_t region = SharedSlots::region_bytes(kSlotBytes);
   // MAP_ANONYMOUS memory starts zeroed: every header reads round 0 before its rank starts.
   void* memory = mmap(nullptr, region * N, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   REQUIRE(memory != MAP_FAILED);
@@ -56,13 +80,14 @@ TEST_CASE("shared slots: each rank reads every peer's part of every round, never
   for (int r = 0; r < N; ++r) {
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
-    if (pid == 0) _exit(std::min(run_rank(r, regions, kRounds), 100));
+    if (pid == 0) _exit(std::min(run_rank(r, regions, kRounds, scattered), 100));
     children.push_back(pid);
   }
   for (pid_t pid : children) {
     int status = 0;
     REQUIRE(waitpid(pid, &status, 0) == pid);
-    INFO("N = " << N << ": a child saw " << WEXITSTATUS(status) << " wrong values (or died)");
+    INFO("N = " << N << (scattered ? ", scattered" : "") << ": a child saw " << WEXITSTATUS(status)
+                << " wrong values (or died)");
     REQUIRE(WIFEXITED(status));
     REQUIRE(WEXITSTATUS(status) == 0);
   }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "comm/algorithms.h"
@@ -603,11 +604,17 @@ std::string Communicator::explain_choice(CollectiveKind kind, size_t bytes, Algo
     case CollectiveKind::all_reduce:
       if (chosen == Algorithm::hierarchical)
         return detail::concat(b, " > ", rd, " on ", hosts_, " hosts sharing ranks: hierarchical");
-      if (chosen == Algorithm::shared_memory)
-        return detail::concat(
-            b, " <= ", bytes_text(options_.shared_memory_max_bytes),
-            " with every rank on one host (RINGDP_SHM_MAX_BYTES; each rank reads the others' "
-            "parts from shared memory): shared_memory");
+      if (chosen == Algorithm::shared_memory) {
+        const bool capped = options_.shared_memory_max_bytes != std::numeric_limits<size_t>::max();
+        const bool scattered = bytes >= options_.shared_memory_scatter_min_bytes;
+        return detail::concat(b, capped ? " <= " + bytes_text(options_.shared_memory_max_bytes) : "",
+                              " with every rank on one host (RINGDP_SHM_MAX_BYTES; ",
+                              scattered
+                                  ? "each rank reduces 1/N of every round out of shared memory and copies "
+                                    "the others' results, RINGDP_SHM_SCATTER_MIN_BYTES"
+                                  : "each rank reads the others' parts from shared memory",
+                              "): shared_memory");
+      }
       if (chosen == Algorithm::recursive_doubling)
         return detail::concat(b, " <= ", rd,
                               " (RINGDP_RD_MAX_BYTES; latency-bound, log2 N steps): recursive_doubling");

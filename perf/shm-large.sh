@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The shared-memory all-reduce at mid and large sizes (issue #20, items 2 and 3): a raw
 # MPI_Allreduce loop (ringdp-raw-allreduce), ringdp's `auto` without shared memory
-# (RINGDP_SHM_MAX_BYTES=0: recursive doubling, Rabenseifner or the ring), and --algo shm with every
-# round reduced whole (RINGDP_SHM_SCATTER_MIN_BYTES above any round) and scattered (=0), all
-# interleaved in each of ROUNDS rounds; prints medians and the ratios to the raw loop (below 1:
+# (RINGDP_SHM_MAX_BYTES=0: recursive doubling, Rabenseifner or the ring, what it chose before
+# shared memory took every size), --algo shm with every round reduced whole
+# (RINGDP_SHM_SCATTER_MIN_BYTES above any round), and `auto` as it is (shared memory, rounds of
+# 16 KiB and more scattered), all interleaved in each of ROUNDS rounds; prints medians and the ratios to the raw loop (below 1:
 # faster than MPI). Sets the defaults of RINGDP_SHM_MAX_BYTES and RINGDP_SHM_SCATTER_MIN_BYTES
 # (docs/benchmarks.md, "Shared memory for large messages"). Not a test.
 #   perf/shm-large.sh [NP [ROUNDS [ITERS [MIN [MAX]]]]]    (defaults: 2 5 50 32768 16777216)
@@ -19,9 +20,9 @@ bench() {
 }
 for i in $(seq "$rounds"); do
   "$launcher" -n "$np" "${launch_args[@]}" "$build/perf/ringdp-raw-allreduce" "$min" "$max" 2 "$iters" 5 >"$o/raw$i.csv"
-  RINGDP_SHM_MAX_BYTES=0 bench --algo auto --csv "$o/auto$i.csv"
+  RINGDP_SHM_MAX_BYTES=0 bench --algo auto --csv "$o/before$i.csv"
   RINGDP_SHM_SCATTER_MIN_BYTES=1073741824 bench --algo shm --csv "$o/whole$i.csv"
-  RINGDP_SHM_SCATTER_MIN_BYTES=0 bench --algo shm --csv "$o/scattered$i.csv"
+  bench --algo auto --csv "$o/auto$i.csv"
 done
 python3 - "$o" "$rounds" "$np" "$impl" <<'P'
 import csv, statistics, sys
@@ -33,7 +34,7 @@ def load(name, column="time_us_out"):
             t.setdefault(int(row["bytes"]), []).append(float(row[column]))
     return {b: statistics.median(v) for b, v in t.items()}
 raw = load("raw", "time_us")
-cols = {n: load(n) for n in ("auto", "whole", "scattered")}
+cols = {n: load(n) for n in ("before", "whole", "auto")}
 print(f"# all_reduce float sum out of place, N = {sys.argv[3]}, {sys.argv[4]}, median of {r} interleaved rounds;"
       " ratio = time / raw MPI's")
 print(f"{'bytes':>9} {'raw (us)':>10} | " + " | ".join(f"{n + ' (us)':>16} {'ratio':>5}" for n in cols))

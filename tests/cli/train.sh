@@ -135,7 +135,7 @@ case "$case_name" in
     run 4 "${args[@]}"
     [ $rc -eq 0 ] || fail "--explain exited $rc: $out"
     # One host: auto reads the 44-byte bucket out of shared memory, in one step.
-    grep -qF "44 B <= 128 KiB with every rank on one host (RINGDP_SHM_MAX_BYTES; each rank reads the others' parts from shared memory): shared_memory" <<<"$out" ||
+    grep -qF "44 B with every rank on one host (RINGDP_SHM_MAX_BYTES; each rank reads the others' parts from shared memory): shared_memory" <<<"$out" ||
       fail "--explain does not say why shared memory: $out"
     grep -qF "hook bias       -> bucket 0 at offset 0 (1 element)" <<<"$out" || fail "no hook line for bias: $out"
     # Whatever the algorithm: 10^rank in, their sum / 4 out, and the same parameters everywhere.

@@ -69,7 +69,7 @@ void reduce_whole(CollectiveContext& ctx, SharedSlots& slots, char* target, int6
 }
 
 void reduce_scattered(CollectiveContext& ctx, SharedSlots& slots, char* mine, char* target, int64_t n,
-                      size_t bytes, int step, int steps) {
+                      size_t bytes, int& step, int steps) {
   const int N = slots.size(), me = ctx.rank();
   const size_t element = ctx.element_bytes();
   const int64_t begin = chunk_begin(n, N, me, element), end = chunk_begin(n, N, me + 1, element);
@@ -86,7 +86,7 @@ void reduce_scattered(CollectiveContext& ctx, SharedSlots& slots, char* mine, ch
   std::memcpy(mine + begin * static_cast<int64_t>(element), target + begin * static_cast<int64_t>(element),
               chunk_bytes);
   slots.publish_reduced();
-  ctx.enter_step(step, steps, "shared memory", -1, -1, -1, -1, "gather");
+  ctx.enter_step(++step, steps, "all-gather", -1, -1, -1, -1, "gather");
   for (int r = 0; r < N; ++r) {
     if (r == me) continue;
     ctx.position.waiting_for_rank = r;
@@ -105,17 +105,26 @@ void all_reduce_shared(CollectiveContext& ctx, SharedSlots& slots, const void* i
   const size_t element = ctx.element_bytes();
   const int64_t per_round = static_cast<int64_t>(slots.slot_bytes() / element);
   // Count 0 still takes a round, so that a rank with another count is reported, not waited for.
-  const int steps = static_cast<int>(std::max<int64_t>(1, (count + per_round - 1) / per_round));
-  for (int step = 0; step < steps; ++step) {
-    const int64_t first = step * per_round, n = std::min(per_round, count - first);
-    const size_t bytes = static_cast<size_t>(n) * element;
+  const int64_t rounds = std::max<int64_t>(1, (count + per_round - 1) / per_round);
+  auto round_bytes = [&](int64_t round) {
+    return static_cast<size_t>(std::min(per_round, count - round * per_round)) * element;
+  };
+  // A scattered round is two steps (reduce-scatter, all-gather), so --explain and the watchdog
+  // can tell them apart.
+  const int steps = static_cast<int>(rounds + (rounds - 1) * (round_bytes(0) >= scatter_min_bytes) +
+                                     (round_bytes(rounds - 1) >= scatter_min_bytes));
+  int step = 0;
+  for (int64_t round = 0; round < rounds; ++round) {
+    const int64_t first = round * per_round, n = std::min(per_round, count - first);
+    const size_t bytes = round_bytes(round);
     char* mine = static_cast<char*>(slots.begin_round());
     std::memcpy(mine, ctx.at(input, first), bytes);
     slots.publish(ctx.tag, bytes);
     char* target = ctx.at(out, first);
-    ctx.enter_step(step + 1, steps, "shared memory", -1, -1, -1, -1, "reduce");
-    if (bytes >= scatter_min_bytes)
-      reduce_scattered(ctx, slots, mine, target, n, bytes, step + 1, steps);
+    const bool scattered = bytes >= scatter_min_bytes;
+    ctx.enter_step(++step, steps, scattered ? "reduce-scatter" : "shared memory", -1, -1, -1, -1, "reduce");
+    if (scattered)
+      reduce_scattered(ctx, slots, mine, target, n, bytes, step, steps);
     else
       reduce_whole(ctx, slots, target, n, bytes);
     ctx.position.waiting_for_rank = -1;

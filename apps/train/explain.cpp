@@ -230,12 +230,21 @@ int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communica
           "   (%s divides by %d where a sum completes: the rank that finishes a chunk divides it\n"
           "   before the all-gather copies it on, so the others receive the average)\n",
           comm::algorithm_name(used), N);
-    if (used == comm::Algorithm::shared_memory)
+    const size_t bucket_bytes = ddp.bucket_buffer(bucket).nbytes();
+    if (used == comm::Algorithm::shared_memory &&
+        bucket_bytes < comm.options().shared_memory_scatter_min_bytes)
       std::printf(
           "   (shared_memory: the ranks share one host, so each copies its part into its slot in a\n"
           "   shared-memory window and reads all %d parts straight from the others' slots, summing\n"
           "   them in rank order: one step, no message, the same bits on every rank;\n"
           "   --algo recursive_doubling shows the exchanges instead)\n",
+          N);
+    else if (used == comm::Algorithm::shared_memory)
+      std::printf(
+          "   (shared_memory, scattered: the ranks share one host, so each copies its part into its\n"
+          "   slot in a shared-memory window; rank r sums chunk r of all %d parts in rank order and\n"
+          "   writes it back into its own slot, and every rank copies the others' sums: no message,\n"
+          "   the same bits on every rank)\n",
           N);
     std::printf("\n4. SGD, the same on every rank: %s[0] = %s - lr %s x %s = %s\n", followed.c_str(),
                 number(param_before).c_str(), number(config.lr).c_str(), number(averaged).c_str(),

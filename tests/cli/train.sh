@@ -175,6 +175,17 @@ case "$case_name" in
     expect_row "after step 3/3 unfold" "111 111 111*"
     expect_row "averaged (sum / 3)" 37 37 37
     echo "ok: --explain on 3 ranks: rank 0 folds into rank 1, sits out, gets the result back"
+    # A 20 KB bucket: shared memory with its round scattered. Element 0 is in rank 0's chunk: rank 0
+    # sums it, then the others copy the sum.
+    args=(--explain --features 5000)
+    run 3 "${args[@]}"
+    [ $rc -eq 0 ] || fail "--explain --features 5000 on 3 ranks exited $rc: $out"
+    grep -qF "20004 B with every rank on one host (RINGDP_SHM_MAX_BYTES; each rank reduces 1/N of every round" <<<"$out" ||
+      fail "--explain --features 5000: does not say why scattered shared memory: $out"
+    expect_row "after step 1/2 reduce-scatter" 111 10 100
+    expect_row "after step 2/2 all-gather" 111 111 111
+    expect_row "averaged (sum / 3)" 37 37 37
+    echo "ok: --explain, 20 KB bucket on 3 ranks: rank 0 sums element 0 in shared memory, the others copy it"
     expect_error 1 "--explain reads the values from host memory" 2 --explain --device cuda
     ;;
   timeline)

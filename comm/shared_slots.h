@@ -7,7 +7,9 @@
 //
 // Why two slots suffice: a rank writes round k + 2 into the slot of round k only after it has
 // finished round k + 1, which needs every peer's part of round k + 1, and a peer publishes that
-// only after it has finished reading round k.
+// only after it has finished reading round k. A scattered round (comm/all_reduce_shared.cpp) adds
+// a second publication, of the reduced chunk a rank wrote back into its own slot; a rank finishes
+// such a round only after every peer's, which that peer makes after its reads of the round before.
 //
 // Every part carries the collective's envelope (comm/envelope.h: kind, dtype, sequence) and its
 // byte count, so ranks in different collectives are reported, as over MPI, instead of reading

@@ -43,10 +43,16 @@ int64_t chunk_begin(int64_t n, int N, int r, size_t element) {
   return std::min(n, (n * r / N + line - 1) / line * line);
 }
 
+// Waits, under the collective's deadline, until `done` says rank r has published what comes next.
+template <typename F>
+void wait_for(CollectiveContext& ctx, const SharedSlots& slots, int r, F&& done) {
+  ctx.position.waiting_for_rank = r;  // for the watchdog's report
+  ctx.transport.poll_until(done, slots.yield_while_waiting());
+}
+
 // Waits for rank r's part of the round and checks its envelope.
 void take_part(CollectiveContext& ctx, const SharedSlots& slots, int r, size_t bytes) {
-  ctx.position.waiting_for_rank = r;  // for the watchdog's report
-  ctx.transport.poll_until([&] { return slots.published(r); }, slots.yield_while_waiting());
+  wait_for(ctx, slots, r, [&] { return slots.published(r); });
   check_part(ctx, slots, r, bytes);
 }
 
@@ -73,29 +79,24 @@ void reduce_scattered(CollectiveContext& ctx, SharedSlots& slots, char* mine, ch
   const int N = slots.size(), me = ctx.rank();
   const size_t element = ctx.element_bytes();
   const int64_t begin = chunk_begin(n, N, me, element), end = chunk_begin(n, N, me + 1, element);
-  const size_t chunk_bytes = static_cast<size_t>(end - begin) * element;
+  char* sum = ctx.at(target, begin);
   for (int r = 0; r < N; ++r) {
     take_part(ctx, slots, r, bytes);
-    const char* part = static_cast<const char*>(slots.part(r)) + begin * static_cast<int64_t>(element);
     if (r == 0)
-      std::memcpy(target + begin * static_cast<int64_t>(element), part, chunk_bytes);
+      std::memcpy(sum, ctx.at(slots.part(0), begin), static_cast<size_t>(end - begin) * element);
     else
-      ctx.transport.reduce_into(target + begin * static_cast<int64_t>(element), part, end - begin, ctx.dtype,
-                                ctx.op);
+      ctx.transport.reduce_into(sum, ctx.at(slots.part(r), begin), end - begin, ctx.dtype, ctx.op);
   }
-  std::memcpy(mine + begin * static_cast<int64_t>(element), target + begin * static_cast<int64_t>(element),
-              chunk_bytes);
+  std::memcpy(ctx.at(mine, begin), sum, static_cast<size_t>(end - begin) * element);
   slots.publish_reduced();
   ctx.enter_step(++step, steps, "all-gather", -1, -1, -1, -1, "gather");
   for (int r = 0; r < N; ++r) {
     if (r == me) continue;
-    ctx.position.waiting_for_rank = r;
-    ctx.transport.poll_until([&] { return slots.reduced(r); }, slots.yield_while_waiting());
+    wait_for(ctx, slots, r, [&] { return slots.reduced(r); });
     const int64_t from = chunk_begin(n, N, r, element), to = chunk_begin(n, N, r + 1, element);
-    const size_t offset = static_cast<size_t>(from) * element,
-                 length = static_cast<size_t>(to - from) * element;
-    std::memcpy(target + offset, static_cast<const char*>(slots.part(r)) + offset, length);
-    maybe_corrupt(ctx, target + offset, length);
+    const size_t length = static_cast<size_t>(to - from) * element;
+    std::memcpy(ctx.at(target, from), ctx.at(slots.part(r), from), length);
+    maybe_corrupt(ctx, ctx.at(target, from), length);
   }
 }
 }  // namespace
@@ -106,24 +107,25 @@ void all_reduce_shared(CollectiveContext& ctx, SharedSlots& slots, const void* i
   const int64_t per_round = static_cast<int64_t>(slots.slot_bytes() / element);
   // Count 0 still takes a round, so that a rank with another count is reported, not waited for.
   const int64_t rounds = std::max<int64_t>(1, (count + per_round - 1) / per_round);
-  auto round_bytes = [&](int64_t round) {
-    return static_cast<size_t>(std::min(per_round, count - round * per_round)) * element;
+  auto elements_in = [&](int64_t round) { return std::min(per_round, count - round * per_round); };
+  auto scattered = [&](int64_t round) {
+    return static_cast<size_t>(elements_in(round)) * element >= scatter_min_bytes;
   };
   // A scattered round is two steps (reduce-scatter, all-gather), so --explain and the watchdog
   // can tell them apart.
-  const int steps = static_cast<int>(rounds + (rounds - 1) * (round_bytes(0) >= scatter_min_bytes) +
-                                     (round_bytes(rounds - 1) >= scatter_min_bytes));
+  int steps = 0;
+  for (int64_t round = 0; round < rounds; ++round) steps += scattered(round) ? 2 : 1;
   int step = 0;
   for (int64_t round = 0; round < rounds; ++round) {
-    const int64_t first = round * per_round, n = std::min(per_round, count - first);
-    const size_t bytes = round_bytes(round);
+    const int64_t first = round * per_round, n = elements_in(round);
+    const size_t bytes = static_cast<size_t>(n) * element;
     char* mine = static_cast<char*>(slots.begin_round());
     std::memcpy(mine, ctx.at(input, first), bytes);
     slots.publish(ctx.tag, bytes);
     char* target = ctx.at(out, first);
-    const bool scattered = bytes >= scatter_min_bytes;
-    ctx.enter_step(++step, steps, scattered ? "reduce-scatter" : "shared memory", -1, -1, -1, -1, "reduce");
-    if (scattered)
+    ctx.enter_step(++step, steps, scattered(round) ? "reduce-scatter" : "shared memory", -1, -1, -1, -1,
+                   "reduce");
+    if (scattered(round))
       reduce_scattered(ctx, slots, mine, target, n, bytes, step, steps);
     else
       reduce_whole(ctx, slots, target, n, bytes);

@@ -169,16 +169,6 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
       MPI_CHECK(MPI_Comm_dup(node, &host));
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     const bool oversubscribed = static_cast<unsigned>(local_size) > cores;
-    // Every rank on one host (each sees all in its node): the shared-memory slots. Collective
-    // over `node`, and every rank takes the same branch.
-    if (local_size == transport->size()) {
-      // The slots' size sets every round's length: all ranks take the smallest.
-      uint64_t slot_bytes = options.shared_memory_slot_bytes;
-      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &slot_bytes, 1, MPI_UINT64_T, MPI_MIN, node));
-      options.shared_memory_slot_bytes = slot_bytes;
-      transport->enable_shared_slots(node, slot_bytes, oversubscribed);
-    }
-    MPI_CHECK(MPI_Comm_free(&node));
     int host_rank = 0, host_size = 1;
     MPI_CHECK(MPI_Comm_rank(host, &host_rank));
     MPI_CHECK(MPI_Comm_size(host, &host_size));
@@ -204,19 +194,26 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     // What shapes messages or picks algorithms must be the same on every rank, yet comes from each
     // rank's environment and node (a sender's 1 MiB segment into a receiver's 64 KiB receive fails
     // every ring): every rank takes the minimum over ranks.
-    uint64_t agreed[6] = {options.segment_bytes,
+    uint64_t agreed[7] = {options.segment_bytes,
                           options.recursive_doubling_max_bytes,
                           options.chain_broadcast_min_bytes,
                           options.rabenseifner_max_bytes,
                           options.shared_memory_max_bytes,
-                          options.shared_memory_scatter_min_bytes};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 6, MPI_UINT64_T, MPI_MIN, transport->comm()));
+                          options.shared_memory_scatter_min_bytes,
+                          options.shared_memory_slot_bytes};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 7, MPI_UINT64_T, MPI_MIN, transport->comm()));
     options.segment_bytes = agreed[0];
     options.recursive_doubling_max_bytes = agreed[1];
     options.chain_broadcast_min_bytes = agreed[2];
     options.rabenseifner_max_bytes = agreed[3];
     options.shared_memory_max_bytes = agreed[4];
     options.shared_memory_scatter_min_bytes = agreed[5];
+    options.shared_memory_slot_bytes = agreed[6];  // sets every shared-memory round's length
+    // Every rank on one host (each sees all in its node): the shared-memory slots. Collective
+    // over `node`, and every rank takes the same branch.
+    if (local_size == transport->size())
+      transport->enable_shared_slots(node, options.shared_memory_slot_bytes, oversubscribed);
+    MPI_CHECK(MPI_Comm_free(&node));
     transport->set_yield_when_idle(yield);
     std::shared_ptr<Communicator> comm(new Communicator(std::move(transport), options));
     comm->backend_ = "mpi";

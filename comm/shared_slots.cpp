@@ -23,6 +23,15 @@ size_t SharedSlots::region_bytes(size_t slot_bytes) {
 }
 
 namespace {
+// The round counters live in memory other processes read and write: atomic_ref over plain fields,
+// since the header is placed in MPI's window rather than constructed as atomics.
+uint64_t load_round(const uint64_t& field) {
+  return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(field)).load(std::memory_order_acquire);
+}
+void store_round(uint64_t& field, uint64_t round) {
+  std::atomic_ref<uint64_t>(field).store(round, std::memory_order_release);
+}
+
 void* align_up(void* p, size_t alignment) {
   const auto at = reinterpret_cast<uintptr_t>(p);
   return reinterpret_cast<void*>((at + alignment - 1) / alignment * alignment);
@@ -37,8 +46,8 @@ SharedSlots::SharedSlots(int rank, std::vector<void*> regions, size_t slot_bytes
     peers_.push_back(Peer{static_cast<Header*>(header), static_cast<char*>(header) + sizeof(Header)});
   }
   auto* mine = new (peers_[static_cast<size_t>(rank)].header) Header{};
-  std::atomic_ref<uint64_t>(mine->published).store(0, std::memory_order_release);
-  std::atomic_ref<uint64_t>(mine->reduced).store(0, std::memory_order_release);
+  store_round(mine->published, 0);
+  store_round(mine->reduced, 0);
 }
 
 SharedSlots::~SharedSlots() {
@@ -55,23 +64,16 @@ void SharedSlots::publish(int tag, size_t bytes) {
   mine.tag[slot()] = tag;
   mine.bytes[slot()] = bytes;
   // Release: whoever sees the new round sees the part and its envelope too.
-  std::atomic_ref<uint64_t>(mine.published).store(round_, std::memory_order_release);
+  store_round(mine.published, round_);
 }
 
-bool SharedSlots::published(int r) const {
-  auto& published = const_cast<uint64_t&>(header(r).published);
-  return std::atomic_ref<uint64_t>(published).load(std::memory_order_acquire) >= round_;
-}
+bool SharedSlots::published(int r) const { return load_round(header(r).published) >= round_; }
 
 void SharedSlots::publish_reduced() {
-  Header& mine = *peers_[static_cast<size_t>(rank_)].header;
-  std::atomic_ref<uint64_t>(mine.reduced).store(round_, std::memory_order_release);
+  store_round(peers_[static_cast<size_t>(rank_)].header->reduced, round_);
 }
 
-bool SharedSlots::reduced(int r) const {
-  auto& reduced = const_cast<uint64_t&>(header(r).reduced);
-  return std::atomic_ref<uint64_t>(reduced).load(std::memory_order_acquire) >= round_;
-}
+bool SharedSlots::reduced(int r) const { return load_round(header(r).reduced) >= round_; }
 
 const void* SharedSlots::part(int r) const {
   return peers_[static_cast<size_t>(r)].data + static_cast<size_t>(slot()) * slot_bytes_;

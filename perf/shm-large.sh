@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The shared-memory all-reduce at mid and large sizes (issue #20, items 2 and 3): a raw
-# MPI_Allreduce loop (ringdp-raw-allreduce), ringdp's `auto` without shared memory
-# (RINGDP_SHM_MAX_BYTES=0: recursive doubling, Rabenseifner or the ring, what it chose before
-# shared memory took every size), --algo shm with every round reduced whole
-# (RINGDP_SHM_SCATTER_MIN_BYTES above any round), and `auto` as it is (shared memory, rounds of
-# 16 KiB and more scattered), all interleaved in each of ROUNDS rounds; prints medians and the ratios to the raw loop (below 1:
-# faster than MPI). Sets the defaults of RINGDP_SHM_MAX_BYTES and RINGDP_SHM_SCATTER_MIN_BYTES
+# The shared-memory all-reduce at mid and large sizes (issue #20, items 2 and 3), interleaved in
+# each of ROUNDS rounds: a raw MPI_Allreduce loop (ringdp-raw-allreduce); ringdp's `auto` without
+# shared memory (RINGDP_SHM_MAX_BYTES=0: recursive doubling, Rabenseifner or the ring, what it
+# chose before shared memory took every size); --algo shm with every round reduced whole
+# (RINGDP_SHM_SCATTER_MIN_BYTES above any round); and `auto` as it is (shared memory, rounds of
+# 16 KiB and more scattered). Prints medians and the ratios to the raw loop (below 1: faster than
+# MPI). Sets the defaults of RINGDP_SHM_MAX_BYTES and RINGDP_SHM_SCATTER_MIN_BYTES
 # (docs/benchmarks.md, "Shared memory for large messages"). Not a test.
 #   perf/shm-large.sh [NP [ROUNDS [ITERS [MIN [MAX]]]]]    (defaults: 2 5 50 32768 16777216)
 set -euo pipefail

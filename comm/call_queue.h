@@ -40,6 +40,12 @@ class CallQueue {
     // this load may still take exec_mutex first, as it could after the lock was released:
     // calls issued from several threads at once have no order between them either way.
     if (in_flight_.load(std::memory_order_acquire) != 0) return false;
+    // Where MPI allows one thread only, no second thread may issue anything: a lock would guard
+    // nothing and cost two atomic operations per call (issue #20).
+    if (caller_thread_only_) {
+      call();
+      return true;
+    }
     std::lock_guard exec(exec_mutex_);
     call();
     return true;

@@ -344,6 +344,23 @@ Work Communicator::submit(const Issue& issue, const Tensor& input, Tensor& outpu
       issue.async);
 }
 
+template <typename F>
+bool Communicator::run_direct(const Issue& issue, F&& library_call) {
+  if (issue.algorithm != Algorithm::native || issue.route != Route::host || issue.async || !faults_.empty() ||
+      check_calls_ || timeline::enabled())
+    return false;
+  bool ran = false;
+  // The observer is set through the queue, so it is read under the execution lock.
+  queue_.run_inline([&] {
+    if (observer_) return;
+    ran = true;
+    position_ =
+        Position{.kind = issue.kind, .sequence = sequence_++, .count = issue.count, .dtype = issue.dtype};
+    library_call();
+  });
+  return ran;
+}
+
 void Communicator::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body) {
   if (fault.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(fault.delay_ms));
   position_ = Position{.kind = issue.kind,
@@ -510,6 +527,11 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
                     .op = op,
                     .route = route,
                     .async = opts.async};
+  if (run_direct(issue, [&] {
+        transport_->native_all_reduce(input.data_ptr(), output.data_ptr(), input.numel(), input.dtype(), op);
+        if (op == ReduceOp::avg) scale_result(output, 1.0 / size_);
+      }))
+    return Work::returned();
   return submit(issue, input, output, [this, op](Call& call, const Tensor& input, Tensor& output) {
     const Tensor& in = call.view(input);
     const Tensor& out = output.is_same(input) ? in : call.view(output);
@@ -667,6 +689,13 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
                     .root = root,
                     .route = route_for(input),
                     .async = opts.async};
+  if (run_direct(issue, [&] {
+        // As below: a rank other than root passes its input as the (ignored) receive buffer.
+        const Tensor& out = (rank_ == root && !output.is_same(input)) ? output : input;
+        transport_->native_reduce(input.data_ptr(), out.data_ptr(), input.numel(), input.dtype(), op, root);
+        if (rank_ == root && op == ReduceOp::avg) scale_result(output, 1.0 / size_);
+      }))
+    return Work::returned();
   return submit(issue, input, output, [this, root, op](Call& call, const Tensor& input, Tensor& output) {
     const Tensor& in = call.view(input);
     // Only root's output is written (the tree accumulates elsewhere on other ranks, and the
@@ -704,6 +733,12 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
                     .root = root,
                     .route = route_for(input),
                     .async = opts.async};
+  if (run_direct(issue, [&] {
+        if (rank_ == root && !output.is_same(input))
+          transport_->copy(output.data_ptr(), input.data_ptr(), input.nbytes());
+        transport_->native_broadcast(output.data_ptr(), output.numel(), output.dtype(), root);
+      }))
+    return Work::returned();
   return submit(issue, input, output, [this, root](Call& call, const Tensor& input, Tensor& output) {
     const Tensor& out = call.view(output);
     if (rank_ == root && !output.is_same(input)) {
@@ -735,6 +770,10 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
                     .algorithm = algorithm,
                     .route = route_for(input),
                     .async = opts.async};
+  if (run_direct(issue, [&] {
+        transport_->native_all_gather(input.data_ptr(), output.data_ptr(), input.numel(), input.dtype());
+      }))
+    return Work::returned();
   return submit(issue, input, output, [](Call& call, const Tensor& input, Tensor& output) {
     const Tensor& in = call.view(input);
     const Tensor& out = call.view(output);
@@ -762,6 +801,12 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
                     .op = op,
                     .route = route_for(input),
                     .async = opts.async};
+  if (run_direct(issue, [&] {
+        transport_->native_reduce_scatter(input.data_ptr(), output.data_ptr(), output.numel(), input.dtype(),
+                                          op);
+        if (op == ReduceOp::avg) scale_result(output, 1.0 / size_);
+      }))
+    return Work::returned();
   return submit(issue, input, output, [this, op](Call& call, const Tensor& input, Tensor& output) {
     const Tensor& in = call.view(input);
     const Tensor& out = call.view(output);
@@ -781,6 +826,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
 Work Communicator::barrier(CollectiveOptions opts) {
   const Algorithm algorithm = resolve(CollectiveKind::barrier, 0, opts.algorithm);
   const Issue issue{.kind = CollectiveKind::barrier, .algorithm = algorithm, .async = opts.async};
+  if (run_direct(issue, [&] { transport_->native_barrier(); })) return Work::returned();
   Tensor none;
   return submit(issue, none, none, [](Call& call, const Tensor&, Tensor&) {
     if (call.native()) {

@@ -170,6 +170,13 @@ class Communicator {
   /// `body(call, input, output)` runs it; a queued call holds its own handles to the tensors.
   template <typename F>
   Work submit(const Issue& issue, const Tensor& input, Tensor& output, F body);
+  /// A blocking call of the library's own collective on host tensors when nothing watches
+  /// collectives (no RINGDP_FAULT plan, no DETAIL check, no timeline, no step observer): numbers
+  /// it and runs `library_call` in place, without execute()'s context, deadline and steps, which
+  /// such a call never uses (issue #20). False, having run nothing, when the queue is busy or
+  /// something watches: then submit() as usual.
+  template <typename F>
+  bool run_direct(const Issue& issue, F&& library_call);
   /// Runs one collective on whichever thread the queue chose: picks the transport, checks the
   /// call against the other ranks' (DETAIL), runs the body, joins the caller's stream.
   void execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body);

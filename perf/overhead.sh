@@ -4,18 +4,19 @@
 # sizes, interleaved in each of REPEATS rounds; prints medians and the ratios to the raw loop.
 # Every time is the slowest rank's mean over ITERS calls (ringdp-bench -a 3).
 #   perf/overhead.sh [NP [REPEATS [MAX_BYTES [ITERS]]]]    (defaults: 2 5 4096 2000)
+# WARMUP=N untimed calls before each size (default 100, for both programs).
 # BUILD=build-mpich for a build against MPICH (its launcher is read from config.h).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-np=${1:-2} repeats=${2:-5} max=${3:-4096} iters=${4:-2000}
+np=${1:-2} repeats=${2:-5} max=${3:-4096} iters=${4:-2000} warmup=${WARMUP:-100}
 source perf/launcher.sh
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for i in $(seq "$repeats"); do
-  "$launcher" -n "$np" "${launch_args[@]}" "$build/perf/ringdp-raw-allreduce" 8 "$max" 8 "$iters" 100 >"$out/raw$i.csv"
+  "$launcher" -n "$np" "${launch_args[@]}" "$build/perf/ringdp-raw-allreduce" 8 "$max" 8 "$iters" "$warmup" >"$out/raw$i.csv"
   for algo in native auto; do
     "$launcher" -n "$np" "${launch_args[@]}" "$build/apps/bench/ringdp-bench" all_reduce -b 8 -e "$max" -f 8 \
-      --algo "$algo" -n "$iters" -w 100 -c 0 -a 3 --csv "$out/$algo$i.csv" >/dev/null
+      --algo "$algo" -n "$iters" -w "$warmup" -c 0 -a 3 --csv "$out/$algo$i.csv" >/dev/null
   done
 done
 python3 - "$np" "$impl" "$repeats" "$out" <<'PY'

@@ -62,6 +62,12 @@ case "$case_name" in
     [ $rc -ne 0 ] || fail "a killed rank left mpirun with exit 0"
     [ $seconds -le 20 ] || fail "the job took $seconds s to end after a rank died"
     echo "ok: a rank killed mid-run ends the job with exit $rc in ${seconds}s, no rank left behind"
+    # MPI's own collective, blocking on host tensors, takes a shorter path (issue #20); the fault
+    # plan must still reach it.
+    RINGDP_FAULT=kill:rank=1:op=10 run 2 all_reduce -b 1K -e 1K --algo native
+    [ $rc -ne 0 ] || fail "RINGDP_FAULT kill was not carried out on a native all_reduce: $out"
+    grep -qF "ringdp: rank 1: RINGDP_FAULT kill at all_reduce #10" <<<"$out" || fail "no kill report: $out"
+    echo "ok: the fault plan reaches MPI's own all_reduce too"
     ;;
   hang)
     # Rank 1 stalls 8 s inside the run; with a 3 s timeout its peers' watchdogs report where they
@@ -105,6 +111,12 @@ case "$case_name" in
     [ $rc -ne 0 ] || fail "a skipped collective under RINGDP_DEBUG=DETAIL ended with exit 0"
     grep -qE "rank 0 called barrier #5, rank 2 called all_reduce #6 \(sum, 256 x float32\)|the ranks called different collectives" <<<"$out" ||
       fail "no skip report: $out"
+    # Without any fault: two ranks given different sizes, calling MPI's own all_reduce (the short
+    # path of a blocking native call, issue #20, must still be checked).
+    RINGDP_DEBUG=DETAIL run 1 all_reduce -b 1K -e 1K --algo native : -n 1 "$bench" all_reduce -b 2K -e 2K --algo native
+    [ $rc -ne 0 ] || fail "native all_reduces of different counts under RINGDP_DEBUG=DETAIL ended with exit 0"
+    grep -qE "collective mismatch \(RINGDP_DEBUG=DETAIL\): rank 0 called all_reduce #[0-9]+ \(sum, 256 x float32\), rank 1 called all_reduce #[0-9]+ \(sum, 512 x float32\)" <<<"$out" ||
+      fail "no mismatch report for native all_reduce: $out"
     echo "ok: RINGDP_DEBUG=DETAIL reports a count mismatch and a skipped collective at once (${seconds}s):"
     grep -m1 -E "mismatch|different collectives" <<<"$out" || true
     ;;

@@ -84,3 +84,16 @@ TEST_CASE("every rank numbers the same round with the same step", "[steps]") {
     for (int64_t v : all) REQUIRE((v == -1 || v == all.back()));
   }
 }
+
+TEST_CASE("MPI's own collectives, blocking on host tensors, still tell the observer they are done",
+          "[steps]") {
+  // Such a call takes a shorter path than the others (issue #20); a set observer must move it back.
+  auto& comm = world();
+  const int N = comm.size();
+  Tensor buf = full({5}, 1.0, DType::float32);
+  buf.data<float>()[0] = static_cast<float>(comm.rank() + 1);
+  const std::vector<Seen> seen = observe_all_reduce(comm, comm::Algorithm::native, buf);
+  REQUIRE(seen.size() == 1);
+  REQUIRE(seen[0].phase == "done");
+  REQUIRE(seen[0].value == N * (N + 1) / 2.0);
+}

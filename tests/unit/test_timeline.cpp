@@ -10,6 +10,7 @@
 
 #include "autograd/functions.h"
 #include "autograd/layers.h"
+#include "comm/communicator.h"
 #include "kernels/error.h"
 #include "kernels/timeline.h"
 
@@ -90,6 +91,27 @@ TEST_CASE("the backward engine records one span per node", "[timeline]") {
     if (e["ph"] == "X" && e["cat"] == "backward") names.insert(e["name"]);
   fs::remove(path);
   REQUIRE(names.size() == 2);  // the loss's node and the linear layer's
+}
+
+TEST_CASE("each collective is one span, MPI's own blocking ones included", "[timeline]") {
+  // A blocking call of the library's own collective on host tensors takes a shorter path than the
+  // others (issue #20); while the timeline records, it must still be recorded.
+  auto comm = comm::Communicator::init();
+  const fs::path path = scratch("c.json");
+  timeline::start(path.string(), 0);
+  Tensor t = ones({4});
+  comm->all_reduce(t, ReduceOp::sum, {.algorithm = comm::Algorithm::native});
+  comm->broadcast(t, 0, {.algorithm = comm::Algorithm::native});
+  comm->all_reduce(t, ReduceOp::sum, {.algorithm = comm::Algorithm::ring});
+  timeline::write();
+  timeline::stop();
+  std::multiset<std::string> names;
+  const nlohmann::json trace = read_json(path);
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "collective") names.insert(e["name"]);
+  fs::remove(path);
+  REQUIRE(names ==
+          std::multiset<std::string>{"all_reduce #0 native", "broadcast #1 native", "all_reduce #2 ring"});
 }
 
 TEST_CASE("a timeline that cannot be written names its path", "[timeline]") {

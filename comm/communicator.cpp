@@ -286,6 +286,8 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
     if (available >> static_cast<unsigned>(requested) & 1u) return requested;
     fail_unavailable(kind, requested, available);
   };
+  // Every collective has the library's own: no table to consult (issue #20).
+  if (requested == Algorithm::native) return requested;
   switch (kind) {
     case CollectiveKind::all_reduce:
       // Ranks on several hosts, some sharing one: the hierarchical scheme for all but small

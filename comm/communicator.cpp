@@ -627,14 +627,20 @@ std::string Communicator::explain_choice(CollectiveKind kind, size_t bytes, Algo
         return detail::concat(b, " > ", rd, " on ", hosts_, " hosts sharing ranks: hierarchical");
       if (chosen == Algorithm::shared_memory) {
         const bool capped = options_.shared_memory_max_bytes != std::numeric_limits<size_t>::max();
-        const bool scattered = bytes >= options_.shared_memory_scatter_min_bytes;
-        return detail::concat(b, capped ? " <= " + bytes_text(options_.shared_memory_max_bytes) : "",
-                              " with every rank on one host (RINGDP_SHM_MAX_BYTES; ",
-                              scattered
-                                  ? "each rank reduces 1/N of every round out of shared memory and copies "
-                                    "the others' results, RINGDP_SHM_SCATTER_MIN_BYTES"
-                                  : "each rank reads the others' parts from shared memory",
-                              "): shared_memory");
+        // Rounds are a slot long but the last; each is scattered when it is long enough, so the
+        // first round says whether any is and the last whether all are.
+        const size_t slot = options_.shared_memory_slot_bytes, min = options_.shared_memory_scatter_min_bytes;
+        const size_t first = std::min(bytes, slot), last = bytes > slot ? (bytes - 1) % slot + 1 : bytes;
+        return detail::concat(
+            b, capped ? " <= " + bytes_text(options_.shared_memory_max_bytes) : "",
+            " with every rank on one host (RINGDP_SHM_MAX_BYTES; ",
+            first < min   ? "each rank reads the others' parts from shared memory"
+            : last >= min ? "each rank reduces 1/N of every round out of shared memory and copies "
+                            "the others' results, RINGDP_SHM_SCATTER_MIN_BYTES"
+                          : detail::concat("each rank reduces 1/N of every round out of shared memory "
+                                           "and copies the others' results but reads the last, ",
+                                           bytes_text(last), ", whole; RINGDP_SHM_SCATTER_MIN_BYTES"),
+            "): shared_memory");
       }
       if (chosen == Algorithm::recursive_doubling)
         return detail::concat(b, " <= ", rd,

@@ -5,6 +5,8 @@
 # Every time is the slowest rank's mean over ITERS calls (ringdp-bench -a 3).
 #   perf/overhead.sh [NP [REPEATS [MAX_BYTES [ITERS]]]]    (defaults: 2 5 4096 2000)
 # WARMUP=N untimed calls before each size (default 100, for both programs).
+# OLD_BUILD=DIR adds DIR's ringdp-bench --algo native (another build, e.g. a worktree of an earlier
+# commit) to every round, to compare two builds of the call path in one run.
 # BUILD=build-mpich for a build against MPICH (its launcher is read from config.h).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,10 +20,14 @@ for i in $(seq "$repeats"); do
     "$launcher" -n "$np" "${launch_args[@]}" "$build/apps/bench/ringdp-bench" all_reduce -b 8 -e "$max" -f 8 \
       --algo "$algo" -n "$iters" -w "$warmup" -c 0 -a 3 --csv "$out/$algo$i.csv" >/dev/null
   done
+  if [ -n "${OLD_BUILD:-}" ]; then
+    "$launcher" -n "$np" "${launch_args[@]}" "$OLD_BUILD/apps/bench/ringdp-bench" all_reduce -b 8 -e "$max" -f 8 \
+      --algo native -n "$iters" -w "$warmup" -c 0 -a 3 --csv "$out/old$i.csv" >/dev/null
+  fi
 done
-python3 - "$np" "$impl" "$repeats" "$out" <<'PY'
+python3 - "$np" "$impl" "$repeats" "$out" "${OLD_BUILD:-}" <<'PY'
 import csv, statistics, sys
-np_, impl, repeats, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+np_, impl, repeats, folder, old_build = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 def load(name, column):
     times = {}
     for i in range(1, repeats + 1):
@@ -35,4 +41,19 @@ print(f"{'bytes':>8} {'raw MPI (us)':>13} {'native (us)':>12} {'ratio':>6} {'+us
 for b in sorted(raw):
     print(f"{b:>8} {raw[b]:>13.3f} {native[b]:>12.3f} {native[b] / raw[b]:>6.2f} {native[b] - raw[b]:>6.2f}"
           f" {auto[b]:>10.3f} {auto[b] / raw[b]:>6.2f}")
+if old_build:
+    # Rounds swing together, so the median of each round's difference is steadier than the
+    # difference of the medians.
+    def per_round(name):
+        rows = {}
+        for i in range(1, repeats + 1):
+            r = {int(x["bytes"]): float(x["time_us"]) for x in csv.DictReader(open(f"{folder}/raw{i}.csv"))}
+            for x in csv.DictReader(open(f"{folder}/{name}{i}.csv")):
+                rows.setdefault(int(x["bytes"]), []).append(float(x["time_us_out"]) - r[int(x["bytes"])])
+        return {b: statistics.median(v) for b, v in rows.items()}
+    old, d_new, d_old = load("old", "time_us_out"), per_round("native"), per_round("old")
+    print(f"# native of {old_build} in the same rounds; +us per round = the median of each round's difference to raw")
+    print(f"{'bytes':>8} {'old native (us)':>16} {'+us':>6} {'+us per round: old':>19} {'this build':>11}")
+    for b in sorted(raw):
+        print(f"{b:>8} {old[b]:>16.3f} {old[b] - raw[b]:>6.2f} {d_old[b]:>19.3f} {d_new[b]:>11.3f}")
 PY

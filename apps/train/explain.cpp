@@ -230,9 +230,15 @@ int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communica
           "   (%s divides by %d where a sum completes: the rank that finishes a chunk divides it\n"
           "   before the all-gather copies it on, so the others receive the average)\n",
           comm::algorithm_name(used), N);
-    const size_t bucket_bytes = ddp.bucket_buffer(bucket).nbytes();
-    if (used == comm::Algorithm::shared_memory &&
-        bucket_bytes < comm.options().shared_memory_scatter_min_bytes)
+    // Which rounds ran is read off the steps observed, not worked out again from the sizes:
+    // rounds of at least RINGDP_SHM_SCATTER_MIN_BYTES are scattered, smaller ones whole, and a
+    // bucket over one slot whose last round is short has both.
+    bool whole_round = false, scattered_round = false;
+    for (const std::string& phase : seen.phases) {
+      whole_round = whole_round || phase == "shared memory";
+      scattered_round = scattered_round || phase == "reduce-scatter";
+    }
+    if (used == comm::Algorithm::shared_memory && !scattered_round)
       std::printf(
           "   (shared_memory: the ranks share one host, so each copies its part into its slot in a\n"
           "   shared-memory window and reads all %d parts straight from the others' slots, summing\n"
@@ -245,6 +251,11 @@ int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communica
           "   slot in a shared-memory window; rank r sums chunk r of all %d parts in rank order and\n"
           "   writes it back into its own slot, and every rank copies the others' sums: no message,\n"
           "   the same bits on every rank)\n",
+          N);
+    if (used == comm::Algorithm::shared_memory && scattered_round && whole_round)
+      std::printf(
+          "   (the bucket takes more than one slot's round; its last round is under\n"
+          "   RINGDP_SHM_SCATTER_MIN_BYTES, so every rank reads all %d parts of it whole)\n",
           N);
     std::printf("\n4. SGD, the same on every rank: %s[0] = %s - lr %s x %s = %s\n", followed.c_str(),
                 number(param_before).c_str(), number(config.lr).c_str(), number(averaged).c_str(),

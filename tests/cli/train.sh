@@ -186,6 +186,17 @@ case "$case_name" in
     expect_row "after step 2/2 all-gather" 111 111 111
     expect_row "averaged (sum / 3)" 37 37 37
     echo "ok: --explain, 20 KB bucket on 3 ranks: rank 0 sums element 0 in shared memory, the others copy it"
+    # The same bucket in 16 KiB slots: a scattered round, then a 3620-byte one read whole. The
+    # narration must say so (it once judged the whole bucket by its total size).
+    RINGDP_SHM_SLOT_BYTES=16384 run 3 "${args[@]}"
+    [ $rc -eq 0 ] || fail "--explain --features 5000 in 16 KiB slots exited $rc: $out"
+    grep -qF "copies the others' results but reads the last, 3620 B, whole" <<<"$out" ||
+      fail "--explain in 16 KiB slots: the launch line does not say the last round is whole: $out"
+    grep -qF "its last round is under" <<<"$out" || fail "--explain in 16 KiB slots: no word on the whole last round: $out"
+    expect_row "after step 1/3 reduce-scatter" 111 10 100
+    expect_row "after step 2/3 all-gather" 111 111 111
+    expect_row "after step 3/3 shared memory" 111 111 111
+    echo "ok: --explain, the same bucket in 16 KiB slots: one scattered round, the short last one whole"
     expect_error 1 "--explain reads the values from host memory" 2 --explain --device cuda
     ;;
   timeline)

@@ -55,6 +55,13 @@ void check_pair(const Tensor& input, const Tensor& output, const char* what) {
                output.device().str(), "; both must be on one device");
 }
 
+[[noreturn, gnu::cold, gnu::noinline]] void fail_overlap(const char* what, size_t in_bytes,
+                                                         std::ptrdiff_t out_at, size_t out_bytes) {
+  RINGDP_FAIL(what, ": the output overlaps the input without being it (input bytes [0, ", in_bytes,
+              "), output bytes [", out_at, ", ", out_at + static_cast<std::ptrdiff_t>(out_bytes),
+              ") of the same memory); pass one tensor for in place, or two that do not overlap");
+}
+
 // Input and output may be one buffer (in place: the same bytes, or for all_gather and
 // reduce_scatter this rank's chunk of the larger one, at `in_place_offset` bytes into it) or two
 // that do not overlap. Anything in between is refused: the algorithms read one while writing the
@@ -67,9 +74,7 @@ void check_overlap(const Tensor& input, const Tensor& output, const char* what, 
   if (in + input.nbytes() <= out || out + output.nbytes() <= in) return;  // disjoint
   const auto* base = static_cast<const char*>(larger.data_ptr());
   if (static_cast<const char*>(chunk.data_ptr()) == base + in_place_offset) return;  // in place
-  RINGDP_FAIL(what, ": the output overlaps the input without being it (input bytes [0, ", input.nbytes(),
-              "), output bytes [", out - in, ", ", out - in + static_cast<std::ptrdiff_t>(output.nbytes()),
-              ") of the same memory); pass one tensor for in place, or two that do not overlap");
+  fail_overlap(what, input.nbytes(), out - in, output.nbytes());
 }
 
 // Where a collective works on host copies (host tensors; CUDA tensors given to MPI's own

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "comm/mpi_transport.h"
 #include "tensor/ops.h"
 #include "tests/support/mpi_test.h"
 
@@ -67,3 +68,23 @@ TEST_CASE("an output that partly overlaps its input is refused; in place and dis
   comm.all_reduce(first, second);
   REQUIRE(global_sum(second.to_vector() != std::vector<double>(n, 2.0 * N)) == 0);
 }
+
+#if RINGDP_HAVE_MPI
+TEST_CASE("a failing MPI call is an error naming the call, the rank and MPI's reason", "[errors]") {
+  // MPI_CHECK tests the code in place and calls out only on failure (issue #20): that call must
+  // still happen. A send to a rank that does not exist fails at once, on a communicator that
+  // returns errors as ringdp's own do.
+  auto& comm = world();
+  MPI_Comm returning = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &returning);
+  MPI_Comm_set_errhandler(returning, MPI_ERRORS_RETURN);
+  int value = 0;
+  const int nobody = comm.size() + 5;
+  REQUIRE_THROWS_WITH(
+      [&] { MPI_CHECK(MPI_Send(&value, 1, MPI_INT, nobody, 0, returning)); }(),
+      Contains("MPI call `MPI_Send(&value, 1, MPI_INT, nobody, 0, returning)` failed on rank " +
+               std::to_string(comm.rank())) &&
+          Contains("rank"));
+  MPI_Comm_free(&returning);
+}
+#endif

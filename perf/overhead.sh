@@ -26,32 +26,20 @@ for i in $(seq "$repeats"); do
   fi
 done
 python3 - "$np" "$impl" "$repeats" "$out" "${OLD_BUILD:-}" <<'PY'
-import csv, statistics, sys
+import sys
+sys.path.insert(0, "perf")
+from rounds import medians, median_difference
 np_, impl, repeats, folder, old_build = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-def load(name, column):
-    times = {}
-    for i in range(1, repeats + 1):
-        for row in csv.DictReader(open(f"{folder}/{name}{i}.csv")):
-            times.setdefault(int(row["bytes"]), []).append(float(row[column]))
-    return {b: statistics.median(v) for b, v in times.items()}
-raw = load("raw", "time_us")
-native, auto = load("native", "time_us_out"), load("auto", "time_us_out")
+raw = medians(folder, "raw", repeats, "time_us")
+native, auto = medians(folder, "native", repeats), medians(folder, "auto", repeats)
 print(f"# all_reduce float sum out of place, N = {np_}, {impl}, median of {repeats} interleaved rounds")
 print(f"{'bytes':>8} {'raw MPI (us)':>13} {'native (us)':>12} {'ratio':>6} {'+us':>6} {'auto (us)':>10} {'ratio':>6}")
 for b in sorted(raw):
     print(f"{b:>8} {raw[b]:>13.3f} {native[b]:>12.3f} {native[b] / raw[b]:>6.2f} {native[b] - raw[b]:>6.2f}"
           f" {auto[b]:>10.3f} {auto[b] / raw[b]:>6.2f}")
 if old_build:
-    # Rounds swing together, so the median of each round's difference is steadier than the
-    # difference of the medians.
-    def per_round(name):
-        rows = {}
-        for i in range(1, repeats + 1):
-            r = {int(x["bytes"]): float(x["time_us"]) for x in csv.DictReader(open(f"{folder}/raw{i}.csv"))}
-            for x in csv.DictReader(open(f"{folder}/{name}{i}.csv")):
-                rows.setdefault(int(x["bytes"]), []).append(float(x["time_us_out"]) - r[int(x["bytes"])])
-        return {b: statistics.median(v) for b, v in rows.items()}
-    old, d_new, d_old = load("old", "time_us_out"), per_round("native"), per_round("old")
+    old = medians(folder, "old", repeats)
+    d_old, d_new = median_difference(folder, "old", "raw", repeats), median_difference(folder, "native", "raw", repeats)
     print(f"# native of {old_build} in the same rounds; +us per round = the median of each round's difference to raw")
     print(f"{'bytes':>8} {'old native (us)':>16} {'+us':>6} {'+us per round: old':>19} {'this build':>11}")
     for b in sorted(raw):

@@ -15,14 +15,11 @@ for i in $(seq $rounds); do
   "$launcher" -n "$np" "${launch_args[@]}" "$build/apps/bench/ringdp-bench" all_reduce -b $min -e $max -f 2 --algo shm -n $iters -w 5 -c 0 -a 3 --csv $o/shm$i.csv >/dev/null
 done
 python3 - "$o" "$rounds" "$np" <<'P'
-import csv,statistics,sys
-o,r=sys.argv[1],int(sys.argv[2])
-def load(n,col):
-    t={}
-    for i in range(1,r+1):
-        for row in csv.DictReader(open(f"{o}/{n}{i}.csv")): t.setdefault(int(row['bytes']),[]).append(float(row[col]))
-    return {b:statistics.median(v) for b,v in t.items()}
-a=load('auto','time_us_out');s=load('shm','time_us_out')
+import sys
+sys.path.insert(0, "perf")
+from rounds import medians
+o, r = sys.argv[1], int(sys.argv[2])
+a, s = medians(o, "auto", r), medians(o, "shm", r)
 print(f"# all_reduce float sum out of place, N = {sys.argv[3]}, median of {r} interleaved rounds")
 print("bytes auto(no shm) shm | shm/auto")
 for b in sorted(a): print(f"{b:>8} {a[b]:9.2f} {s[b]:9.2f} | {s[b]/a[b]:.2f}")

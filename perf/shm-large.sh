@@ -25,16 +25,12 @@ for i in $(seq "$rounds"); do
   bench --algo auto --csv "$o/auto$i.csv"
 done
 python3 - "$o" "$rounds" "$np" "$impl" <<'P'
-import csv, statistics, sys
+import sys
+sys.path.insert(0, "perf")
+from rounds import medians
 o, r = sys.argv[1], int(sys.argv[2])
-def load(name, column="time_us_out"):
-    t = {}
-    for i in range(1, r + 1):
-        for row in csv.DictReader(open(f"{o}/{name}{i}.csv")):
-            t.setdefault(int(row["bytes"]), []).append(float(row[column]))
-    return {b: statistics.median(v) for b, v in t.items()}
-raw = load("raw", "time_us")
-cols = {n: load(n) for n in ("before", "whole", "auto")}
+raw = medians(o, "raw", r, "time_us")
+cols = {n: medians(o, n, r) for n in ("before", "whole", "auto")}
 print(f"# all_reduce float sum out of place, N = {sys.argv[3]}, {sys.argv[4]}, median of {r} interleaved rounds;"
       " ratio = time / raw MPI's")
 print(f"{'bytes':>9} {'raw (us)':>10} | " + " | ".join(f"{n + ' (us)':>16} {'ratio':>5}" for n in cols))

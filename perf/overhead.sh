@@ -3,14 +3,14 @@
 # communicator) and `auto` against MPI_Allreduce in a plain loop (ringdp-raw-allreduce), small
 # sizes, interleaved in each of REPEATS rounds; prints medians and the ratios to the raw loop.
 # Every time is the slowest rank's mean over ITERS calls (ringdp-bench -a 3).
-#   perf/overhead.sh [NP [REPEATS [MAX_BYTES [ITERS]]]]    (defaults: 2 5 4096 2000)
+#   perf/overhead.sh [NP [REPEATS [MAX_BYTES [ITERS]]]]    (defaults: 2 5 4096 20000: shorter runs swing widely)
 # WARMUP=N untimed calls before each size (default 100, for both programs).
 # OLD_BUILD=DIR adds DIR's ringdp-bench --algo native (another build, e.g. a worktree of an earlier
 # commit) to every round, to compare two builds of the call path in one run.
 # BUILD=build-mpich for a build against MPICH (its launcher is read from config.h).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-np=${1:-2} repeats=${2:-5} max=${3:-4096} iters=${4:-2000} warmup=${WARMUP:-100}
+np=${1:-2} repeats=${2:-5} max=${3:-4096} iters=${4:-20000} warmup=${WARMUP:-100}
 source perf/launcher.sh
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

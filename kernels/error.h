@@ -34,16 +34,6 @@ std::string concat(const Args&... args) {
 /// The message is built in a lambda of its own, out of line and marked cold: built in place, its
 /// string stream made every function with a check save registers and grow its frame on every
 /// call, failing or not (issue #20: 10-20 instructions per checked function on the per-call path).
-/// nvcc's front end takes no attributes on lambdas: device-side translation units build it inline.
-#if defined(__CUDACC__)
-#define RINGDP_CHECK(cond, ...)                                                     \
-  do {                                                                              \
-    if (__builtin_expect(!(cond), 0)) {                                             \
-      ::ringdp::detail::throw_check_failure(__FILE__, __LINE__, #cond,              \
-                                            ::ringdp::detail::concat(__VA_ARGS__)); \
-    }                                                                               \
-  } while (0)
-#else
 // clang-format off
 #define RINGDP_CHECK(cond, ...)                                                           \
   do {                                                                                    \
@@ -55,7 +45,6 @@ std::string concat(const Args&... args) {
     }                                                                                     \
   } while (0)
 // clang-format on
-#endif
 
 /// Throws ringdp::Error unconditionally, with the same location suffix as RINGDP_CHECK.
 #define RINGDP_FAIL(...) \

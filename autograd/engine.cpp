@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "autograd/node.h"
-#include "kernels/timeline.h"
+#include "core/timeline.h"
 #include "tensor/ops.h"
 
 namespace ringdp::autograd {

@@ -16,9 +16,9 @@
 
 #include "comm/position.h"
 #include "comm/transport.h"
-#include "kernels/dtype.h"
-#include "kernels/reduce_op.h"
-#include "kernels/timeline.h"
+#include "core/dtype.h"
+#include "core/reduce_op.h"
+#include "core/timeline.h"
 
 namespace ringdp::comm {
 

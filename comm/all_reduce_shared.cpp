@@ -21,7 +21,7 @@
 #include "comm/algorithms.h"
 #include "comm/envelope.h"
 #include "comm/shared_slots.h"
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp::comm {
 

@@ -4,7 +4,7 @@
 #include <exception>
 #include <utility>
 
-#include "kernels/timeline.h"
+#include "core/timeline.h"
 
 namespace ringdp::comm {
 

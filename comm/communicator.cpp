@@ -157,30 +157,30 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     mpi_ensure_initialized(options.mpi_thread == MpiThread::single);
     auto transport = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
     MPI_Comm node;
-    MPI_CHECK(MPI_Comm_split_type(transport->comm(), MPI_COMM_TYPE_SHARED, transport->rank(), MPI_INFO_NULL,
+    RINGDP_MPI_CHECK(MPI_Comm_split_type(transport->comm(), MPI_COMM_TYPE_SHARED, transport->rank(), MPI_INFO_NULL,
                                   &node));
     int local_rank = 0, local_size = 1;
-    MPI_CHECK(MPI_Comm_rank(node, &local_rank));
-    MPI_CHECK(MPI_Comm_size(node, &local_size));
+    RINGDP_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
+    RINGDP_MPI_CHECK(MPI_Comm_size(node, &local_size));
     // Hosts for the hierarchical all-reduce: the nodes, or with RINGDP_RANKS_PER_HOST=k every k
     // consecutive ranks (to try the algorithm on one machine; GPUs still follow the real node).
     MPI_Comm host = MPI_COMM_NULL, cross = MPI_COMM_NULL;
     const int64_t per_host = env_number("RINGDP_RANKS_PER_HOST", 0);
     RINGDP_CHECK(per_host >= 0, "RINGDP_RANKS_PER_HOST=", per_host, ": expected a positive number of ranks");
     if (per_host > 0)
-      MPI_CHECK(MPI_Comm_split(transport->comm(), static_cast<int>(transport->rank() / per_host),
+      RINGDP_MPI_CHECK(MPI_Comm_split(transport->comm(), static_cast<int>(transport->rank() / per_host),
                                transport->rank(), &host));
     else
-      MPI_CHECK(MPI_Comm_dup(node, &host));
+      RINGDP_MPI_CHECK(MPI_Comm_dup(node, &host));
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     const bool oversubscribed = static_cast<unsigned>(local_size) > cores;
     int host_rank = 0, host_size = 1;
-    MPI_CHECK(MPI_Comm_rank(host, &host_rank));
-    MPI_CHECK(MPI_Comm_size(host, &host_size));
-    MPI_CHECK(MPI_Comm_split(transport->comm(), host_rank, transport->rank(), &cross));
+    RINGDP_MPI_CHECK(MPI_Comm_rank(host, &host_rank));
+    RINGDP_MPI_CHECK(MPI_Comm_size(host, &host_size));
+    RINGDP_MPI_CHECK(MPI_Comm_split(transport->comm(), host_rank, transport->rank(), &cross));
     int hosts = host_rank == 0 ? 1 : 0, sizes[2] = {-host_size, host_size};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hosts, 1, MPI_INT, MPI_SUM, transport->comm()));
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, transport->comm()));
+    RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hosts, 1, MPI_INT, MPI_SUM, transport->comm()));
+    RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, transport->comm()));
     if (options.segment_bytes == 0) {
       // Ranks that share cores progress only while scheduled: small segments keep each time
       // slice useful. Ranks with a core each do better with fewer, larger messages.
@@ -206,7 +206,7 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
                           options.shared_memory_max_bytes,
                           options.shared_memory_scatter_min_bytes,
                           options.shared_memory_slot_bytes};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 7, MPI_UINT64_T, MPI_MIN, transport->comm()));
+    RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, 7, MPI_UINT64_T, MPI_MIN, transport->comm()));
     options.segment_bytes = agreed[0];
     options.recursive_doubling_max_bytes = agreed[1];
     options.chain_broadcast_min_bytes = agreed[2];
@@ -218,7 +218,7 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     // over `node`, and every rank takes the same branch.
     if (local_size == transport->size())
       transport->enable_shared_slots(node, options.shared_memory_slot_bytes, oversubscribed);
-    MPI_CHECK(MPI_Comm_free(&node));
+    RINGDP_MPI_CHECK(MPI_Comm_free(&node));
     transport->set_yield_when_idle(yield);
     std::shared_ptr<Communicator> comm(new Communicator(std::move(transport), options));
     comm->backend_ = "mpi";
@@ -233,8 +233,8 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
     comm->cross_transport_ = std::move(cross_transport);
     comm->hosts_ = hosts;
     comm->uniform_hosts_ = -sizes[0] == sizes[1];
-    MPI_CHECK(MPI_Comm_free(&host));
-    MPI_CHECK(MPI_Comm_free(&cross));
+    RINGDP_MPI_CHECK(MPI_Comm_free(&host));
+    RINGDP_MPI_CHECK(MPI_Comm_free(&cross));
     return comm;
   }
 #else

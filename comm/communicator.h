@@ -19,7 +19,7 @@
 #include "comm/transport.h"
 #include "comm/types.h"
 #include "comm/work.h"
-#include "kernels/timeline.h"
+#include "core/timeline.h"
 #include "tensor/tensor.h"
 
 namespace ringdp::comm {

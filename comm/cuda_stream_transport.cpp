@@ -15,14 +15,14 @@ namespace ringdp::comm {
 
 CudaStreamTransport::CudaStreamTransport(int device, const char* who) : Transport(true) {
   int devices = 0;
-  CUDA_CHECK(cudaGetDeviceCount(&devices));
+  RINGDP_CUDA_CHECK(cudaGetDeviceCount(&devices));
   RINGDP_CHECK(devices > 0, who, " needs a CUDA device; none is visible");
   RINGDP_CHECK(device >= 0 && device < devices, who, ": CUDA device cuda:", device, " does not exist (",
                devices, " visible)");
   device_ = device;
-  CUDA_CHECK(cudaSetDevice(device_));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
+  RINGDP_CUDA_CHECK(cudaSetDevice(device_));
+  RINGDP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  RINGDP_CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
 }
 
 CudaStreamTransport::~CudaStreamTransport() {
@@ -44,15 +44,15 @@ void CudaStreamTransport::stop_watchdog() {
 
 Transport::Buffer CudaStreamTransport::allocate(size_t bytes) {
   void* p = nullptr;
-  CUDA_CHECK(cudaMalloc(&p, bytes));
+  RINGDP_CUDA_CHECK(cudaMalloc(&p, bytes));
   return Buffer(p, [](void* q) { cudaFree(q); });
 }
 
-void CudaStreamTransport::activate() { CUDA_CHECK(cudaSetDevice(device_)); }
+void CudaStreamTransport::activate() { RINGDP_CUDA_CHECK(cudaSetDevice(device_)); }
 
 void CudaStreamTransport::wait_for_compute() {
-  CUDA_CHECK(cudaEventRecord(compute_done_, nullptr));
-  CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
+  RINGDP_CUDA_CHECK(cudaEventRecord(compute_done_, nullptr));
+  RINGDP_CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
 }
 
 void CudaStreamTransport::synchronize() {
@@ -60,7 +60,7 @@ void CudaStreamTransport::synchronize() {
   for (uint32_t polls = 0;; ++polls) {
     const cudaError_t state = cudaStreamQuery(stream_);
     if (state == cudaSuccess) return;
-    if (state != cudaErrorNotReady) CUDA_CHECK(state);
+    if (state != cudaErrorNotReady) RINGDP_CUDA_CHECK(state);
     check_async();
     if ((polls & 255u) == 255u && deadline_passed()) {
       on_stuck();
@@ -82,7 +82,7 @@ cudaEvent_t CudaStreamTransport::acquire_event() {
     return e;
   }
   cudaEvent_t e = nullptr;
-  CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  RINGDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   all_events_.push_back(e);
   return e;
 }
@@ -96,7 +96,7 @@ void CudaStreamTransport::begin_collective() {
   activate();
   wait_for_compute();
   if (!start_) start_ = acquire_event();
-  CUDA_CHECK(cudaEventRecord(start_, stream_));
+  RINGDP_CUDA_CHECK(cudaEventRecord(start_, stream_));
 }
 
 void CudaStreamTransport::end_collective(const std::string& what, std::chrono::milliseconds timeout,
@@ -111,8 +111,8 @@ void CudaStreamTransport::join_caller(const std::string& what, std::chrono::mill
   issue_pending();
   cudaEvent_t done = acquire_event();
   std::unique_lock lock(mutex_);
-  CUDA_CHECK(cudaEventRecord(done, stream_));
-  CUDA_CHECK(cudaStreamWaitEvent(nullptr, done, 0));
+  RINGDP_CUDA_CHECK(cudaEventRecord(done, stream_));
+  RINGDP_CUDA_CHECK(cudaStreamWaitEvent(nullptr, done, 0));
   outstanding_.push_back({std::exchange(start_, nullptr), done, Clock::now(), timeout, false, {}, what});
   if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch(); });
   lock.unlock();

@@ -2,7 +2,7 @@
 // tests/mpi (the suite again under RINGDP_TAG_UB=32767) and tests/cli/bench.sh envelope.
 #include "comm/envelope.h"
 
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp::comm {
 

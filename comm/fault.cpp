@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp::comm {
 

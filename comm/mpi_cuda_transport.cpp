@@ -46,7 +46,7 @@ int MpiCudaTransport::acquire_pinned(size_t bytes) {
     Pinned p;
     p.bytes = 4096;
     while (p.bytes < bytes) p.bytes *= 2;
-    CUDA_CHECK(cudaMallocHost(&p.data, p.bytes));
+    RINGDP_CUDA_CHECK(cudaMallocHost(&p.data, p.bytes));
     pinned_.push_back(p);
     best = static_cast<int>(pinned_.size()) - 1;
   }
@@ -118,7 +118,7 @@ namespace {
 bool fired(cudaEvent_t e) {
   const cudaError_t state = cudaEventQuery(e);
   if (state == cudaErrorNotReady) return false;
-  CUDA_CHECK(state);
+  RINGDP_CUDA_CHECK(state);
   return true;
 }
 }  // namespace
@@ -134,10 +134,10 @@ void MpiCudaTransport::advance(Message& m) {
       m.state = S::done;  // CUDA-aware, or zero bytes: nothing to copy
     } else {
       // Enqueued at once, while the ring's other segments are still on the wire.
-      CUDA_CHECK(cudaMemcpyAsync(m.device, pinned_[static_cast<size_t>(m.pinned)].data, m.bytes,
+      RINGDP_CUDA_CHECK(cudaMemcpyAsync(m.device, pinned_[static_cast<size_t>(m.pinned)].data, m.bytes,
                                  cudaMemcpyHostToDevice, stream_));
       m.event = acquire_event();
-      CUDA_CHECK(cudaEventRecord(m.event, stream_));
+      RINGDP_CUDA_CHECK(cudaEventRecord(m.event, stream_));
       m.state = S::copy_in;
     }
   }
@@ -164,11 +164,11 @@ void MpiCudaTransport::issue() {
       m.pinned = acquire_pinned(m.bytes);
       sending_bytes_ += m.bytes;
       ++sending_;
-      CUDA_CHECK(cudaMemcpyAsync(pinned_[static_cast<size_t>(m.pinned)].data, m.device, m.bytes,
+      RINGDP_CUDA_CHECK(cudaMemcpyAsync(pinned_[static_cast<size_t>(m.pinned)].data, m.device, m.bytes,
                                  cudaMemcpyDeviceToHost, stream_));
     }
     m.event = acquire_event();
-    CUDA_CHECK(cudaEventRecord(m.event, stream_));
+    RINGDP_CUDA_CHECK(cudaEventRecord(m.event, stream_));
     m.state = S::copy_out;
     copying_sends_.push_back(queued_sends_.front());
     queued_sends_.pop_front();
@@ -243,7 +243,7 @@ void MpiCudaTransport::reduce_into(void* dst, const void* src, int64_t count, DT
 }
 
 void MpiCudaTransport::copy(void* dst, const void* src, size_t bytes) {
-  if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  if (bytes && dst != src) RINGDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
 void MpiCudaTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype,

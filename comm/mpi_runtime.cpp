@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "config.h"
-#include "kernels/error.h"
+#include "core/error.h"
 #if RINGDP_HAVE_MPI
 #include <mpi.h>
 #if __has_include(<mpi-ext.h>)

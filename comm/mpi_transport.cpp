@@ -46,15 +46,15 @@ void mpi_check(int rc, const char* call, const char* file, int line) {
 }
 
 MpiTransport::MpiTransport(MPI_Comm comm) {
-  MPI_CHECK(MPI_Comm_dup(comm, &comm_));
-  MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-  MPI_CHECK(MPI_Comm_dup(comm, &user_comm_));
-  MPI_CHECK(MPI_Comm_set_errhandler(user_comm_, MPI_ERRORS_RETURN));
-  MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
-  MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  RINGDP_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+  RINGDP_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  RINGDP_MPI_CHECK(MPI_Comm_dup(comm, &user_comm_));
+  RINGDP_MPI_CHECK(MPI_Comm_set_errhandler(user_comm_, MPI_ERRORS_RETURN));
+  RINGDP_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  RINGDP_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   int* bound = nullptr;
   int found = 0;
-  MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found));
+  RINGDP_MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found));
   if (found && bound) tag_ub_ = *bound;
   if (const char* forced = std::getenv("RINGDP_TAG_UB"); forced && *forced) {
     char* end = nullptr;
@@ -83,7 +83,7 @@ Request MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
   const bool user = tag >= kUserTagBase;
   MPI_Request request;
-  MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag), user ? user_comm_ : comm_,
+  RINGDP_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag), user ? user_comm_ : comm_,
                       &request));
   return from_mpi(request, Request{0, peer, tag, bytes, false});
 }
@@ -94,7 +94,7 @@ Request MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   MPI_Request request;
   // A collective's receive takes any tag, so a message of another collective is seen (and
   // reported) instead of waiting forever for one that never comes.
-  MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, user ? wire_tag(tag) : MPI_ANY_TAG,
+  RINGDP_MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, user ? wire_tag(tag) : MPI_ANY_TAG,
                       user ? user_comm_ : comm_, &request));
   return from_mpi(request, Request{0, peer, tag, bytes, !user});
 }
@@ -117,7 +117,7 @@ void MpiTransport::wait_all(std::span<Request> requests) {
         }
       }
     }
-    MPI_CHECK(rc);
+    RINGDP_MPI_CHECK(rc);
     if (done) break;
     if (yield_when_idle_) std::this_thread::yield();
     // Reading the clock costs ~20 ns; every 256th poll keeps it off the fast path.
@@ -129,29 +129,29 @@ void MpiTransport::wait_all(std::span<Request> requests) {
 
 void MpiTransport::enable_shared_slots(MPI_Comm node, size_t slot_bytes, bool yield_while_waiting) {
   int rank = 0, size = 1;
-  MPI_CHECK(MPI_Comm_rank(node, &rank));
-  MPI_CHECK(MPI_Comm_size(node, &size));
+  RINGDP_MPI_CHECK(MPI_Comm_rank(node, &rank));
+  RINGDP_MPI_CHECK(MPI_Comm_size(node, &size));
   void* base = nullptr;
   MPI_Win window = MPI_WIN_NULL;
-  MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(SharedSlots::region_bytes(slot_bytes)), 1,
+  RINGDP_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(SharedSlots::region_bytes(slot_bytes)), 1,
                                     MPI_INFO_NULL, node, &base, &window));
   // Plain loads and stores see each other only in the unified memory model. Every rank asks the
   // same MPI, so all agree on whether there are slots.
   int* model = nullptr;
   int found = 0;
-  MPI_CHECK(MPI_Win_get_attr(window, MPI_WIN_MODEL, &model, &found));
+  RINGDP_MPI_CHECK(MPI_Win_get_attr(window, MPI_WIN_MODEL, &model, &found));
   if (!found || *model != MPI_WIN_UNIFIED) {
-    MPI_CHECK(MPI_Win_free(&window));
+    RINGDP_MPI_CHECK(MPI_Win_free(&window));
     return;
   }
   std::vector<void*> regions(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) {
     MPI_Aint bytes = 0;
     int unit = 0;
-    MPI_CHECK(MPI_Win_shared_query(window, r, &bytes, &unit, &regions[static_cast<size_t>(r)]));
+    RINGDP_MPI_CHECK(MPI_Win_shared_query(window, r, &bytes, &unit, &regions[static_cast<size_t>(r)]));
   }
   // A passive-target epoch for the window's whole life: MPI's condition for direct access.
-  MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window));
+  RINGDP_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window));
   slots_ = std::make_unique<SharedSlots>(rank, std::move(regions), slot_bytes, yield_while_waiting,
                                          [window]() mutable {
                                            // MPI_Win_free is collective and waits for every rank. Unwinding
@@ -166,7 +166,7 @@ void MpiTransport::enable_shared_slots(MPI_Comm node, size_t slot_bytes, bool yi
                                            MPI_Win_unlock_all(window);
                                            MPI_Win_free(&window);
                                          });
-  MPI_CHECK(MPI_Barrier(node));  // every rank's header is zeroed before anyone reads it
+  RINGDP_MPI_CHECK(MPI_Barrier(node));  // every rank's header is zeroed before anyone reads it
 }
 
 void MpiTransport::progress() {
@@ -195,7 +195,7 @@ bool MpiTransport::test(Request& request) {
   MPI_Request m = to_mpi(request);
   int done = 0;
   statuses_.resize(1);
-  MPI_CHECK(MPI_Test(&m, &done, statuses_.data()));
+  RINGDP_MPI_CHECK(MPI_Test(&m, &done, statuses_.data()));
   if (done) check_envelopes(std::span<Request>(&request, 1));
   request = from_mpi(m, request);
   return done != 0;
@@ -245,7 +245,7 @@ void MpiTransport::native_barrier() { native::barrier(comm_); }
 bool MpiTransport::reads_device_memory() const { return mpi_cuda_aware(); }
 
 void MpiTransport::bootstrap_broadcast(void* data, size_t bytes) {
-  MPI_CHECK(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, 0, comm_));
+  RINGDP_MPI_CHECK(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, 0, comm_));
 }
 
 }  // namespace ringdp::comm

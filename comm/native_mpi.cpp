@@ -34,7 +34,7 @@ MPI_Op bf16_mpi_op(ReduceOp op) {
   static MPI_User_function* fns[4] = {bf16_op<ReduceOp::sum>, bf16_op<ReduceOp::prod>, bf16_op<ReduceOp::min>,
                                       bf16_op<ReduceOp::max>};
   const int index = op == ReduceOp::avg ? 0 : static_cast<int>(op);
-  if (ops[index] == MPI_OP_NULL) MPI_CHECK(MPI_Op_create(fns[index], /*commute=*/1, &ops[index]));
+  if (ops[index] == MPI_OP_NULL) RINGDP_MPI_CHECK(MPI_Op_create(fns[index], /*commute=*/1, &ops[index]));
   return ops[index];
 }
 
@@ -59,12 +59,12 @@ int mpi_count(int64_t count) {
 
 void all_reduce(MPI_Comm comm, const void* input, void* out, int64_t count, DType dtype, ReduceOp op) {
   const void* send = input == out ? MPI_IN_PLACE : input;
-  MPI_CHECK(MPI_Allreduce(send, out, mpi_count(count), mpi_type(dtype), mpi_op(op, dtype), comm));
+  RINGDP_MPI_CHECK(MPI_Allreduce(send, out, mpi_count(count), mpi_type(dtype), mpi_op(op, dtype), comm));
 }
 
 void reduce(MPI_Comm comm, const void* input, void* out, int64_t count, DType dtype, ReduceOp op, int root) {
   int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  RINGDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   const void* send = (input == out && rank == root) ? MPI_IN_PLACE : input;
 #if defined(MPICH_VERSION)
   // MPICH 4.0.2 (Debian's, ch4:ucx) segfaults in MPI_Reduce with MPI_IN_PLACE at any root but 0
@@ -77,29 +77,29 @@ void reduce(MPI_Comm comm, const void* input, void* out, int64_t count, DType dt
     send = copy.data();
   }
 #endif
-  MPI_CHECK(MPI_Reduce(send, out, mpi_count(count), mpi_type(dtype), mpi_op(op, dtype), root, comm));
+  RINGDP_MPI_CHECK(MPI_Reduce(send, out, mpi_count(count), mpi_type(dtype), mpi_op(op, dtype), root, comm));
 }
 
 void broadcast(MPI_Comm comm, void* buf, int64_t count, DType dtype, int root) {
-  MPI_CHECK(MPI_Bcast(buf, mpi_count(count), mpi_type(dtype), root, comm));
+  RINGDP_MPI_CHECK(MPI_Bcast(buf, mpi_count(count), mpi_type(dtype), root, comm));
 }
 
 void all_gather(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype) {
   int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  RINGDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   const char* own = static_cast<const char*>(out) + rank * chunk_count * dtype_size(dtype);
   const void* send = input == own ? MPI_IN_PLACE : input;
-  MPI_CHECK(MPI_Allgather(send, mpi_count(chunk_count), mpi_type(dtype), out, mpi_count(chunk_count),
+  RINGDP_MPI_CHECK(MPI_Allgather(send, mpi_count(chunk_count), mpi_type(dtype), out, mpi_count(chunk_count),
                           mpi_type(dtype), comm));
 }
 
 void reduce_scatter(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype,
                     ReduceOp op) {
-  MPI_CHECK(
+  RINGDP_MPI_CHECK(
       MPI_Reduce_scatter_block(input, out, mpi_count(chunk_count), mpi_type(dtype), mpi_op(op, dtype), comm));
 }
 
-void barrier(MPI_Comm comm) { MPI_CHECK(MPI_Barrier(comm)); }
+void barrier(MPI_Comm comm) { RINGDP_MPI_CHECK(MPI_Barrier(comm)); }
 
 }  // namespace ringdp::comm::native
 #endif

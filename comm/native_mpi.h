@@ -4,8 +4,8 @@
 #pragma once
 
 #include "config.h"
-#include "kernels/dtype.h"
-#include "kernels/reduce_op.h"
+#include "core/dtype.h"
+#include "core/reduce_op.h"
 
 #if RINGDP_HAVE_MPI
 #include <mpi.h>

@@ -28,21 +28,21 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 }  // namespace
 
 void all_reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op) {
-  t.NCCL_SETTLE(ncclAllReduce(input, out, count, nccl_type(dtype), nccl_op(op), t.comm(), t.stream()));
+  t.RINGDP_NCCL_SETTLE(ncclAllReduce(input, out, count, nccl_type(dtype), nccl_op(op), t.comm(), t.stream()));
 }
 void reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op,
             int root) {
-  t.NCCL_SETTLE(ncclReduce(input, out, count, nccl_type(dtype), nccl_op(op), root, t.comm(), t.stream()));
+  t.RINGDP_NCCL_SETTLE(ncclReduce(input, out, count, nccl_type(dtype), nccl_op(op), root, t.comm(), t.stream()));
 }
 void broadcast(NcclTransport& t, void* buf, int64_t count, DType dtype, int root) {
-  t.NCCL_SETTLE(ncclBroadcast(buf, buf, count, nccl_type(dtype), root, t.comm(), t.stream()));
+  t.RINGDP_NCCL_SETTLE(ncclBroadcast(buf, buf, count, nccl_type(dtype), root, t.comm(), t.stream()));
 }
 void all_gather(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype) {
-  t.NCCL_SETTLE(ncclAllGather(input, out, chunk_count, nccl_type(dtype), t.comm(), t.stream()));
+  t.RINGDP_NCCL_SETTLE(ncclAllGather(input, out, chunk_count, nccl_type(dtype), t.comm(), t.stream()));
 }
 void reduce_scatter(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype,
                     ReduceOp op) {
-  t.NCCL_SETTLE(
+  t.RINGDP_NCCL_SETTLE(
       ncclReduceScatter(input, out, chunk_count, nccl_type(dtype), nccl_op(op), t.comm(), t.stream()));
 }
 

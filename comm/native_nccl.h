@@ -3,8 +3,8 @@
 #pragma once
 
 #include "config.h"
-#include "kernels/dtype.h"
-#include "kernels/reduce_op.h"
+#include "core/dtype.h"
+#include "core/reduce_op.h"
 
 #if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
 #include <cuda_runtime.h>

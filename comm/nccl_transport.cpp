@@ -48,12 +48,12 @@ NcclTransport::NcclTransport(int rank, int size, int device,
                              std::chrono::milliseconds timeout)
     : CudaStreamTransport(device, "the NCCL backend"), rank_(rank), size_(size) {
   ncclUniqueId id;
-  if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  if (rank_ == 0) RINGDP_NCCL_CHECK(ncclGetUniqueId(&id));
   broadcast_id(&id, sizeof id);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // see the header: every call that can return ncclInProgress is settled
   const ncclResult_t started = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
-  if (started != ncclInProgress) NCCL_CHECK(started);
+  if (started != ncclInProgress) RINGDP_NCCL_CHECK(started);
   const auto init_deadline = Clock::now() + timeout;
   if (!poll_until_settled([&] { return Clock::now() > init_deadline; }, "NCCL initialisation", __FILE__,
                           __LINE__)) {
@@ -62,10 +62,10 @@ NcclTransport::NcclTransport(int rank, int size, int device,
     RINGDP_FAIL("NCCL initialisation did not finish within ", timeout.count() / 1000.0, " s on rank ", rank_,
                 " (a rank that never started, or a network NCCL cannot use: NCCL_DEBUG=INFO says more)");
   }
-  CUDA_CHECK(cudaMalloc(&signal_byte_, 2));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&reduce_stream_, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreateWithFlags(&reduce_done_, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventCreateWithFlags(&transfers_now_, cudaEventDisableTiming));
+  RINGDP_CUDA_CHECK(cudaMalloc(&signal_byte_, 2));
+  RINGDP_CUDA_CHECK(cudaStreamCreateWithFlags(&reduce_stream_, cudaStreamNonBlocking));
+  RINGDP_CUDA_CHECK(cudaEventCreateWithFlags(&reduce_done_, cudaEventDisableTiming));
+  RINGDP_CUDA_CHECK(cudaEventCreateWithFlags(&transfers_now_, cudaEventDisableTiming));
   const char* debug = std::getenv("RINGDP_DEBUG");
   if (debug && rank_ == 0 && (std::strcmp(debug, "INFO") == 0 || std::strcmp(debug, "DETAIL") == 0)) {
     std::fprintf(stderr, "ringdp: NCCL %s, %d ranks, rank 0 on cuda:%d\n", nccl_version().c_str(), size_,
@@ -106,7 +106,7 @@ bool NcclTransport::poll_until_settled(const std::function<bool()>& expired, con
                                        const char* file, int line) {
   for (uint32_t polls = 0;; ++polls) {
     ncclResult_t state = ncclSuccess;
-    NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
+    RINGDP_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
     if (state != ncclInProgress) {
       nccl_check(state, call, file, line);
       return true;
@@ -152,8 +152,8 @@ Request NcclTransport::irecv(int peer, void* data, size_t bytes, int) {
 
 void NcclTransport::join_reductions() {
   if (!reductions_pending_) return;
-  CUDA_CHECK(cudaEventRecord(reduce_done_, reduce_stream_));
-  CUDA_CHECK(cudaStreamWaitEvent(stream_, reduce_done_, 0));
+  RINGDP_CUDA_CHECK(cudaEventRecord(reduce_done_, reduce_stream_));
+  RINGDP_CUDA_CHECK(cudaStreamWaitEvent(stream_, reduce_done_, 0));
   reductions_pending_ = false;
 }
 
@@ -207,21 +207,21 @@ void NcclTransport::flush(size_t upto) {
   const size_t groups = exchange ? std::max(sends_.size(), receives_.size()) : 1;
   while (group_events_.size() < static_cast<size_t>(groups_) + groups) {
     cudaEvent_t e = nullptr;
-    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    RINGDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     group_events_.push_back(e);
   }
   auto issue = [this](size_t i, int group) {
     Op& op = ops_[i];
     if (op.p.send)
-      NCCL_CHECK(ncclSend(op.p.data, op.p.bytes, ncclUint8, op.p.peer, comm_, stream_));
+      RINGDP_NCCL_CHECK(ncclSend(op.p.data, op.p.bytes, ncclUint8, op.p.peer, comm_, stream_));
     else
-      NCCL_CHECK(ncclRecv(op.p.data, op.p.bytes, ncclUint8, op.p.peer, comm_, stream_));
+      RINGDP_NCCL_CHECK(ncclRecv(op.p.data, op.p.bytes, ncclUint8, op.p.peer, comm_, stream_));
     op.group = group;
     ++issued_;
   };
   for (size_t g = 0; g < groups; ++g) {
     const int group = groups_ + static_cast<int>(g);
-    NCCL_CHECK(ncclGroupStart());
+    RINGDP_NCCL_CHECK(ncclGroupStart());
     if (!exchange) {
       for (size_t i : receives_) issue(i, group);
       for (size_t i : sends_) issue(i, group);
@@ -230,8 +230,8 @@ void NcclTransport::flush(size_t upto) {
       if (g < sends_.size()) issue(sends_[g], group);
     }
     // Non-blocking: the group reaches the stream only once settled, so the event comes after it.
-    NCCL_SETTLE(ncclGroupEnd());
-    CUDA_CHECK(cudaEventRecord(group_events_[static_cast<size_t>(group)], stream_));
+    RINGDP_NCCL_SETTLE(ncclGroupEnd());
+    RINGDP_CUDA_CHECK(cudaEventRecord(group_events_[static_cast<size_t>(group)], stream_));
   }
   groups_ += static_cast<int>(groups);
   latest_event_ = group_events_[static_cast<size_t>(groups_ - 1)];
@@ -262,7 +262,7 @@ bool NcclTransport::test(Request& request) {
   issue_pending();
   const cudaError_t state = cudaStreamQuery(stream_);
   if (state == cudaErrorNotReady) return false;
-  CUDA_CHECK(state);
+  RINGDP_CUDA_CHECK(state);
   request.handle = 0;
   return true;
 }
@@ -276,10 +276,10 @@ void NcclTransport::order_reduction() {
   if (!dependency_) flush(kAll);  // after a wait, its group is issued; otherwise issue everything
   cudaEvent_t after = dependency_;
   if (!after) {  // not after a wait: after everything on the transfer stream so far
-    CUDA_CHECK(cudaEventRecord(transfers_now_, stream_));
+    RINGDP_CUDA_CHECK(cudaEventRecord(transfers_now_, stream_));
     after = transfers_now_;
   }
-  CUDA_CHECK(cudaStreamWaitEvent(reduce_stream_, after, 0));
+  RINGDP_CUDA_CHECK(cudaStreamWaitEvent(reduce_stream_, after, 0));
   reductions_pending_ = true;
 }
 
@@ -296,14 +296,14 @@ void NcclTransport::corrupt_byte(void* p) {
 void NcclTransport::copy(void* dst, const void* src, size_t bytes) {
   issue_pending();
   dependency_ = nullptr;
-  if (bytes && dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  if (bytes && dst != src) RINGDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
 void NcclTransport::check_async() {
   if (!comm_) return;
   ncclResult_t async = ncclSuccess;
-  NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
-  if (async != ncclInProgress) NCCL_CHECK(async);  // in progress: the owner is settling a call
+  RINGDP_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+  if (async != ncclInProgress) RINGDP_NCCL_CHECK(async);  // in progress: the owner is settling a call
 }
 
 void NcclTransport::on_stuck() {

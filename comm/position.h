@@ -8,7 +8,7 @@
 #include <string>
 
 #include "comm/types.h"
-#include "kernels/dtype.h"
+#include "core/dtype.h"
 
 namespace ringdp::comm {
 

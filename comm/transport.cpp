@@ -7,7 +7,7 @@
 #include <exception>
 #include <new>
 
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp::comm {
 

@@ -1,7 +1,7 @@
 // Implements comm/types.h (the contract is documented there). Tested by tests/mpi/test_comm_errors.cpp.
 #include "comm/types.h"
 
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp::comm {
 

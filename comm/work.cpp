@@ -1,7 +1,7 @@
 // Implements comm/work.h (the contract is documented there). Tested by tests/mpi/test_comm_async.cpp.
 #include "comm/work.h"
 
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp::comm {
 

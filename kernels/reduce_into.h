@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "kernels/dtype.h"
-#include "kernels/reduce_op.h"
+#include "core/dtype.h"
+#include "core/reduce_op.h"
 
 namespace ringdp {
 namespace kernels {

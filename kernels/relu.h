@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "kernels/dtype.h"
+#include "core/dtype.h"
 
 namespace ringdp::kernels {
 

@@ -23,21 +23,21 @@ namespace {
 
 float median_ms(int repeats, const std::function<void()>& work) {
   cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
+  RINGDP_CUDA_CHECK(cudaEventCreate(&start));
+  RINGDP_CUDA_CHECK(cudaEventCreate(&stop));
   for (int i = 0; i < 3; ++i) work();  // warm-up
   std::vector<float> times;
   for (int i = 0; i < repeats; ++i) {
-    CUDA_CHECK(cudaEventRecord(start));
+    RINGDP_CUDA_CHECK(cudaEventRecord(start));
     work();
-    CUDA_CHECK(cudaEventRecord(stop));
-    CUDA_CHECK(cudaEventSynchronize(stop));
+    RINGDP_CUDA_CHECK(cudaEventRecord(stop));
+    RINGDP_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    RINGDP_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
     times.push_back(ms);
   }
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
+  RINGDP_CUDA_CHECK(cudaEventDestroy(start));
+  RINGDP_CUDA_CHECK(cudaEventDestroy(stop));
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
@@ -46,8 +46,8 @@ float* device_random(size_t n) {
   std::vector<float> host(n);
   for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
   float* p = nullptr;
-  CUDA_CHECK(cudaMalloc(&p, n * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(p, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  RINGDP_CUDA_CHECK(cudaMalloc(&p, n * sizeof(float)));
+  RINGDP_CUDA_CHECK(cudaMemcpy(p, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   return p;
 }
 
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   cudaDeviceProp prop;
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  RINGDP_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("# device: %s, sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount);
   cublasHandle_t handle;
   if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     float* x = device_random(static_cast<size_t>(s.M) * s.K);
     float* W = device_random(static_cast<size_t>(s.N) * s.K);
     float* y = nullptr;
-    CUDA_CHECK(cudaMalloc(&y, static_cast<size_t>(s.M) * s.N * sizeof(float)));
+    RINGDP_CUDA_CHECK(cudaMalloc(&y, static_cast<size_t>(s.M) * s.N * sizeof(float)));
     const double flops = 2.0 * s.M * s.N * s.K;
     const float ours =
         median_ms(repeats, [&] { linear_forward_cuda(x, W, nullptr, y, s.M, s.K, s.N, DType::float32); });
@@ -105,13 +105,13 @@ int main(int argc, char** argv) {
     float* a = device_random(n);
     float* b = device_random(n);
     float* loss = nullptr;
-    CUDA_CHECK(cudaMalloc(&loss, sizeof(float)));
+    RINGDP_CUDA_CHECK(cudaMalloc(&loss, sizeof(float)));
     // MSE reads 2n floats; reduce_into reads 2n and writes n. The copy moves the same bytes read+written.
     const float mse =
         median_ms(repeats, [&] { mse_forward_cuda(a, b, loss, n, DType::float32, Reduction::mean); });
     const float red = median_ms(repeats, [&] { reduce_into_cuda(a, b, n, DType::float32, ReduceOp::sum); });
     const float copy = median_ms(
-        repeats, [&] { CUDA_CHECK(cudaMemcpy(a, b, n * sizeof(float), cudaMemcpyDeviceToDevice)); });
+        repeats, [&] { RINGDP_CUDA_CHECK(cudaMemcpy(a, b, n * sizeof(float), cudaMemcpyDeviceToDevice)); });
     const double copy_gbs = 2.0 * n * 4 / copy / 1e6;
     std::printf("mse_forward, %-15zu %10.1f %10.1f %8.2f\n", n, 2.0 * n * 4 / mse / 1e6, copy_gbs,
                 (2.0 * n * 4 / mse / 1e6) / copy_gbs);

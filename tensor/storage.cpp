@@ -6,7 +6,7 @@
 #include <new>
 
 #include "kernels/device_memory.h"
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp {
 

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "tensor/device.h"
+#include "core/device.h"
 
 namespace ringdp {
 

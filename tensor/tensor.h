@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/dtype.h"
-#include "tensor/device.h"
+#include "core/dtype.h"
+#include "core/device.h"
 #include "tensor/storage.h"
 
 namespace ringdp {

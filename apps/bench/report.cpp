@@ -8,7 +8,7 @@
 #include <map>
 
 #include "apps/bench/fit.h"
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp::bench {
 

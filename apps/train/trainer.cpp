@@ -14,7 +14,7 @@
 #include "comm/ddp/distributed_sampler.h"
 #include "config.h"
 #include "kernels/device_memory.h"
-#include "kernels/timeline.h"
+#include "core/timeline.h"
 
 namespace ringdp::train {
 

@@ -13,8 +13,8 @@
 #include <span>
 #include <vector>
 
-#include "kernels/dtype.h"
-#include "tensor/device.h"
+#include "core/dtype.h"
+#include "core/device.h"
 
 namespace ringdp::ddp {
 

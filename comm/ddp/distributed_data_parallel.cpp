@@ -9,7 +9,7 @@
 
 #include "autograd/node.h"
 #include "comm/ddp/bucket_assignment.h"
-#include "kernels/timeline.h"
+#include "core/timeline.h"
 #include "tensor/ops.h"
 
 namespace ringdp::ddp {

@@ -4,7 +4,7 @@
 
 #include <numeric>
 
-#include "kernels/error.h"
+#include "core/error.h"
 #include "tensor/random.h"
 
 namespace ringdp::ddp {

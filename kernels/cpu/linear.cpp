@@ -1,5 +1,5 @@
 // CPU Linear: OpenBLAS GEMM for the products, plain loops for bias and db.
-// Tested against linear_reference.cpp in tests/unit/test_kernels_linear.cpp.
+// Tested against linear_reference.cpp in tests/unit/test_kernels.cpp.
 #include <cblas.h>
 
 #include <algorithm>

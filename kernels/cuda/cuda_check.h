@@ -1,18 +1,23 @@
-// CUDA_CHECK for every CUDA runtime call, RINGDP_CUDA_CHECK_LAUNCH after every kernel launch.
+// RINGDP_CUDA_CHECK for every CUDA runtime call, RINGDP_CUDA_CHECK_LAUNCH after every kernel launch.
 // The message names the statement, file:line and CUDA's own error string.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include "kernels/error.h"
+#include "core/error.h"
 
-#define CUDA_CHECK(call)                                                                          \
-  do {                                                                                            \
-    const cudaError_t ringdp_cuda_status = (call);                                                \
-    if (ringdp_cuda_status != cudaSuccess) {                                                      \
-      RINGDP_FAIL("CUDA call `", #call, "` failed: ", cudaGetErrorName(ringdp_cuda_status), ": ", \
-                  cudaGetErrorString(ringdp_cuda_status));                                        \
-    }                                                                                             \
+namespace ringdp::kernels {
+/// Throws ringdp::Error naming the statement, file:line and CUDA's own error string.
+[[noreturn]] void cuda_failure(cudaError_t status, const char* call, const char* file, int line);
+}  // namespace ringdp::kernels
+
+// The three library checks (RINGDP_CUDA_CHECK, RINGDP_MPI_CHECK, RINGDP_NCCL_CHECK) have one
+// shape: the return code tested in place, a cold out-of-line call only on failure.
+#define RINGDP_CUDA_CHECK(call)                                                   \
+  do {                                                                            \
+    const cudaError_t ringdp_cuda_status = (call);                                \
+    if (__builtin_expect(ringdp_cuda_status != cudaSuccess, 0))                   \
+      ::ringdp::kernels::cuda_failure(ringdp_cuda_status, #call, __FILE__, __LINE__); \
   } while (0)
 
 // A launch reports a bad configuration (block size, grid, shared memory) only through

@@ -5,6 +5,12 @@
 
 namespace ringdp::kernels {
 
+void cuda_failure(cudaError_t status, const char* call, const char* file, int line) {
+  detail::throw_check_failure(file, line, nullptr,
+                              detail::concat("CUDA call `", call, "` failed: ", cudaGetErrorName(status), ": ",
+                                             cudaGetErrorString(status)));
+}
+
 bool built_with_cuda() { return true; }
 
 int cuda_device_count() {
@@ -21,26 +27,26 @@ void* cuda_malloc(size_t bytes, int device) {
   const int count = cuda_device_count();
   RINGDP_CHECK(device >= 0 && device < count, "CUDA device cuda:", device, " does not exist (", count,
                " visible)");
-  CUDA_CHECK(cudaSetDevice(device));
+  RINGDP_CUDA_CHECK(cudaSetDevice(device));
   void* ptr = nullptr;
-  CUDA_CHECK(cudaMalloc(&ptr, bytes == 0 ? 1 : bytes));
+  RINGDP_CUDA_CHECK(cudaMalloc(&ptr, bytes == 0 ? 1 : bytes));
   return ptr;
 }
 
 void cuda_free(void* ptr, int device) {
   if (!ptr) return;
-  CUDA_CHECK(cudaSetDevice(device));
-  CUDA_CHECK(cudaFree(ptr));
+  RINGDP_CUDA_CHECK(cudaSetDevice(device));
+  RINGDP_CUDA_CHECK(cudaFree(ptr));
 }
 
 void* cuda_malloc_host(size_t bytes) {
   void* ptr = nullptr;
-  CUDA_CHECK(cudaMallocHost(&ptr, bytes == 0 ? 1 : bytes));
+  RINGDP_CUDA_CHECK(cudaMallocHost(&ptr, bytes == 0 ? 1 : bytes));
   return ptr;
 }
 
 void cuda_free_host(void* ptr) {
-  if (ptr) CUDA_CHECK(cudaFreeHost(ptr));
+  if (ptr) RINGDP_CUDA_CHECK(cudaFreeHost(ptr));
 }
 
 void cuda_memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
@@ -48,9 +54,9 @@ void cuda_memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   const cudaMemcpyKind k = kind == CopyKind::host_to_device   ? cudaMemcpyHostToDevice
                            : kind == CopyKind::device_to_host ? cudaMemcpyDeviceToHost
                                                               : cudaMemcpyDeviceToDevice;
-  CUDA_CHECK(cudaMemcpy(dst, src, bytes, k));
+  RINGDP_CUDA_CHECK(cudaMemcpy(dst, src, bytes, k));
 }
 
-void cuda_device_synchronize() { CUDA_CHECK(cudaDeviceSynchronize()); }
+void cuda_device_synchronize() { RINGDP_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 }  // namespace ringdp::kernels

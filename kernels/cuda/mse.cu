@@ -71,14 +71,14 @@ void mse_forward_cuda(const void* pred, const void* target, void* loss, int64_t 
     const int blocks =
         static_cast<int>(std::min<int64_t>(std::max<int64_t>((n + kBlock - 1) / kBlock, 1), kMaxBlocks));
     double* partials = nullptr;
-    CUDA_CHECK(cudaMallocAsync(&partials, blocks * sizeof(double), s));
+    RINGDP_CUDA_CHECK(cudaMallocAsync(&partials, blocks * sizeof(double), s));
     RINGDP_LAUNCH(blocks, kBlock, 0, s, mse_partial_kernel<T>)
     (static_cast<const T*>(pred), static_cast<const T*>(target), partials, n);
     RINGDP_CUDA_CHECK_LAUNCH(mse_partial_kernel);
     RINGDP_LAUNCH(1, kBlock, 0, s, mse_final_kernel<T>)
     (partials, blocks, static_cast<T*>(loss), n, reduction == Reduction::mean);
     RINGDP_CUDA_CHECK_LAUNCH(mse_final_kernel);
-    CUDA_CHECK(cudaFreeAsync(partials, s));
+    RINGDP_CUDA_CHECK(cudaFreeAsync(partials, s));
   });
 }
 

@@ -34,7 +34,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/error.h"
+#include "core/error.h"
 #include "testing/cuda/shared.h"
 
 #define __global__

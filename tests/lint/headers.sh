@@ -31,7 +31,7 @@ check() {
 }
 export -f check
 export root
-results=$(find kernels tensor autograd comm apps tests bench -name '*.h' | sort |
+results=$(find core kernels tensor autograd comm apps tests bench -name '*.h' | sort |
   xargs -P "$(nproc)" -I{} bash -c "$(declare -p flags); check {}")
 grep -v '^ok ' <<<"$results" | grep -v '^unchecked ' || true
 unchecked=$(grep '^unchecked ' <<<"$results" | cut -d' ' -f2 | tr '\n' ' ')

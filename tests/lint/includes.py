@@ -1,7 +1,7 @@
 """Include what you use, for the standard names whose headers compilers stop pulling in.
 
 g++ 12's libstdc++ reaches <cstdint> through <string>; g++ 13's does not, and ringdp's first build
-on the GPU machine (g++ 13) would have stopped at tensor/device.h's `uint8_t`. A build here cannot
+on the GPU machine (g++ 13) would have stopped at core/device.h's `uint8_t`. A build here cannot
 see that, so this check reads the sources: a file that names one of these must include its header
 itself or through ringdp's own headers (whose includes we control), never only through another
 standard header. Usage: includes.py SOURCE_ROOT
@@ -30,7 +30,7 @@ RULES = {
     r"\bstd::(deque)\b": "deque",
     r"\bstd::(pair)\b": "utility",
 }
-FOLDERS = ["kernels", "tensor", "autograd", "comm", "apps", "tests", "bench"]
+FOLDERS = ["core", "kernels", "tensor", "autograd", "comm", "apps", "tests", "bench"]
 SUFFIXES = {".h", ".cpp", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/|\"(\\.|[^\"\\\n])*\"", re.S)

@@ -71,7 +71,7 @@ TEST_CASE("an output that partly overlaps its input is refused; in place and dis
 
 #if RINGDP_HAVE_MPI
 TEST_CASE("a failing MPI call is an error naming the call, the rank and MPI's reason", "[errors]") {
-  // MPI_CHECK tests the code in place and calls out only on failure (issue #20): that call must
+  // RINGDP_MPI_CHECK tests the code in place and calls out only on failure (issue #20): that call must
   // still happen. A send to a rank that does not exist fails at once, on a communicator that
   // returns errors as ringdp's own do.
   auto& comm = world();
@@ -86,7 +86,7 @@ TEST_CASE("a failing MPI call is an error naming the call, the rank and MPI's re
   MPI_Error_string(MPI_Send(&value, 1, MPI_INT, nobody, 0, returning), reason, &length);
   REQUIRE(length > 0);
   REQUIRE_THROWS_WITH(
-      [&] { MPI_CHECK(MPI_Send(&value, 1, MPI_INT, nobody, 0, returning)); }(),
+      [&] { RINGDP_MPI_CHECK(MPI_Send(&value, 1, MPI_INT, nobody, 0, returning)); }(),
       Contains("MPI call `MPI_Send(&value, 1, MPI_INT, nobody, 0, returning)` failed on rank " +
                std::to_string(comm.rank())) &&
           Contains(std::string(reason, static_cast<size_t>(length))));

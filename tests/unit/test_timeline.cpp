@@ -1,4 +1,4 @@
-// The timeline's file (kernels/timeline.h): valid JSON in Chrome's trace-event format, events
+// The timeline's file (core/timeline.h): valid JSON in Chrome's trace-event format, events
 // only while recording, names escaped, per-rank paths, and a clear error when it cannot be written.
 #include <unistd.h>
 #include <catch2/catch.hpp>
@@ -11,8 +11,8 @@
 #include "autograd/functions.h"
 #include "autograd/layers.h"
 #include "comm/communicator.h"
-#include "kernels/error.h"
-#include "kernels/timeline.h"
+#include "core/error.h"
+#include "core/timeline.h"
 
 using namespace ringdp;
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 // Emulator stand-in for cuda_bf16.h: bfloat16 storage with round-to-nearest-even conversion.
 #pragma once
 
-#include "kernels/dtype.h"
+#include "core/dtype.h"
 
 struct __nv_bfloat16 {
   unsigned short x;

@@ -1,9 +1,9 @@
-// Implements tensor/device.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp.
-#include "tensor/device.h"
+// Implements core/device.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp.
+#include "core/device.h"
 
 #include <charconv>
 
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp {
 

@@ -1,6 +1,6 @@
-// Implements kernels/error.h (the contract is documented there). Tested by every REQUIRE_THROWS_WITH in the
+// Implements core/error.h (the contract is documented there). Tested by every REQUIRE_THROWS_WITH in the
 // suites.
-#include "kernels/error.h"
+#include "core/error.h"
 
 #include <cstring>
 

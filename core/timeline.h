@@ -1,5 +1,5 @@
 // The timeline: what this process did and when, as Chrome trace-event JSON (RINGDP_TIMELINE=path),
-// for chrome://tracing, Perfetto and scripts/plot-timeline. It lives in the bottom layer because
+// for chrome://tracing, Perfetto and scripts/plot-timeline. It lives in core/ because
 // every layer records into it: autograd its backward nodes, DDP its hooks, buckets and waits, the
 // communicator each collective and each of its steps.
 //

@@ -1,8 +1,8 @@
-// Implements kernels/reduce_op.h (the contract is documented there). Tested by tests/unit/test_kernels.cpp
+// Implements core/reduce_op.h (the contract is documented there). Tested by tests/unit/test_kernels.cpp
 // and tests/cli/bench.sh errors.
-#include "kernels/reduce_op.h"
+#include "core/reduce_op.h"
 
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp {
 

@@ -1,6 +1,6 @@
-// Implements kernels/timeline.h. Tested by tests/unit/test_timeline.cpp and, on real runs, by
-// tests/cli/timeline.sh.
-#include "kernels/timeline.h"
+// Implements core/timeline.h. Tested by tests/unit/test_timeline.cpp and, on real runs, by
+// the `timeline` case of tests/cli/train.sh.
+#include "core/timeline.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "kernels/error.h"
+#include "core/error.h"
 
 namespace ringdp::timeline {
 

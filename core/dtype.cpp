@@ -1,5 +1,5 @@
-// Implements kernels/dtype.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp.
-#include "kernels/dtype.h"
+// Implements core/dtype.h (the contract is documented there). Tested by tests/unit/test_tensor.cpp.
+#include "core/dtype.h"
 
 namespace ringdp {
 

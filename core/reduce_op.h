@@ -1,7 +1,7 @@
-// ReduceOp: how a reduction combines values (sum, prod, min, max, avg). One of ringdp's shared
-// words, with DType (kernels/dtype.h) and Error (kernels/error.h): they live in kernels/, the
-// ground floor every layer includes, in namespace ringdp. The words of comm/ alone (which
-// collective, which algorithm) are in comm/types.h. README's "Shared words" table lists them.
+// ReduceOp: how a reduction combines values (sum, prod, min, max, avg). One of the shared words
+// of core/ (with DType, Error, Device, the timeline and the settings), which every layer includes,
+// in namespace ringdp. The words of comm/ alone (which collective, which algorithm) are in
+// comm/types.h.
 #pragma once
 
 #include <cstdint>

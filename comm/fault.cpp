@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/settings.h"
 
 namespace ringdp::comm {
 
@@ -74,8 +75,8 @@ FaultPlan FaultPlan::parse(const std::string& text) {
 
 const FaultPlan& FaultPlan::from_environment() {
   static const FaultPlan plan = [] {
-    const char* text = std::getenv("RINGDP_FAULT");
-    return text ? parse(text) : FaultPlan{};
+    const auto text = settings::text(settings::Id::fault);
+    return text ? parse(*text) : FaultPlan{};
   }();
   return plan;
 }

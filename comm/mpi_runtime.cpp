@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "core/error.h"
+#include "core/settings.h"
 #if RINGDP_HAVE_MPI
 #include <mpi.h>
 #if __has_include(<mpi-ext.h>)
@@ -34,7 +35,7 @@ int env_int(const char* name, int fallback) {
 }  // namespace
 
 bool mpi_cuda_aware() {
-  if (const char* env = std::getenv("RINGDP_MPI_CUDA_AWARE"); env && *env) return std::strcmp(env, "0") != 0;
+  if (const auto forced = settings::flag(settings::Id::mpi_cuda_aware)) return *forced;
 #if RINGDP_HAVE_MPI && defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
   return MPIX_Query_cuda_support() == 1;
 #else
@@ -94,11 +95,9 @@ namespace {
 // on a worker thread; single skips Open MPI's locking on every call (any level above single turns
 // it on) at the price of running every collective on the caller's thread.
 int requested_thread_level(bool single) {
-  const char* value = std::getenv("RINGDP_MPI_THREAD");
-  if (!value || !*value) return single ? MPI_THREAD_SINGLE : MPI_THREAD_SERIALIZED;
-  if (std::strcmp(value, "serialized") == 0) return MPI_THREAD_SERIALIZED;
-  if (std::strcmp(value, "single") == 0) return MPI_THREAD_SINGLE;
-  RINGDP_FAIL("RINGDP_MPI_THREAD='", value, "': expected serialized (the default) or single");
+  const auto value = settings::text(settings::Id::mpi_thread);
+  if (!value) return single ? MPI_THREAD_SINGLE : MPI_THREAD_SERIALIZED;
+  return *value == "single" ? MPI_THREAD_SINGLE : MPI_THREAD_SERIALIZED;
 }
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include "comm/mpi_runtime.h"
 #include "comm/native_mpi.h"
 #include "comm/shared_slots.h"
+#include "core/settings.h"
 
 namespace ringdp::comm {
 
@@ -56,12 +57,8 @@ MpiTransport::MpiTransport(MPI_Comm comm) {
   int found = 0;
   RINGDP_MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found));
   if (found && bound) tag_ub_ = *bound;
-  if (const char* forced = std::getenv("RINGDP_TAG_UB"); forced && *forced) {
-    char* end = nullptr;
-    const long value = std::strtol(forced, &end, 10);
-    RINGDP_CHECK(end && *end == '\0' && value > 0, "RINGDP_TAG_UB='", forced, "' is not a positive integer");
-    tag_ub_ = static_cast<int>(std::min<long>(value, tag_ub_));
-  }
+  if (const auto forced = settings::number(settings::Id::tag_ub))
+    tag_ub_ = static_cast<int>(std::min<uint64_t>(*forced, static_cast<uint64_t>(tag_ub_)));
 }
 
 MpiTransport::~MpiTransport() {

@@ -3,6 +3,8 @@
 // tests/gpu/device_check.sh (on a GPU).
 #include "comm/nccl_transport.h"
 
+#include "core/settings.h"
+
 #if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
 #include <algorithm>
 #include <cstdio>
@@ -66,8 +68,7 @@ NcclTransport::NcclTransport(int rank, int size, int device,
   RINGDP_CUDA_CHECK(cudaStreamCreateWithFlags(&reduce_stream_, cudaStreamNonBlocking));
   RINGDP_CUDA_CHECK(cudaEventCreateWithFlags(&reduce_done_, cudaEventDisableTiming));
   RINGDP_CUDA_CHECK(cudaEventCreateWithFlags(&transfers_now_, cudaEventDisableTiming));
-  const char* debug = std::getenv("RINGDP_DEBUG");
-  if (debug && rank_ == 0 && (std::strcmp(debug, "INFO") == 0 || std::strcmp(debug, "DETAIL") == 0)) {
+  if (rank_ == 0 && settings::text(settings::Id::debug).value_or("OFF") != "OFF") {
     std::fprintf(stderr, "ringdp: NCCL %s, %d ranks, rank 0 on cuda:%d\n", nccl_version().c_str(), size_,
                  device_);
   }

@@ -2,6 +2,8 @@
 // the `timeline` case of tests/cli/train.sh.
 #include "core/timeline.h"
 
+#include "core/settings.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -78,9 +80,9 @@ std::string path_for_rank(const std::string& base, int rank) {
 }
 
 void start_from_environment(int rank) {
-  const char* base = std::getenv("RINGDP_TIMELINE");
-  if (!base || !*base || enabled()) return;
-  start(path_for_rank(base, rank), rank);
+  const auto base = settings::text(settings::Id::timeline);
+  if (!base || enabled()) return;
+  start(path_for_rank(*base, rank), rank);
 }
 
 void start(const std::string& path, int rank) {

@@ -30,28 +30,22 @@ namespace {
 std::vector<comm::Algorithm> algorithms_for(const CollectiveSpec& spec, const Options& o,
                                             comm::Communicator& comm, bool only_collective) {
   std::vector<comm::Algorithm> algorithms;
+  const comm::AlgorithmSet available = comm.available(spec.kind, Device::parse(o.device));
   if (o.algo == "all") {
     for (auto a : {comm::Algorithm::ring, comm::Algorithm::recursive_doubling, comm::Algorithm::rabenseifner,
                    comm::Algorithm::shared_memory, comm::Algorithm::tree, comm::Algorithm::hierarchical,
                    comm::Algorithm::native}) {
-      const bool host_only = a == comm::Algorithm::hierarchical || a == comm::Algorithm::shared_memory;
-      if (host_only && o.device != "cpu") continue;
-      try {
-        comm.resolve(spec.kind, 1 << 20, a);
-        algorithms.push_back(a);
-      } catch (const Error&) {
-      }
+      if (available.contains(a)) algorithms.push_back(a);
     }
     return algorithms;
   }
   const comm::Algorithm requested = comm::parse_algorithm(o.algo);
-  try {
-    comm.resolve(spec.kind, 1 << 20, requested);
+  if (requested == comm::Algorithm::automatic || available.contains(requested)) {
     algorithms.push_back(requested);
-  } catch (const Error&) {
-    if (only_collective) throw;
-    if (comm.rank() == 0)
-      std::printf("# %s: skipped (%s has no %s algorithm)\n", spec.name, spec.name, o.algo.c_str());
+  } else if (only_collective) {
+    comm.resolve(spec.kind, 1 << 20, requested);  // throws, naming what is available
+  } else if (comm.rank() == 0) {
+    std::printf("# %s: skipped (%s has no %s algorithm)\n", spec.name, spec.name, o.algo.c_str());
   }
   return algorithms;
 }

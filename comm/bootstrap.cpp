@@ -1,0 +1,128 @@
+// Implements comm/bootstrap.h (the contract is documented there).
+#include "comm/bootstrap.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "comm/mpi_runtime.h"
+#include "comm/mpi_transport.h"
+#include "config.h"
+#include "core/error.h"
+#include "core/settings.h"
+
+namespace ringdp::comm {
+
+#if RINGDP_HAVE_MPI
+namespace {
+
+struct Hosts {
+  MPI_Comm node = MPI_COMM_NULL;  ///< the ranks MPI sees sharing this one's memory
+  MPI_Comm host = MPI_COMM_NULL, cross = MPI_COMM_NULL;
+  int local_rank = 0, local_size = 1, hosts = 1;
+  bool uniform = true;
+};
+
+// Hosts for the hierarchical all-reduce: the nodes, or with RINGDP_RANKS_PER_HOST=k every k
+// consecutive ranks (to try the algorithm on one machine; GPUs still follow the real node).
+Hosts find_hosts(MPI_Comm world, int rank) {
+  Hosts h;
+  RINGDP_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &h.node));
+  RINGDP_MPI_CHECK(MPI_Comm_rank(h.node, &h.local_rank));
+  RINGDP_MPI_CHECK(MPI_Comm_size(h.node, &h.local_size));
+  const uint64_t per_host = settings::number(settings::Id::ranks_per_host).value_or(0);
+  if (per_host > 0)
+    RINGDP_MPI_CHECK(MPI_Comm_split(world, static_cast<int>(static_cast<uint64_t>(rank) / per_host), rank, &h.host));
+  else
+    RINGDP_MPI_CHECK(MPI_Comm_dup(h.node, &h.host));
+  int host_rank = 0, host_size = 1;
+  RINGDP_MPI_CHECK(MPI_Comm_rank(h.host, &host_rank));
+  RINGDP_MPI_CHECK(MPI_Comm_size(h.host, &host_size));
+  RINGDP_MPI_CHECK(MPI_Comm_split(world, host_rank, rank, &h.cross));
+  int sizes[2] = {-host_size, host_size};
+  h.hosts = host_rank == 0 ? 1 : 0;
+  RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &h.hosts, 1, MPI_INT, MPI_SUM, world));
+  RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, world));
+  h.uniform = -sizes[0] == sizes[1];
+  return h;
+}
+
+// What shapes messages or picks algorithms must be the same on every rank, yet comes from each
+// rank's environment and node (a sender's 1 MiB segment into a receiver's 64 KiB receive fails
+// every ring): every rank takes the minimum over ranks.
+void agree(CommOptions& options, MPI_Comm world) {
+  size_t* fields[] = {&options.segment_bytes,
+                      &options.recursive_doubling_max_bytes,
+                      &options.chain_broadcast_min_bytes,
+                      &options.rabenseifner_max_bytes,
+                      &options.shared_memory_max_bytes,
+                      &options.shared_memory_scatter_min_bytes,
+                      &options.shared_memory_slot_bytes};  // sets every shared-memory round's length
+  constexpr int kFields = static_cast<int>(std::size(fields));
+  uint64_t agreed[kFields];
+  for (int i = 0; i < kFields; ++i) agreed[i] = *fields[i];
+  RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, kFields, MPI_UINT64_T, MPI_MIN, world));
+  for (int i = 0; i < kFields; ++i) *fields[i] = static_cast<size_t>(agreed[i]);
+}
+
+// Open MPI yields inside its own progress when told (mpi_yield_when_idle, which the scripts set),
+// and a second yield of ours made small all-reduces on 4 ranks over 2 cores 2-4x slower; MPICH's
+// ch4 device has no such setting, so there ringdp yields (RINGDP_YIELD overrides either way;
+// docs/benchmarks.md, "MPICH").
+bool ringdp_yields(bool oversubscribed) {
+#if defined(MPICH_VERSION)
+  const bool mpi_yields = false;
+#else
+  const bool mpi_yields = true;
+#endif
+  return settings::flag(settings::Id::yield).value_or(oversubscribed && !mpi_yields);
+}
+
+DiscoveredWorld mpi_world(CommOptions& options) {
+  mpi_ensure_initialized(options.mpi_thread == MpiThread::single);
+  auto transport = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
+  Hosts hosts = find_hosts(transport->comm(), transport->rank());
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const bool oversubscribed = static_cast<unsigned>(hosts.local_size) > cores;
+  // Ranks that share cores progress only while scheduled: small segments keep each time slice
+  // useful. Ranks with a core each do better with fewer, larger messages.
+  if (options.segment_bytes == 0) options.segment_bytes = oversubscribed ? 64 * 1024 : 1024 * 1024;
+  agree(options, transport->comm());
+  // Every rank on one host (each sees all in its node): the shared-memory slots. Collective over
+  // `node`, and every rank takes the same branch.
+  if (hosts.local_size == transport->size())
+    transport->enable_shared_slots(hosts.node, options.shared_memory_slot_bytes, oversubscribed);
+  const bool yield = ringdp_yields(oversubscribed);
+  auto host_transport = std::make_unique<MpiTransport>(hosts.host);
+  auto cross_transport = std::make_unique<MpiTransport>(hosts.cross);
+  for (MpiTransport* t : {transport.get(), host_transport.get(), cross_transport.get()})
+    t->set_yield_when_idle(yield);
+  for (MPI_Comm* c : {&hosts.node, &hosts.host, &hosts.cross}) RINGDP_MPI_CHECK(MPI_Comm_free(c));
+  return DiscoveredWorld{.transport = std::move(transport),
+               .host_transport = std::move(host_transport),
+               .cross_transport = std::move(cross_transport),
+               .local_rank = hosts.local_rank,
+               .local_size = hosts.local_size,
+               .hosts = hosts.hosts,
+               .uniform_hosts = hosts.uniform,
+               .bootstrap = "mpi"};
+}
+
+}  // namespace
+#endif
+
+DiscoveredWorld bootstrap_world(CommOptions& options) {
+  const bool under_launcher = launched_by_mpi_launcher() && !options.force_local;
+#if RINGDP_HAVE_MPI
+  if (under_launcher) return mpi_world(options);
+#else
+  RINGDP_CHECK(!under_launcher || launcher_world_size() == 1,
+               "ringdp was built without MPI but was started by mpirun with ", launcher_world_size(),
+               " ranks; rebuild with -Dmpi=enabled");
+#endif
+  if (options.segment_bytes == 0) options.segment_bytes = 1024 * 1024;
+  DiscoveredWorld world;
+  world.transport = std::make_unique<LocalTransport>();
+  return world;
+}
+
+}  // namespace ringdp::comm

@@ -1,0 +1,31 @@
+// DiscoveredWorld discovery and option agreement: where a communicator learns who it is. Under an MPI
+// launcher it initialises MPI, finds which ranks share a host (for shared memory, `auto` and the
+// hierarchical all-reduce), and makes every rank take the same value of each option that shapes
+// messages or picks algorithms; otherwise it is a world of one. Every MPI call a communicator's
+// creation makes is here, so comm/communicator.cpp makes none. Tested under mpirun by
+// tests/mpi/test_collectives.cpp (hosts, agreement) and tests/cli/bench.sh.
+#pragma once
+
+#include <memory>
+
+#include "comm/comm_options.h"
+#include "comm/transport.h"
+
+namespace ringdp::comm {
+
+struct DiscoveredWorld {
+  std::unique_ptr<Transport> transport;  ///< every rank: MpiTransport, or LocalTransport alone
+  /// This rank's host, and the ranks holding this rank's index on every host (both null in a world
+  /// of one without MPI).
+  std::unique_ptr<Transport> host_transport, cross_transport;
+  int local_rank = 0, local_size = 1;
+  int hosts = 1;
+  bool uniform_hosts = true;  ///< every host holds as many ranks
+  const char* bootstrap = "local";  ///< "mpi" under an MPI launcher
+};
+
+/// The world this process belongs to. Under MPI, `options` come back agreed: for each value that
+/// must match across ranks, the minimum over ranks; segment_bytes 0 resolved.
+DiscoveredWorld bootstrap_world(CommOptions& options);
+
+}  // namespace ringdp::comm

@@ -1,0 +1,40 @@
+// Implements comm/comm_options.h: the one place the communicator's RINGDP_* variables are read.
+#include "comm/comm_options.h"
+
+#include "config.h"
+#include "core/error.h"
+#include "core/settings.h"
+
+namespace ringdp::comm {
+
+CommOptions with_environment(CommOptions options) {
+  using settings::Id;
+  if (auto seconds = settings::number(Id::timeout)) options.timeout = std::chrono::seconds(*seconds);
+  if (auto ms = settings::number(Id::timeout_ms)) options.timeout = std::chrono::milliseconds(*ms);
+  RINGDP_CHECK(options.timeout.count() > 0, "the collective timeout must be positive; got ",
+               options.timeout.count(), " ms");
+  auto bytes = [](Id id, size_t& field) {
+    if (auto value = settings::number(id)) field = static_cast<size_t>(*value);
+  };
+  bytes(Id::segment_bytes, options.segment_bytes);
+  bytes(Id::rd_max_bytes, options.recursive_doubling_max_bytes);
+  bytes(Id::chain_min_bytes, options.chain_broadcast_min_bytes);
+  bytes(Id::rabenseifner_max_bytes, options.rabenseifner_max_bytes);
+  bytes(Id::shm_max_bytes, options.shared_memory_max_bytes);
+  bytes(Id::shm_scatter_min_bytes, options.shared_memory_scatter_min_bytes);
+  bytes(Id::shm_slot_bytes, options.shared_memory_slot_bytes);
+  // The caller's value too: the table checks only what comes from the environment.
+  RINGDP_CHECK(options.shared_memory_slot_bytes >= 64 && options.shared_memory_slot_bytes % 64 == 0,
+               "shared-memory slot of ", options.shared_memory_slot_bytes,
+               " bytes (RINGDP_SHM_SLOT_BYTES): expected a positive multiple of 64");
+  if (auto blocking = settings::flag(Id::blocking_wait)) options.blocking_wait = *blocking;
+  if (auto backend = settings::text(Id::backend)) options.backend = *backend;
+  RINGDP_CHECK(options.backend == "auto" || options.backend == "mpi" || options.backend == "nccl",
+               "unknown backend '", options.backend, "'; expected auto, mpi or nccl");
+  RINGDP_CHECK(options.backend != "nccl" || RINGDP_HAVE_NCCL,
+               "backend nccl: ringdp was built without NCCL "
+               "(configure with -Dnccl=enabled on a machine with CUDA and NCCL)");
+  return options;
+}
+
+}  // namespace ringdp::comm

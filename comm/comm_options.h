@@ -1,0 +1,71 @@
+// CommOptions (what a communicator is created with) and CollectiveOptions (what one call asks
+// for), and the RINGDP_* variables that override the caller's options (core/settings.h).
+// Tested by tests/unit/test_settings.cpp and, under mpirun, tests/mpi/test_collectives.cpp.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <limits>
+#include <string>
+
+#include "comm/types.h"
+
+namespace ringdp::comm {
+
+struct CommOptions {
+  /// Deadline of each collective; RINGDP_TIMEOUT (seconds) overrides the default.
+  std::chrono::milliseconds timeout = std::chrono::seconds(300);
+  /// Ring pipelining unit; 0 = automatic: 1 MiB when this node's ranks each have a core,
+  /// 64 KiB when they share cores (measured: docs/benchmarks.md). RINGDP_SEGMENT_BYTES overrides.
+  /// Under MPI this and every threshold below are agreed at init: the minimum over ranks
+  /// (comm/bootstrap.cpp).
+  size_t segment_bytes = 0;
+  /// all_reduce with `auto` uses recursive doubling up to this many bytes, Rabenseifner's or the
+  /// ring above (measured: docs/collectives.md); RINGDP_RD_MAX_BYTES overrides.
+  size_t recursive_doubling_max_bytes = 32 * 1024;
+  /// Above that, with 4 ranks or more, `auto` uses Rabenseifner's all-reduce (recursive halving
+  /// and doubling) up to this many bytes, the ring above (host tensors; measured on 3 and 4
+  /// ranks: docs/benchmarks.md, "Rabenseifner"); RINGDP_RABENSEIFNER_MAX_BYTES overrides, 0 = never.
+  size_t rabenseifner_max_bytes = 2 * 1024 * 1024;
+  /// Before all of those: with every rank on one host, `auto` reduces out of shared memory
+  /// (comm/shared_slots.h) up to this many bytes (host tensors): by default at every size, where it
+  /// beat the others from 8 B to 64 MiB on 2 and 4 ranks (docs/benchmarks.md, "Shared memory for
+  /// large messages"). RINGDP_SHM_MAX_BYTES overrides, 0 = never.
+  size_t shared_memory_max_bytes = std::numeric_limits<size_t>::max();
+  /// A shared-memory round (up to shared_memory_slot_bytes) of at least this many bytes is scattered: each
+  /// rank reduces one chunk and copies the others' (comm/all_reduce_shared.cpp); smaller rounds have every
+  /// rank reduce everything. RINGDP_SHM_SCATTER_MIN_BYTES overrides.
+  size_t shared_memory_scatter_min_bytes = 16 * 1024;
+  /// The most one rank's part holds in one shared-memory round (each rank maps two such slots);
+  /// a multiple of 64. RINGDP_SHM_SLOT_BYTES overrides.
+  size_t shared_memory_slot_bytes = 256 * 1024;
+  /// broadcast with `auto` uses the binomial tree up to this many bytes, the pipelined chain
+  /// (`ring`) above; RINGDP_CHAIN_MIN_BYTES overrides.
+  size_t chain_broadcast_min_bytes = 8 * 1024 * 1024;
+  /// A world of one even under mpirun (tests of the local path).
+  bool force_local = false;
+  /// Transport for CUDA tensors: "auto" (NCCL when built in, else MPI through host staging),
+  /// "mpi" or "nccl". Host tensors always travel over MPI.
+  std::string backend = "auto";
+  /// CUDA tensors: a collective returns once its work is enqueued and the caller's stream waits
+  /// for it (the host does not), and a watchdog thread enforces the timeout. true (or
+  /// RINGDP_BLOCKING_WAIT=1) makes every collective block the host until the GPU is done.
+  bool blocking_wait = false;
+  /// The thread level ringdp asks for when it initialises MPI (a program that initialised MPI
+  /// itself keeps its own). serialized lets asynchronous collectives run on a worker thread;
+  /// single is for programs that issue none: Open MPI then takes no locks, about 0.45 us less per
+  /// small call on 2 ranks here (docs/benchmarks.md), and every call, an async one too, runs on
+  /// the caller's thread. RINGDP_MPI_THREAD=serialized|single overrides.
+  MpiThread mpi_thread = MpiThread::serialized;
+};
+
+struct CollectiveOptions {
+  Algorithm algorithm = Algorithm::automatic;
+  bool async = false;  ///< return at once; the Work completes when the collective has run
+};
+
+/// `options` with the RINGDP_* variables that are set applied over them (the environment wins: it
+/// is how a user changes a deadline without a rebuild), each checked; an Error names the first bad one.
+CommOptions with_environment(CommOptions options);
+
+}  // namespace ringdp::comm

@@ -1,0 +1,138 @@
+// Implements comm/execution.h (the contract is documented there).
+#include "comm/execution.h"
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "comm/envelope.h"
+#include "comm/fingerprint.h"
+#include "comm/mpi_runtime.h"
+#include "core/settings.h"
+
+namespace ringdp::comm {
+
+const Tensor& Call::view(const Tensor& t) {
+  if (ctx.transport.device_memory() || t.device().is_cpu()) return t;
+  Tensor& slot = staged[staged[0].defined() ? 1 : 0];
+  slot = t.to(Device::cpu());
+  return slot;
+}
+
+CollectiveContext Call::context_on(Transport& transport) {
+  CollectiveContext other = executor->armed(transport, ctx.dtype, ctx.tag);
+  other.op = ctx.op;
+  return other;
+}
+
+Executor::Executor(Routes& routes, const CommOptions& options, int rank, int size, int tag_upper_bound)
+    : routes_(routes), options_(options), rank_(rank), size_(size) {
+  sequence_bits_ = sequence_bits_for(tag_upper_bound);
+  trace_ = settings::flag(settings::Id::trace).value_or(false);
+  check_calls_ = settings::text(settings::Id::debug).value_or("OFF") == "DETAIL";
+  watchers_ = check_calls_ || !faults_.empty();
+  if (!mpi_allows_worker_thread()) queue_.set_caller_thread_only();
+}
+
+void Executor::kill(const Issue& issue, uint64_t sequence) {
+  std::fprintf(stderr, "ringdp: rank %d: RINGDP_FAULT kill at %s #%llu\n", rank_, kind_name(issue.kind),
+               static_cast<unsigned long long>(sequence));
+  std::raise(SIGKILL);
+  std::abort();  // SIGKILL cannot be caught; this only tells the compiler
+}
+
+void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body) {
+  if (fault.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(fault.delay_ms));
+  position_ = Position{
+      .kind = issue.kind, .sequence = sequence, .algorithm = issue.algorithm, .count = issue.count, .dtype = issue.dtype};
+  Transport& routed = routes_.transport(issue.route);
+  // The library's own collectives may live elsewhere: MPI without CUDA support takes host copies.
+  Transport& transport = issue.algorithm == Algorithm::native ? routed.native_transport() : routed;
+  Call call{
+      // MPI's own collectives block outside the watchdog (docs/errors.md): no clock read for them.
+      .ctx = armed(transport, issue.dtype, encode_tag(issue.kind, issue.dtype, sequence, sequence_bits_),
+                   issue.algorithm != Algorithm::native || transport.device_memory()),
+      .algorithm = issue.algorithm,
+      .executor = this,
+      .count_delta = fault.count_delta,
+      .timeout = options_.timeout,
+      .blocking_wait = options_.blocking_wait,
+      .settled = false,
+      .staged = {}};
+  call.ctx.corrupt_next_receive = fault.corrupt;
+  transport.begin_collective();
+  if (check_calls_ && size_ > 1 && issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv)
+    check_same_call(issue, sequence, call.effective(issue.count), call.ctx.tag);
+  timeline::Clock::time_point began{};
+  if (timeline::enabled()) began = timeline::Clock::now();
+  try {
+    body(call);
+    call.ctx.end_steps();
+    call.settle();
+  } catch (const Error& e) {
+    if (!transport.device_memory()) throw;
+    // A CUDA or NCCL error names the call that failed; say which collective and step it was in.
+    throw Error(detail::concat(position_.describe(), " on rank ", rank_, ": ", e.what()));
+  }
+  if (began != timeline::Clock::time_point{}) record_collective(issue, sequence, began);
+}
+
+void Executor::check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag) {
+  const Fingerprint mine{static_cast<int64_t>(issue.kind),
+                         static_cast<int64_t>(issue.op),
+                         static_cast<int64_t>(issue.dtype),
+                         count,
+                         issue.root,
+                         static_cast<int64_t>(sequence)};
+  // A host-side check: its exchange runs over the host transport whatever the tensors' device.
+  CollectiveContext host = armed(routes_.host(), issue.dtype, tag);
+  const std::string mismatch = compare_fingerprints(host, mine);
+  if (!mismatch.empty()) {
+    std::fprintf(stderr, "ringdp: rank %d: %s; ending the job\n", rank_, mismatch.c_str());
+    abort_job(1);
+  }
+}
+
+CollectiveContext Executor::armed(Transport& transport, DType dtype, int tag, bool watched) {
+  if (watched) {
+    if (!transport.has_expiry_handler())
+      transport.set_deadline(Transport::Clock::time_point::max(), [this] { report_deadline(position_); });
+    transport.set_timeout(options_.timeout);
+  }
+  return CollectiveContext{.transport = transport,
+                           .dtype = dtype,
+                           .op = ReduceOp::sum,
+                           .position = position_,
+                           .segment_bytes = options_.segment_bytes,
+                           .trace = trace_,
+                           .tag = tag,
+                           .requests = requests_,
+                           .observer = observer_ ? &observer_ : nullptr};
+}
+
+void Executor::set_step_observer(StepObserver observer) {
+  // Read by the worker as each collective is armed: wait for those already issued.
+  queue_.run(
+      [this, observer = std::move(observer)]() mutable {
+        observer_ = std::move(observer);
+        watchers_ = check_calls_ || !faults_.empty() || observer_;
+      },
+      false);
+}
+
+void Executor::record_collective(const Issue& issue, uint64_t sequence, timeline::Clock::time_point began) {
+  timeline::complete(
+      "collective", detail::concat(kind_name(issue.kind), " #", sequence, " ", algorithm_name(issue.algorithm)),
+      began, timeline::Clock::now(), timeline::thread_row(),
+      detail::concat("\"count\": ", issue.count,
+                     ", \"bytes\": ", issue.count * static_cast<int64_t>(dtype_size(issue.dtype)),
+                     ", \"dtype\": \"", dtype_name(issue.dtype), "\""));
+}
+
+void Executor::report_deadline(const Position& where) {
+  std::fprintf(stderr, "ringdp: rank %d: %s exceeded %.3g s; ending the job\n", rank_, where.describe().c_str(),
+               options_.timeout.count() / 1000.0);
+  abort_job(1);
+}
+
+}  // namespace ringdp::comm

@@ -1,0 +1,185 @@
+// Execution: how one described collective runs, once the front door (comm/communicator.h) has
+// checked it and chosen its algorithm. Numbers it, applies RINGDP_FAULT's plan, orders it behind
+// earlier calls (comm/call_queue.h), runs it with a deadline over its route's transport, and lets
+// the watchers see it: the DETAIL check, the fault plan, the timeline and the step observer.
+// With no watcher, a blocking call of the library's own collective on host tensors runs the
+// library call in place (run_direct): one question decides it. Never calls back into the
+// front door. Tested through the communicator: tests/mpi/ (collectives, async, errors, steps).
+//
+// Threading: a communicator is used from one thread at a time. Calls issued from several
+// threads need the caller's own ordering (every rank must issue collectives in one order
+// anyway); the queue's worker runs asynchronous calls, holding exec_mutex() while it does.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "comm/algorithm_choice.h"
+#include "comm/algorithms.h"
+#include "comm/call_queue.h"
+#include "comm/comm_options.h"
+#include "comm/fault.h"
+#include "comm/position.h"
+#include "comm/routes.h"
+#include "comm/work.h"
+#include "core/timeline.h"
+#include "tensor/tensor.h"
+
+namespace ringdp::comm {
+
+class Executor;
+
+/// One collective as issued: what DETAIL compares across ranks and the watchdog names.
+struct Issue {
+  CollectiveKind kind;
+  DType dtype = DType::float32;
+  int64_t count = 0;
+  Algorithm algorithm = Algorithm::native;
+  ReduceOp op = ReduceOp::sum;
+  int root = -1;
+  Route route = Route::host;
+  bool async = false;
+};
+
+/// What a collective's body runs with.
+struct Call {
+  CollectiveContext ctx;
+  Algorithm algorithm;
+  Executor* executor;
+  int64_t count_delta = 0;  ///< RINGDP_FAULT count: run with this many elements more (or fewer)
+  std::chrono::milliseconds timeout;
+  bool blocking_wait = false;
+  bool settled = false;
+  Tensor staged[2];  ///< view()'s host copies of CUDA tensors, when the transport needs them
+
+  /// Ends the device part of the collective, once: from here the caller's stream (or, with
+  /// blocking_wait, the host) is ordered after it. No-op for host memory.
+  void settle() {
+    if (settled || !ctx.transport.device_memory()) return;
+    settled = true;
+    ctx.transport.end_collective(ctx.position.describe(), timeout, blocking_wait);
+  }
+  /// The tensor the transport works on: itself in device memory or on the host (no handle copy),
+  /// else a host copy that this Call keeps (one per tensor of the collective).
+  const Tensor& view(const Tensor& t);
+  /// The library's own collective (`--algo native`); a world of one has its identity ones.
+  bool native() const { return algorithm == Algorithm::native; }
+  /// The element count to run with: n, changed by an injected fault, kept within the tensor.
+  int64_t effective(int64_t n) const { return std::clamp<int64_t>(n + count_delta, 0, n); }
+  /// A context for another transport of the same collective (the hierarchical all-reduce's host
+  /// and cross transports), with the same tag, op and deadline.
+  CollectiveContext context_on(Transport& transport);
+};
+
+/// A collective's body, not owned, and the tensors it runs on, not copied: a blocking call runs
+/// it on the caller's thread while the body and the caller's tensors are alive, so it needs no
+/// std::function (a heap allocation per call) and no tensor handle copies (two atomic
+/// reference-count operations each); only a queued call copies the body and the tensors into
+/// one. The body's tensors are parameters, not captures, for that reason.
+class BodyRef {
+ public:
+  template <typename F>
+  BodyRef(const F& body, const Tensor& input, Tensor& output)
+      : object_(&body),
+        input_(&input),
+        output_(&output),
+        call_([](const void* object, Call& call, const Tensor& in, Tensor& out) {
+          (*static_cast<const F*>(object))(call, in, out);
+        }) {}
+  void operator()(Call& call) const { call_(object_, call, *input_, *output_); }
+
+ private:
+  const void* object_;
+  const Tensor* input_;
+  Tensor* output_;
+  void (*call_)(const void*, Call&, const Tensor&, Tensor&);
+};
+
+class Executor {
+ public:
+  Executor(Routes& routes, const CommOptions& options, int rank, int size, int tag_upper_bound);
+
+  /// Numbers the collective, carries out RINGDP_FAULT's plan for it, and runs it in issue order.
+  /// `body(call, input, output)` runs it; a queued call holds its own handles to the tensors.
+  template <typename F>
+  Work submit(const Issue& issue, const Tensor& input, Tensor& output, F body);
+  /// A blocking call of the library's own collective on host tensors with no watcher: numbers it
+  /// and runs `library_call` in place, without a Call, deadline or steps, which such a call never
+  /// uses. False, having run nothing, when the queue is busy or something watches.
+  template <typename F>
+  bool run_direct(const Issue& issue, F&& library_call);
+
+  /// A context on `transport` whose deadline (the collective timeout) starts now; `watched` false
+  /// leaves the deadline alone (MPI's own blocking collectives never poll it).
+  CollectiveContext armed(Transport& transport, DType dtype, int tag, bool watched = true);
+  void set_step_observer(StepObserver observer);
+  /// Sends and receives are numbered apart: they involve some ranks only.
+  uint64_t last_p2p_sequence() const { return p2p_sequence_ - 1; }
+  CallQueue& queue() { return queue_; }
+  Transport& host() { return routes_.host(); }
+  const CommOptions& options() const { return options_; }
+  /// A wait passed the collective timeout: reports where, ends the job.
+  [[noreturn]] void report_deadline(const Position& where);
+
+ private:
+  void execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body);
+  /// RINGDP_DEBUG=DETAIL: ends the job, naming both calls, when another rank issued another one.
+  void check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag);
+  /// The timeline event of one collective that began at `began` and ends now.
+  void record_collective(const Issue& issue, uint64_t sequence, timeline::Clock::time_point began);
+  /// Anything that must see each collective: asked once per call, under the execution lock.
+  bool watched() const { return watchers_ || timeline::enabled(); }
+  [[noreturn]] void kill(const Issue& issue, uint64_t sequence);
+
+  Routes& routes_;
+  const CommOptions& options_;
+  /// RINGDP_FAULT's plan, read once (comm/fault.h): empty in any run that injects nothing.
+  const FaultPlan& faults_ = FaultPlan::from_environment();
+  int rank_ = 0, size_ = 1;
+  bool trace_ = false;
+  bool check_calls_ = false;  // RINGDP_DEBUG=DETAIL
+  bool watchers_ = false;  // a fault plan, DETAIL or a step observer (the timeline is asked apart)
+  uint64_t sequence_ = 0;  // collectives issued: every rank issues each one, so it is part of their tags
+  uint64_t p2p_sequence_ = 0;  // sends and receives: between some ranks only, so numbered apart
+  int sequence_bits_ = 16;  // of the sequence in a tag: what fits under MPI_TAG_UB (comm/envelope.h)
+  Position position_;
+  StepObserver observer_;
+  std::vector<Request> requests_;
+  CallQueue queue_;  // last: destroyed first, so queued calls still find everything above
+};
+
+template <typename F>
+Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F body) {
+  // Point-to-point calls involve some ranks only: counting them with the collectives would put
+  // the ranks that took part one collective ahead of the others in every later tag.
+  const bool p2p = issue.kind == CollectiveKind::send || issue.kind == CollectiveKind::recv;
+  const uint64_t sequence = p2p ? p2p_sequence_++ : sequence_++;
+  // RINGDP_FAULT numbers collectives only (see comm/fault.h).
+  const FaultAction fault = p2p || faults_.empty() ? FaultAction{} : faults_.action(rank_, sequence);
+  if (fault.kill) kill(issue, sequence);
+  if (fault.skip) return issue.async ? Work::completed() : Work::returned();
+  if (!issue.async && queue_.run_inline([&] { execute(issue, sequence, fault, BodyRef(body, input, output)); }))
+    return Work::returned();
+  return queue_.run(
+      [this, issue, sequence, fault, input = input, output = output, body = std::move(body)]() mutable {
+        execute(issue, sequence, fault, BodyRef(body, input, output));
+      },
+      issue.async);
+}
+
+template <typename F>
+bool Executor::run_direct(const Issue& issue, F&& library_call) {
+  if (issue.algorithm != Algorithm::native || issue.route != Route::host || issue.async) return false;
+  bool ran = false;
+  // Watchers change through the queue, so they are read under the execution lock.
+  queue_.run_inline([&] {
+    if (watched()) return;
+    ran = true;
+    position_ = Position{.kind = issue.kind, .sequence = sequence_++, .count = issue.count, .dtype = issue.dtype};
+    library_call();
+  });
+  return ran;
+}
+
+}  // namespace ringdp::comm

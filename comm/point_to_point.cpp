@@ -1,0 +1,89 @@
+// Communicator::send and recv (comm/communicator.h): messages between two ranks, numbered apart
+// from the collectives. Tested by tests/mpi/test_comm_async.cpp and tests/mpi/test_comm_errors.cpp.
+#include <algorithm>
+#include <thread>
+
+#include "comm/communicator.h"
+#include "comm/envelope.h"
+
+namespace ringdp::comm {
+
+Work Communicator::send(const Tensor& tensor, int peer, int tag, CollectiveOptions opts) {
+  return point_to_point(CollectiveKind::send, tensor, peer, tag, opts.async);
+}
+
+Work Communicator::recv(Tensor& tensor, int peer, int tag, CollectiveOptions opts) {
+  return point_to_point(CollectiveKind::recv, tensor, peer, tag, opts.async);
+}
+
+namespace {
+
+void check_peer_and_tag(CollectiveKind kind, const Tensor& tensor, int peer, int tag, int rank, int size,
+                        int tag_upper_bound) {
+  const char* what = kind_name(kind);
+  RINGDP_CHECK(tensor.defined(), what, ": undefined tensor");
+  RINGDP_CHECK(peer >= 0 && peer < size && peer != rank, what, ": peer ", peer, " is not another rank (rank ", rank,
+               " of ", size, "; expected 0..", size - 1, " other than ", rank, ")");
+  const int max_tag = std::min(tag_upper_bound, kUserTagBase - 1);
+  RINGDP_CHECK(tag >= 0 && tag <= max_tag, what, ": tag ", tag, " out of range (expected 0 to ", max_tag,
+               ", MPI's tag upper bound MPI_TAG_UB here)");
+}
+
+struct Pending {
+  Tensor host;
+  Request request;
+};
+
+}  // namespace
+
+Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async) {
+  Transport& transport = routes_.host();
+  check_peer_and_tag(kind, tensor, peer, tag, rank_, size_, transport.tag_upper_bound());
+  // A posted message must not wait in the ordered queue for its partner, or an asynchronous
+  // send followed by a receive (the usual ring exchange) would deadlock: the queued part only
+  // posts it, and the Work's wait() completes it.
+  auto pending = std::make_shared<Pending>();
+  const Issue issue{.kind = kind, .dtype = tensor.dtype(), .count = tensor.numel(), .async = async};
+  auto post = [&transport, kind, peer, tag, pending, async](Call& call, const Tensor&, Tensor& tensor) {
+    call.ctx.position.waiting_for_rank = peer;
+    pending->host = tensor.to(Device::cpu());
+    void* data = pending->host.data_ptr();
+    const size_t bytes = pending->host.nbytes();
+    pending->request = kind == CollectiveKind::send ? transport.isend(peer, data, bytes, kUserTagBase + tag)
+                                                    : transport.irecv(peer, data, bytes, kUserTagBase + tag);
+    if (async) return;
+    transport.wait(pending->request);
+    if (kind == CollectiveKind::recv && !tensor.is_same(pending->host)) tensor.copy_from(pending->host);
+  };
+  Work posted = executor_.submit(issue, tensor, tensor, post);
+  if (!async) return posted;
+  // Finishing polls, taking the execution lock for one test at a time: blocking in a wait while
+  // holding it would keep a collective queued behind this call from starting, and the peer may
+  // send only after that collective (a receive, an all_reduce, then wait() on the receive).
+  Position where{.kind = kind,
+                 .sequence = executor_.last_p2p_sequence(),
+                 .algorithm = Algorithm::native,
+                 .count = tensor.numel(),
+                 .dtype = tensor.dtype(),
+                 .waiting_for_rank = peer};
+  Executor& executor = executor_;
+  auto finish = [&executor, &transport, kind, tensor, pending, where]() mutable {
+    const auto deadline = Transport::Clock::now() + executor.options().timeout;
+    for (;;) {
+      {
+        std::lock_guard exec(executor.queue().exec_mutex());
+        if (transport.test(pending->request)) break;
+      }
+      if (Transport::Clock::now() > deadline) executor.report_deadline(where);
+      std::this_thread::yield();
+    }
+    if (kind == CollectiveKind::recv && !tensor.is_same(pending->host)) tensor.copy_from(pending->host);
+  };
+  auto poll = [&executor, &transport, pending] {
+    std::unique_lock exec(executor.queue().exec_mutex(), std::try_to_lock);
+    return exec.owns_lock() && transport.test(pending->request);
+  };
+  return Work::then(posted, std::move(finish), std::move(poll));
+}
+
+}  // namespace ringdp::comm

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <utility>
 
 #include "core/error.h"
 
@@ -190,9 +191,16 @@ std::vector<std::string> unknown_variables(const std::vector<std::string>& envir
   for (const std::string& entry : environment) {
     const std::string name = entry.substr(0, entry.find('='));
     if (name.rfind("RINGDP_", 0) != 0 || find(name)) continue;
+    // Fewest edits; among equals the longest shared prefix (RINGDP_SHM_MAX is RINGDP_SHM_MAX_BYTES
+    // cut short, not RINGDP_TIMEOUT misspelt).
+    auto score = [&](const Setting& s) {
+      size_t prefix = 0;
+      while (prefix < name.size() && prefix < s.name.size() && name[prefix] == s.name[prefix]) ++prefix;
+      return std::pair<size_t, size_t>(edit_distance(name, s.name), SIZE_MAX - prefix);
+    };
     const Setting* closest = &kTable[0];
     for (const Setting& s : kTable)
-      if (edit_distance(name, s.name) < edit_distance(name, closest->name)) closest = &s;
+      if (score(s) < score(*closest)) closest = &s;
     warnings.push_back(detail::concat(name, " is not a ringdp setting and is ignored (did you mean ",
                                       closest->name, "? --help-env lists them all)"));
   }

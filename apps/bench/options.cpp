@@ -10,6 +10,7 @@
 
 #include "comm/mpi_runtime.h"
 #include "config.h"
+#include "core/settings.h"
 #include "kernels/device_memory.h"
 
 namespace ringdp::bench {
@@ -74,9 +75,16 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
                  "instead of the table: N random checked collectives, and a memory-growth check")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
   app.add_option("--seed", o.seed, "seed of the soak's random choices");
+  bool help_env = false, help_env_markdown = false;
+  app.add_flag("--help-env", help_env, "list the RINGDP_* environment variables and exit");
+  app.add_flag("--help-env-markdown", help_env_markdown, "the same list as docs/settings.md's table")->group("");
   const bool rank_zero = comm::launcher_rank() == 0;
   try {
     app.parse(argc, argv);
+    if (help_env || help_env_markdown) {
+      if (rank_zero) std::fputs((help_env ? settings::help_text() : settings::markdown_table()).c_str(), stdout);
+      return 0;
+    }
   } catch (const CLI::CallForHelp&) {
     if (rank_zero) std::fputs(app.help().c_str(), stdout);
     return 0;

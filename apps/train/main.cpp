@@ -8,6 +8,7 @@
 #include "apps/train/explain.h"
 #include "apps/train/trainer.h"
 #include "comm/mpi_runtime.h"
+#include "core/settings.h"
 
 using namespace ringdp;
 
@@ -80,8 +81,14 @@ int main(int argc, char** argv) {
   app.add_flag("--explain", config.explain,
                "run one step and narrate it: broadcast, hooks, buckets, one gradient value through each "
                "all-reduce step, the average and the SGD update (host tensors)");
+  bool help_env = false;
+  app.add_flag("--help-env", help_env, "list the RINGDP_* environment variables and exit");
   try {
     app.parse(argc, argv);
+    if (help_env) {
+      if (is_rank_zero()) std::fputs(settings::help_text().c_str(), stdout);
+      return 0;
+    }
   } catch (const CLI::CallForHelp& e) {
     if (is_rank_zero()) std::fputs(app.help().c_str(), stdout);
     return 0;

@@ -1,0 +1,83 @@
+// core/settings.h: every RINGDP_* variable declared once, parsed with errors that name the
+// variable, the value and what was expected, and misspellings named with the closest one.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "comm/comm_options.h"
+#include "core/error.h"
+#include "core/settings.h"
+
+using namespace ringdp;
+using namespace ringdp::settings;
+
+TEST_CASE("the table declares each variable once, in Id order", "[settings]") {
+  std::set<std::string_view> names;
+  size_t i = 0;
+  for (const Setting& s : table()) {
+    CHECK(static_cast<size_t>(s.id) == i++);
+    CHECK(s.name.rfind("RINGDP_", 0) == 0);
+    CHECK(names.insert(s.name).second);
+    CHECK_FALSE(s.expected.empty());
+    CHECK_FALSE(s.doc.empty());
+    if (s.kind == Kind::choice) CHECK_FALSE(s.choices.empty());
+  }
+  CHECK(find("RINGDP_TIMEOUT") == &get(Id::timeout));
+  CHECK(find("RINGDP_TIMEOUTT") == nullptr);
+}
+
+TEST_CASE("values are checked against their declaration", "[settings]") {
+  CHECK(parse_number(get(Id::timeout), "5") == 5);
+  CHECK_THROWS_WITH(parse_number(get(Id::timeout), "0"),
+                    Catch::StartsWith("RINGDP_TIMEOUT='0': expected a positive number of seconds"));
+  CHECK_THROWS_WITH(parse_number(get(Id::timeout), "5s"), Catch::StartsWith("RINGDP_TIMEOUT='5s': expected"));
+  CHECK_THROWS_WITH(parse_number(get(Id::timeout), "-1"), Catch::StartsWith("RINGDP_TIMEOUT='-1': expected"));
+  CHECK_THROWS_WITH(parse_number(get(Id::timeout), "99999999999999999999999"),
+                    Catch::StartsWith("RINGDP_TIMEOUT='99999999999999999999999'"));
+  CHECK(parse_number(get(Id::shm_slot_bytes), "128") == 128);
+  CHECK_THROWS_WITH(parse_number(get(Id::shm_slot_bytes), "100"),
+                    Catch::StartsWith("RINGDP_SHM_SLOT_BYTES='100': expected a positive multiple of 64"));
+  CHECK_THROWS_AS(parse_number(get(Id::shm_slot_bytes), "0"), Error);
+  CHECK(parse_number(get(Id::rd_max_bytes), "0") == 0);
+  CHECK(parse_flag(get(Id::trace), "1"));
+  CHECK_FALSE(parse_flag(get(Id::trace), "off"));
+  CHECK_THROWS_WITH(parse_flag(get(Id::trace), "2"), Catch::StartsWith("RINGDP_TRACE='2': expected 0 or 1"));
+  CHECK(parse_choice(get(Id::backend), "nccl") == "nccl");
+  CHECK_THROWS_WITH(parse_choice(get(Id::backend), "gloo"),
+                    Catch::StartsWith("RINGDP_BACKEND='gloo': expected auto, mpi or nccl"));
+  CHECK_THROWS_WITH(parse_choice(get(Id::debug), "detail"),
+                    Catch::StartsWith("RINGDP_DEBUG='detail': expected OFF, INFO or DETAIL"));
+}
+
+TEST_CASE("the environment overrides the communicator's options, checked", "[settings]") {
+  ::setenv("RINGDP_RD_MAX_BYTES", "4096", 1);
+  ::setenv("RINGDP_TIMEOUT", "7", 1);
+  comm::CommOptions o = comm::with_environment({});
+  CHECK(o.recursive_doubling_max_bytes == 4096);
+  CHECK(o.timeout == std::chrono::seconds(7));
+  ::setenv("RINGDP_TIMEOUT_MS", "250", 1);  // wins over RINGDP_TIMEOUT
+  CHECK(comm::with_environment({}).timeout == std::chrono::milliseconds(250));
+  ::setenv("RINGDP_SEGMENT_BYTES", "lots", 1);
+  CHECK_THROWS_WITH(comm::with_environment({}), Catch::StartsWith("RINGDP_SEGMENT_BYTES='lots'"));
+  for (const char* name : {"RINGDP_RD_MAX_BYTES", "RINGDP_TIMEOUT", "RINGDP_TIMEOUT_MS", "RINGDP_SEGMENT_BYTES"})
+    ::unsetenv(name);
+  CHECK(comm::with_environment({}).recursive_doubling_max_bytes == 32 * 1024);
+}
+
+TEST_CASE("an unknown RINGDP_ variable is named with the closest known one", "[settings]") {
+  const auto warnings =
+      unknown_variables({"RINGDP_TIMEOUTT=5", "RINGDP_TIMEOUT=5", "PATH=/bin", "RINGDP_SHM_MAX=0", "RINGDP_EMU_DEVICES=2"});
+  REQUIRE(warnings.size() == 2);
+  CHECK_THAT(warnings[0], Catch::StartsWith("RINGDP_TIMEOUTT is not a ringdp setting") &&
+                              Catch::Contains("did you mean RINGDP_TIMEOUT?"));
+  CHECK_THAT(warnings[1], Catch::Contains("did you mean RINGDP_SHM_MAX_BYTES?"));
+}
+
+TEST_CASE("--help-env and the docs table list every variable", "[settings]") {
+  const std::string help = help_text(), markdown = markdown_table();
+  for (const Setting& s : table()) {
+    CHECK_THAT(help, Catch::Contains(std::string(s.name)));
+    CHECK_THAT(markdown, Catch::Contains("| `" + std::string(s.name) + "` |"));
+  }
+}

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "apps/train/checkpoint.h"
 #include "apps/train/dataset.h"
 #include "apps/train/json_state.h"
+#include "autograd/checkpoint.h"
 #include "autograd/layers.h"
 #include "autograd/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
@@ -62,7 +62,7 @@ void check_backend(const TrainConfig& config, Device device) {
 // Rank 0's half of --resume: the checkpoint into the model and the optimizer; returns its next
 // epoch.
 int64_t load_on_rank_zero(const TrainConfig& config, int N, autograd::Module& model, optim::SGD& sgd) {
-  Checkpoint ck = load_checkpoint(config.checkpoint_path);
+  autograd::Checkpoint ck = autograd::load_checkpoint(config.checkpoint_path);
   try {
     model.load_state_dict(ck.model);
   } catch (const Error& e) {
@@ -198,12 +198,13 @@ void save_if_due(const TrainConfig& config, int64_t epoch, int N, const autograd
   const bool due = !config.checkpoint_path.empty() &&
                    ((epoch + 1) % std::max<int64_t>(config.save_every, 1) == 0 || epoch + 1 == config.epochs);
   if (!due) return;
-  save_checkpoint(config.checkpoint_path, Checkpoint{.next_epoch = epoch + 1,
-                                                     .seed = config.seed,
-                                                     .world_size = static_cast<uint32_t>(N),
-                                                     .shuffle = config.shuffle,
-                                                     .model = model.state_dict(),
-                                                     .optimizer = sgd.state_dict()});
+  autograd::save_checkpoint(config.checkpoint_path,
+                            autograd::Checkpoint{.next_epoch = epoch + 1,
+                                                 .seed = config.seed,
+                                                 .world_size = static_cast<uint32_t>(N),
+                                                 .shuffle = config.shuffle,
+                                                 .model = model.state_dict(),
+                                                 .optimizer = sgd.state_dict()});
 }
 }  // namespace
 

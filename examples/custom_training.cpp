@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "apps/train/checkpoint.h"
+#include "autograd/checkpoint.h"
 #include "autograd/functions.h"
 #include "autograd/layers.h"
 #include "autograd/sgd.h"
@@ -79,12 +79,12 @@ int main() {
 
   // torch.save({...}) on rank 0: model and optimizer state, written atomically.
   if (rank == 0) {
-    train::save_checkpoint("custom_training.ckpt", {.next_epoch = epochs,
-                                                    .seed = 0,
-                                                    .world_size = static_cast<uint32_t>(world),
-                                                    .shuffle = true,
-                                                    .model = model->state_dict(),
-                                                    .optimizer = optimizer.state_dict()});
+    autograd::save_checkpoint("custom_training.ckpt", {.next_epoch = epochs,
+                                                       .seed = 0,
+                                                       .world_size = static_cast<uint32_t>(world),
+                                                       .shuffle = true,
+                                                       .model = model->state_dict(),
+                                                       .optimizer = optimizer.state_dict()});
     std::printf("saved custom_training.ckpt\n");
   }
   comm->barrier();

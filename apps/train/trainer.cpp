@@ -5,16 +5,16 @@
 #include <cmath>
 #include <cstdio>
 
-#include "apps/train/checkpoint.h"
 #include "apps/train/dataset.h"
 #include "apps/train/json_state.h"
+#include "autograd/checkpoint.h"
 #include "autograd/layers.h"
 #include "autograd/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/ddp/distributed_sampler.h"
 #include "config.h"
-#include "kernels/device_memory.h"
 #include "core/timeline.h"
+#include "kernels/device_memory.h"
 
 namespace ringdp::train {
 
@@ -50,75 +50,180 @@ Device pick_device(const std::string& requested, const comm::Communicator& comm)
   RINGDP_CHECK(kernels::cuda_device_count() > 0, "--device cuda: no CUDA device is visible on this machine");
   return comm.device();
 }
+
+void check_backend(const TrainConfig& config, Device device) {
+  RINGDP_CHECK(config.backend != "nccl" || RINGDP_HAVE_NCCL,
+               "--backend nccl: ringdp was built without NCCL; use --backend mpi");
+  RINGDP_CHECK(config.backend != "nccl" || device.is_cuda(),
+               "--backend nccl needs CUDA tensors; add --device cuda "
+               "(or use --backend mpi for training on the CPU)");
+}
+
+// Rank 0's half of --resume: the checkpoint into the model and the optimizer; returns its next
+// epoch.
+int64_t load_on_rank_zero(const TrainConfig& config, int N, autograd::Module& model, optim::SGD& sgd) {
+  autograd::Checkpoint ck = autograd::load_checkpoint(config.checkpoint_path);
+  try {
+    model.load_state_dict(ck.model);
+  } catch (const Error& e) {
+    RINGDP_FAIL("checkpoint '", config.checkpoint_path, "' does not fit this model: ", e.what());
+  }
+  sgd.load_state_dict(ck.optimizer);
+  RINGDP_CHECK(ck.seed == config.seed, "checkpoint '", config.checkpoint_path, "' was written with --seed ",
+               ck.seed, ", this run uses --seed ", config.seed);
+  // The shards follow from seed, world size and shuffle: resuming with others would train
+  // each rank on other samples than the run it continues, silently.
+  RINGDP_CHECK(ck.world_size == static_cast<uint32_t>(N) && ck.shuffle == config.shuffle, "checkpoint '",
+               config.checkpoint_path, "' was written by a run of ", ck.world_size, " ranks with shuffle ",
+               ck.shuffle ? "on" : "off", "; this run has ", N, " ranks with shuffle ",
+               config.shuffle ? "on" : "off",
+               ", so each rank would see other samples; resume with the same -np",
+               " and shuffle setting, or start afresh");
+  return ck.next_epoch;
+}
+
+// Momentum buffers: rank 0 has them; others create theirs with one warm step of zeros,
+// then receive rank 0's values.
+void broadcast_momentum(comm::Communicator& comm, const autograd::Module& model, optim::SGD& sgd,
+                        Device device) {
+  auto state = sgd.state_dict();
+  Tensor count = full({1}, static_cast<double>(state.size()), DType::int64, device);
+  comm.broadcast(count, 0);
+  if (count.to(Device::cpu()).item() == 0) return;
+  autograd::StateDict buffers;
+  const auto params = model.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    Tensor buffer =
+        comm.rank() == 0 ? state[i].second : zeros(params[i].shape(), params[i].dtype(), params[i].device());
+    comm.broadcast(buffer, 0);
+    buffers.emplace_back("momentum_buffer." + std::to_string(i), buffer);
+  }
+  sgd.load_state_dict(buffers);
+}
+
+// --resume: rank 0 reads the checkpoint and every rank gets its epoch and momentum; the
+// parameters follow with DDP's broadcast. Returns the epoch to start from.
+int64_t resume(const TrainConfig& config, comm::Communicator& comm, autograd::Module& model, optim::SGD& sgd,
+               Device device) {
+  RINGDP_CHECK(!config.checkpoint_path.empty(), "--resume needs --checkpoint PATH");
+  // Every tensor a collective carries lives on the training device: the NCCL backend carries
+  // CUDA tensors only, so these small host values travel there and back.
+  const int64_t next_epoch = comm.rank() == 0 ? load_on_rank_zero(config, comm.size(), model, sgd) : 0;
+  Tensor epoch = full({1}, static_cast<double>(next_epoch), DType::int64, device);
+  comm.broadcast(epoch, 0);
+  const auto start_epoch = static_cast<int64_t>(epoch.to(Device::cpu()).item());
+  broadcast_momentum(comm, model, sgd, device);
+  return start_epoch;
+}
+
+// One epoch on this rank: its sum of batch losses, its seconds waiting on communication, its steps.
+struct EpochTotals {
+  double loss_sum = 0, comm_seconds = 0;
+  int64_t steps = 0;
+};
+
+// This rank's shard `mine` in batches: forward, DDP's backward, SGD.
+EpochTotals train_epoch(const Dataset& data, const std::vector<int64_t>& mine, int64_t batch, Device device,
+                        ddp::DistributedDataParallel& ddp, optim::SGD& sgd) {
+  EpochTotals totals;
+  const auto shard = static_cast<int64_t>(mine.size());
+  Tensor x, y;
+  for (int64_t begin = 0; begin < shard; begin += batch) {
+    const std::vector<int64_t> rows(mine.begin() + begin, mine.begin() + std::min(begin + batch, shard));
+    gather_batch(data, rows, DType::float32, device, x, y);
+    sgd.zero_grad();
+    Tensor loss;
+    {
+      timeline::Scope span("train", "forward");
+      loss = autograd::mse_loss(ddp(x), y);
+    }
+    ddp.backward(loss);
+    {
+      timeline::Scope span("train", "sgd.step()");
+      sgd.step();
+    }
+    totals.loss_sum += loss.to(Device::cpu()).item();  // the host needs it: one round trip per step
+    totals.comm_seconds += ddp.last_stats().comm_wait_seconds;
+    ++totals.steps;
+  }
+  return totals;
+}
+
+// The epoch's loss is the mean over ranks of each rank's mean batch loss: a reduce to rank 0,
+// whose time counts as communication. Returns it on rank 0.
+double reduce_epoch_loss(comm::Communicator& comm, EpochTotals& totals, Device device) {
+  Tensor epoch_loss = full({1}, totals.loss_sum / static_cast<double>(totals.steps), DType::float64, device);
+  const auto reduce_start = Clock::now();
+  comm.reduce(epoch_loss, 0, ReduceOp::avg);
+  const double mean_loss = epoch_loss.to(Device::cpu()).item();
+  totals.comm_seconds += std::chrono::duration<double>(Clock::now() - reduce_start).count();
+  return mean_loss;
+}
+
+void report_epoch(const TrainConfig& config, const comm::Communicator& comm, int64_t epoch, int64_t shard,
+                  double mean_loss, const EpochTotals& totals, double elapsed) {
+  const int rank = comm.rank();
+  // Only rank 0 holds the mean loss: its error ends the whole job (fail_job's MPI_Abort).
+  RINGDP_CHECK(rank != 0 || std::isfinite(mean_loss), "training diverged in epoch ", epoch + 1,
+               ": the mean loss is ", mean_loss, "; lower --lr (now ", config.lr,
+               ") or check the data for extreme values");
+  if (rank == 0) {
+    std::printf("epoch %lld/%lld  loss %.6f  samples/s %.0f  comm %.0f%%\n",
+                static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs), mean_loss,
+                static_cast<double>(shard * comm.size()) / elapsed, 100.0 * totals.comm_seconds / elapsed);
+    std::fflush(stdout);
+  } else if (config.verbose) {
+    std::printf("rank %d: epoch %lld  local loss %.6f\n", rank, static_cast<long long>(epoch + 1),
+                totals.loss_sum / totals.steps);
+  }
+}
+
+// Gradients are averaged before every step, so the parameters are the same on every rank and
+// so is this verdict: no rank goes on alone, and no epoch after it prints "loss -nan".
+void check_parameters_finite(const TrainConfig& config, const autograd::Module& model, int64_t epoch,
+                             int rank, const EpochTotals& totals) {
+  for (const auto& [name, p] : model.named_parameters()) {
+    for (const double v : p.to_vector()) {
+      RINGDP_CHECK(std::isfinite(v), "training diverged in epoch ", epoch + 1, ": parameter '", name,
+                   "' holds ", v, " after the step (mean batch loss on rank ", rank, ": ",
+                   totals.loss_sum / static_cast<double>(totals.steps), "); lower --lr (now ", config.lr,
+                   ") or check the data for extreme values");
+    }
+  }
+}
+
+// Every --save-every epochs and after the last, from rank 0.
+void save_if_due(const TrainConfig& config, int64_t epoch, int N, const autograd::Module& model,
+                 const optim::SGD& sgd) {
+  const bool due = !config.checkpoint_path.empty() &&
+                   ((epoch + 1) % std::max<int64_t>(config.save_every, 1) == 0 || epoch + 1 == config.epochs);
+  if (!due) return;
+  autograd::save_checkpoint(config.checkpoint_path,
+                            autograd::Checkpoint{.next_epoch = epoch + 1,
+                                                 .seed = config.seed,
+                                                 .world_size = static_cast<uint32_t>(N),
+                                                 .shuffle = config.shuffle,
+                                                 .model = model.state_dict(),
+                                                 .optimizer = sgd.state_dict()});
+}
 }  // namespace
 
 int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
   comm::Communicator& comm = *communicator;
   const int N = comm.size(), rank = comm.rank();
   const Device device = pick_device(config.device, comm);
-  RINGDP_CHECK(config.backend != "nccl" || RINGDP_HAVE_NCCL,
-               "--backend nccl: ringdp was built without NCCL; use --backend mpi");
-  RINGDP_CHECK(config.backend != "nccl" || device.is_cuda(),
-               "--backend nccl needs CUDA tensors; add --device cuda "
-               "(or use --backend mpi for training on the CPU)");
+  check_backend(config, device);
   const Dataset data = config.data_path.empty()
                            ? synthetic_dataset(config.samples * N, config.features, config.seed)
                            : load_csv(config.data_path);
-  const int64_t features = data.features.size(1);
-  auto model = build_model(config, features, device);
+  auto model = build_model(config, data.features.size(1), device);
   if (!config.init_path.empty()) {
     // Every rank reads it; DDP's broadcast below makes rank 0's copy the one that counts.
     model->load_state_dict(read_state_json(config.init_path));
   }
   optim::SGD sgd(model->parameters(),
                  optim::SGDOptions(config.lr).momentum(config.momentum).weight_decay(config.weight_decay));
-
-  int64_t start_epoch = 0;
-  if (config.resume) {
-    RINGDP_CHECK(!config.checkpoint_path.empty(), "--resume needs --checkpoint PATH");
-    // Every tensor a collective carries lives on the training device: the NCCL backend carries
-    // CUDA tensors only, so these small host values travel there and back.
-    int64_t next_epoch = 0;
-    if (rank == 0) {
-      Checkpoint ck = load_checkpoint(config.checkpoint_path);
-      try {
-        model->load_state_dict(ck.model);
-      } catch (const Error& e) {
-        RINGDP_FAIL("checkpoint '", config.checkpoint_path, "' does not fit this model: ", e.what());
-      }
-      sgd.load_state_dict(ck.optimizer);
-      RINGDP_CHECK(ck.seed == config.seed, "checkpoint '", config.checkpoint_path,
-                   "' was written with --seed ", ck.seed, ", this run uses --seed ", config.seed);
-      // The shards follow from seed, world size and shuffle: resuming with others would train
-      // each rank on other samples than the run it continues, silently.
-      RINGDP_CHECK(ck.world_size == static_cast<uint32_t>(N) && ck.shuffle == config.shuffle, "checkpoint '",
-                   config.checkpoint_path, "' was written by a run of ", ck.world_size,
-                   " ranks with shuffle ", ck.shuffle ? "on" : "off", "; this run has ", N,
-                   " ranks with shuffle ", config.shuffle ? "on" : "off",
-                   ", so each rank would see other samples; resume with the same -np",
-                   " and shuffle setting, or start afresh");
-      next_epoch = ck.next_epoch;
-    }
-    Tensor epoch = full({1}, static_cast<double>(next_epoch), DType::int64, device);
-    comm.broadcast(epoch, 0);
-    start_epoch = static_cast<int64_t>(epoch.to(Device::cpu()).item());
-    // Momentum buffers: rank 0 has them; others create theirs with one warm step of zeros,
-    // then receive rank 0's values.
-    auto state = sgd.state_dict();
-    Tensor count = full({1}, static_cast<double>(state.size()), DType::int64, device);
-    comm.broadcast(count, 0);
-    if (count.to(Device::cpu()).item() > 0) {
-      autograd::StateDict buffers;
-      const auto params = model->parameters();
-      for (size_t i = 0; i < params.size(); ++i) {
-        Tensor buffer =
-            rank == 0 ? state[i].second : zeros(params[i].shape(), params[i].dtype(), params[i].device());
-        comm.broadcast(buffer, 0);
-        buffers.emplace_back("momentum_buffer." + std::to_string(i), buffer);
-      }
-      sgd.load_state_dict(buffers);
-    }
-  }
+  const int64_t start_epoch = config.resume ? resume(config, comm, *model, sgd, device) : 0;
 
   ddp::DistributedDataParallel ddp(
       model, communicator,
@@ -128,73 +233,15 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
   const int64_t batch = config.batch_size > 0 ? std::min(config.batch_size, shard) : shard;
   RINGDP_CHECK(start_epoch <= config.epochs, "checkpoint is at epoch ", start_epoch, " but --epochs is ",
                config.epochs);
-
-  Tensor x, y;
   for (int64_t epoch = start_epoch; epoch < config.epochs; ++epoch) {
     const auto epoch_start = Clock::now();
     sampler.set_epoch(epoch);
-    const std::vector<int64_t> mine = sampler.indices();
-    double loss_sum = 0, comm_seconds = 0;
-    int64_t steps = 0;
-    for (int64_t begin = 0; begin < shard; begin += batch) {
-      const std::vector<int64_t> rows(mine.begin() + begin, mine.begin() + std::min(begin + batch, shard));
-      gather_batch(data, rows, DType::float32, device, x, y);
-      sgd.zero_grad();
-      Tensor loss;
-      {
-        timeline::Scope span("train", "forward");
-        loss = autograd::mse_loss(ddp(x), y);
-      }
-      ddp.backward(loss);
-      {
-        timeline::Scope span("train", "sgd.step()");
-        sgd.step();
-      }
-      loss_sum += loss.to(Device::cpu()).item();  // the host needs it: one round trip per step
-      comm_seconds += ddp.last_stats().comm_wait_seconds;
-      ++steps;
-    }
-    // The epoch's loss is the mean over ranks of each rank's mean batch loss: a reduce to rank 0.
-    Tensor epoch_loss = full({1}, loss_sum / static_cast<double>(steps), DType::float64, device);
-    const auto reduce_start = Clock::now();
-    comm.reduce(epoch_loss, 0, ReduceOp::avg);
-    const double mean_loss = epoch_loss.to(Device::cpu()).item();
-    comm_seconds += std::chrono::duration<double>(Clock::now() - reduce_start).count();
+    EpochTotals totals = train_epoch(data, sampler.indices(), batch, device, ddp, sgd);
+    const double mean_loss = reduce_epoch_loss(comm, totals, device);
     const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start).count();
-    // Only rank 0 holds the mean loss: its error ends the whole job (fail_job's MPI_Abort).
-    RINGDP_CHECK(rank != 0 || std::isfinite(mean_loss), "training diverged in epoch ", epoch + 1,
-                 ": the mean loss is ", mean_loss, "; lower --lr (now ", config.lr,
-                 ") or check the data for extreme values");
-    if (rank == 0) {
-      std::printf("epoch %lld/%lld  loss %.6f  samples/s %.0f  comm %.0f%%\n",
-                  static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs), mean_loss,
-                  static_cast<double>(shard * N) / elapsed, 100.0 * comm_seconds / elapsed);
-      std::fflush(stdout);
-    } else if (config.verbose) {
-      std::printf("rank %d: epoch %lld  local loss %.6f\n", rank, static_cast<long long>(epoch + 1),
-                  loss_sum / steps);
-    }
-    // Gradients are averaged before every step, so the parameters are the same on every rank and
-    // so is this verdict: no rank goes on alone, and no epoch after it prints "loss -nan".
-    for (const auto& [name, p] : model->named_parameters()) {
-      for (const double v : p.to_vector()) {
-        RINGDP_CHECK(std::isfinite(v), "training diverged in epoch ", epoch + 1, ": parameter '", name,
-                     "' holds ", v, " after the step (mean batch loss on rank ", rank, ": ",
-                     loss_sum / static_cast<double>(steps), "); lower --lr (now ", config.lr,
-                     ") or check the data for extreme values");
-      }
-    }
-    const bool save_now =
-        !config.checkpoint_path.empty() &&
-        ((epoch + 1) % std::max<int64_t>(config.save_every, 1) == 0 || epoch + 1 == config.epochs);
-    if (save_now && rank == 0) {
-      save_checkpoint(config.checkpoint_path, Checkpoint{.next_epoch = epoch + 1,
-                                                         .seed = config.seed,
-                                                         .world_size = static_cast<uint32_t>(N),
-                                                         .shuffle = config.shuffle,
-                                                         .model = model->state_dict(),
-                                                         .optimizer = sgd.state_dict()});
-    }
+    report_epoch(config, comm, epoch, shard, mean_loss, totals, elapsed);
+    check_parameters_finite(config, *model, epoch, rank, totals);
+    if (rank == 0) save_if_due(config, epoch, N, *model, sgd);
   }
   if (rank == 0 && !config.export_path.empty()) write_state_json(config.export_path, model->state_dict());
   comm.barrier();

@@ -10,13 +10,13 @@
 
 #include <cstring>
 
-#include "apps/train/checkpoint.h"
+#include "autograd/checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   for (int pass = 0; pass < 2; ++pass) {
     try {
-      ringdp::train::parse_checkpoint(bytes, "fuzz input");
+      ringdp::autograd::parse_checkpoint(bytes, "fuzz input");
     } catch (const ringdp::Error&) {
       // Rejected with a message: what bad input should get.
     }

@@ -11,7 +11,7 @@
 
 #include "autograd/module.h"
 
-namespace ringdp::train {
+namespace ringdp::autograd {
 
 struct Checkpoint {
   int64_t next_epoch = 0;
@@ -20,8 +20,8 @@ struct Checkpoint {
   /// sees, so a resume with others would silently train on other data.
   uint32_t world_size = 1;
   bool shuffle = true;
-  autograd::StateDict model;
-  autograd::StateDict optimizer;
+  StateDict model;
+  StateDict optimizer;
 };
 
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
@@ -30,4 +30,4 @@ Checkpoint load_checkpoint(const std::string& path);
 /// Parses checkpoint bytes (the fuzz target's entry point); `source` names them in errors.
 Checkpoint parse_checkpoint(const std::string& bytes, const std::string& source);
 
-}  // namespace ringdp::train
+}  // namespace ringdp::autograd

@@ -1,6 +1,6 @@
-// Implements apps/train/checkpoint.h (the contract is documented there). Tested by tests/cli/train.sh
+// Implements autograd/checkpoint.h (the contract is documented there). Tested by tests/cli/train.sh
 // checkpoint and the fuzz corpus replay (tests/fuzz/).
-#include "apps/train/checkpoint.h"
+#include "autograd/checkpoint.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace ringdp::train {
+namespace ringdp::autograd {
 
 namespace {
 constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'D', 'P', 'C', 'K'};
@@ -51,7 +51,7 @@ class Reader {
   size_t at_ = 0;
 };
 
-void write_dict(std::string& out, const autograd::StateDict& dict) {
+void write_dict(std::string& out, const StateDict& dict) {
   put<uint32_t>(out, static_cast<uint32_t>(dict.size()));
   for (const auto& [name, tensor] : dict) {
     put<uint32_t>(out, static_cast<uint32_t>(name.size()));
@@ -64,8 +64,8 @@ void write_dict(std::string& out, const autograd::StateDict& dict) {
   }
 }
 
-autograd::StateDict read_dict(Reader& in, const std::string& source) {
-  autograd::StateDict dict;
+StateDict read_dict(Reader& in, const std::string& source) {
+  StateDict dict;
   const uint32_t entries = in.get<uint32_t>("the entry count");
   for (uint32_t e = 0; e < entries; ++e) {
     const uint32_t name_length = in.get<uint32_t>("a name length");
@@ -179,4 +179,4 @@ Checkpoint load_checkpoint(const std::string& path) {
   return parse_checkpoint(bytes.str(), path);
 }
 
-}  // namespace ringdp::train
+}  // namespace ringdp::autograd

@@ -45,6 +45,10 @@
 #define __launch_bounds__(...) RINGDP_EMU_SOURCE_NOT_INSTRUMENTED_BY_instrument_py
 #define __shared__ RINGDP_EMU_SOURCE_NOT_INSTRUMENTED_BY_instrument_py
 #define RINGDP_EMU_LAUNCH_BOUNDS(bound, text) ::ringdp::emu::check_launch_bounds((bound), (text))
+// The launch macros of kernels/cuda/launch.h, defined here so product code names no test file.
+#define RINGDP_DYNAMIC_SHARED(type, name) auto name = ::ringdp::emu::dynamic_shared<type>(#name)
+#define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) \
+  ::ringdp::emu::Launcher(#__VA_ARGS__, __VA_ARGS__, (grid), (block), (shared_bytes), (stream))
 
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;

@@ -3,7 +3,7 @@
 // tests/gpu/device_check.sh (on a GPU).
 #include "comm/nccl_transport.h"
 
-#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/doubles/nccl
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

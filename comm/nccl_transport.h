@@ -29,7 +29,7 @@
 #include "comm/transport.h"
 #include "config.h"
 
-#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/doubles/nccl
 #include <cuda_runtime.h>
 #include <nccl.h>
 

@@ -296,7 +296,8 @@ void NcclTransport::corrupt_byte(void* p) {
 void NcclTransport::copy(void* dst, const void* src, size_t bytes) {
   issue_pending();
   dependency_ = nullptr;
-  if (bytes && dst != src) RINGDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  if (bytes && dst != src)
+    RINGDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
 void NcclTransport::check_async() {

@@ -124,10 +124,10 @@ void nccl_check(ncclResult_t result, const char* call, const char* file, int lin
 
 }  // namespace ringdp::comm
 
-#define RINGDP_NCCL_CHECK(call)                                               \
-  do {                                                                        \
-    const ncclResult_t ringdp_nccl_status = (call);                           \
-    if (__builtin_expect(ringdp_nccl_status != ncclSuccess, 0))               \
+#define RINGDP_NCCL_CHECK(call)                                                  \
+  do {                                                                           \
+    const ncclResult_t ringdp_nccl_status = (call);                              \
+    if (__builtin_expect(ringdp_nccl_status != ncclSuccess, 0))                  \
       ::ringdp::comm::nccl_check(ringdp_nccl_status, #call, __FILE__, __LINE__); \
   } while (0)
 /// In NcclTransport (or with a transport `t`): a call that may return ncclInProgress.

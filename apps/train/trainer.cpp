@@ -13,8 +13,8 @@
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/ddp/distributed_sampler.h"
 #include "config.h"
-#include "kernels/device_memory.h"
 #include "core/timeline.h"
+#include "kernels/device_memory.h"
 
 namespace ringdp::train {
 

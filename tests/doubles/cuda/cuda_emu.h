@@ -214,7 +214,9 @@ T warp_exchange(T value, int source_lane) {
 #define gridDim (::ringdp::doubles::g_grid_dim)
 
 inline void __syncthreads() { ::ringdp::doubles::wait_at(::ringdp::doubles::Fiber::Wait::block); }
-inline void __syncwarp(unsigned = 0xffffffffu) { ::ringdp::doubles::wait_at(::ringdp::doubles::Fiber::Wait::warp); }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  ::ringdp::doubles::wait_at(::ringdp::doubles::Fiber::Wait::warp);
+}
 inline int emu_lane() { return ::ringdp::doubles::current_fiber().linear % 32; }
 
 template <typename T>

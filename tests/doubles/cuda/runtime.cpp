@@ -444,7 +444,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   std::lock_guard lock(q.mutex);
   ringdp::doubles::g_moves_work = true;
   if (!q.deferred || event->reached()) return cudaSuccess;
-  q.streams[ringdp::doubles::serial_of(stream)].push_back(ringdp::doubles::Item{nullptr, event, event->recorded});
+  q.streams[ringdp::doubles::serial_of(stream)].push_back(
+      ringdp::doubles::Item{nullptr, event, event->recorded});
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {

@@ -2,7 +2,7 @@
 // tests/mpi/test_mpi_device_transports.cpp (NCCL stand-in) and tests/cuda/test_nccl_local.cpp (on a GPU).
 #include "comm/native_nccl.h"
 
-#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/doubles/nccl
 #include "comm/nccl_transport.h"
 
 namespace ringdp::comm::native_nccl {
@@ -32,7 +32,8 @@ void all_reduce(NcclTransport& t, const void* input, void* out, int64_t count, D
 }
 void reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op,
             int root) {
-  t.RINGDP_NCCL_SETTLE(ncclReduce(input, out, count, nccl_type(dtype), nccl_op(op), root, t.comm(), t.stream()));
+  t.RINGDP_NCCL_SETTLE(
+      ncclReduce(input, out, count, nccl_type(dtype), nccl_op(op), root, t.comm(), t.stream()));
 }
 void broadcast(NcclTransport& t, void* buf, int64_t count, DType dtype, int root) {
   t.RINGDP_NCCL_SETTLE(ncclBroadcast(buf, buf, count, nccl_type(dtype), root, t.comm(), t.stream()));

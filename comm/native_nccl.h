@@ -6,7 +6,7 @@
 #include "core/dtype.h"
 #include "core/reduce_op.h"
 
-#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/doubles/nccl
 #include <cuda_runtime.h>
 #include <nccl.h>
 

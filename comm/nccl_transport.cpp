@@ -5,7 +5,7 @@
 
 #include "core/settings.h"
 
-#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/doubles/nccl
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -297,7 +297,8 @@ void NcclTransport::corrupt_byte(void* p) {
 void NcclTransport::copy(void* dst, const void* src, size_t bytes) {
   issue_pending();
   dependency_ = nullptr;
-  if (bytes && dst != src) RINGDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  if (bytes && dst != src)
+    RINGDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
 void NcclTransport::check_async() {

@@ -29,7 +29,7 @@
 #include "comm/transport.h"
 #include "config.h"
 
-#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: testing/nccl
+#if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/doubles/nccl
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -124,10 +124,10 @@ void nccl_check(ncclResult_t result, const char* call, const char* file, int lin
 
 }  // namespace ringdp::comm
 
-#define RINGDP_NCCL_CHECK(call)                                               \
-  do {                                                                        \
-    const ncclResult_t ringdp_nccl_status = (call);                           \
-    if (__builtin_expect(ringdp_nccl_status != ncclSuccess, 0))               \
+#define RINGDP_NCCL_CHECK(call)                                                  \
+  do {                                                                           \
+    const ncclResult_t ringdp_nccl_status = (call);                              \
+    if (__builtin_expect(ringdp_nccl_status != ncclSuccess, 0))                  \
       ::ringdp::comm::nccl_check(ringdp_nccl_status, #call, __FILE__, __LINE__); \
   } while (0)
 /// In NcclTransport (or with a transport `t`): a call that may return ncclInProgress.

@@ -10,7 +10,7 @@
 #include "autograd/checkpoint.h"
 #include "autograd/functions.h"
 #include "autograd/layers.h"
-#include "autograd/sgd.h"
+#include "autograd/optim/sgd.h"
 #include "comm/communicator.h"
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/ddp/distributed_sampler.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "autograd/layers.h"
-#include "autograd/sgd.h"
+#include "autograd/optim/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/mpi_runtime.h"
 

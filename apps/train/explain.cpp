@@ -13,7 +13,7 @@
 
 #include "apps/train/dataset.h"
 #include "autograd/functions.h"
-#include "autograd/sgd.h"
+#include "autograd/optim/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/ddp/distributed_sampler.h"
 

@@ -9,7 +9,7 @@
 #include "apps/train/json_state.h"
 #include "autograd/checkpoint.h"
 #include "autograd/layers.h"
-#include "autograd/sgd.h"
+#include "autograd/optim/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/ddp/distributed_sampler.h"
 #include "config.h"

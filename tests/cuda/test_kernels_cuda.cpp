@@ -14,7 +14,7 @@
 #include <random>
 
 #include "autograd/layers.h"
-#include "autograd/sgd.h"
+#include "autograd/optim/sgd.h"
 #include "kernels/device_memory.h"
 #include "kernels/elementwise.h"
 #include "kernels/linear.h"

@@ -111,9 +111,9 @@ TEST_CASE("barriers order shared-memory writes before reads", "[emu]") {
   REQUIRE_THROWS_WITH(RINGDP_LAUNCH(2, 256, 0, nullptr, rotate_kernel)(in.data(), out.data(), false),
                       Catch::Contains("read of uninitialised shared memory tile[1]") &&
                           Catch::Contains("kernel rotate_kernel, block (0,0,0), thread (0,0,0)"));
-  ringdp::emu::set_racecheck(false);
+  ringdp::doubles::set_racecheck(false);
   RINGDP_LAUNCH(2, 256, 0, nullptr, rotate_kernel)(in.data(), out.data(), false);
-  ringdp::emu::set_racecheck(true);
+  ringdp::doubles::set_racecheck(true);
   int wrong = 0;
   for (int i = 0; i < 512; ++i) wrong += out[i] != (i / 256) * 256 + (i % 256 + 1) % 256;
   CHECK(wrong > 0);
@@ -202,7 +202,7 @@ TEST_CASE("a shared-memory index out of its dimension is an error in every build
 }
 
 TEST_CASE("checked mode reports shared-memory races naming both threads", "[emu]") {
-  REQUIRE(ringdp::emu::racecheck());
+  REQUIRE(ringdp::doubles::racecheck());
   REQUIRE_THROWS_WITH(
       RINGDP_LAUNCH(2, 32, 0, nullptr, write_write_kernel)(),
       Catch::Contains("shared-memory race (write after write) on slot[0] in kernel write_write_kernel, "
@@ -212,9 +212,9 @@ TEST_CASE("checked mode reports shared-memory races naming both threads", "[emu]
                       Catch::Contains("race (write after read) on tile[1]") &&
                           Catch::Contains("thread (0,0,0) read it and thread (1,0,0) writes it"));
   // Read after write: lane 1 wrote lanes[1] before lane 0 reads it, nothing ordering the two.
-  ringdp::emu::set_racecheck(false);
+  ringdp::doubles::set_racecheck(false);
   RINGDP_LAUNCH(1, 32, 0, nullptr, write_after_read_kernel)(out.data());  // unchecked: runs
-  ringdp::emu::set_racecheck(true);
+  ringdp::doubles::set_racecheck(true);
 }
 
 TEST_CASE("__syncwarp orders shared memory within a warp, and only there", "[emu]") {
@@ -238,10 +238,10 @@ __global__ void fill_kernel(float* out, float value) { out[threadIdx.x] = value;
 
 // Two emulated devices for one test case; back to one (and device 0) after it.
 struct TwoDevices {
-  TwoDevices() { ringdp::emu::set_device_count(2); }
+  TwoDevices() { ringdp::doubles::set_device_count(2); }
   ~TwoDevices() {
     cudaSetDevice(0);
-    ringdp::emu::set_device_count(1);
+    ringdp::doubles::set_device_count(1);
   }
 };
 }  // namespace
@@ -263,8 +263,8 @@ TEST_CASE("memory, streams and events belong to the device current when they wer
   REQUIRE(cudaSetDevice(1) == cudaSuccess);
   cudaMalloc(reinterpret_cast<void**>(&on1), 32 * sizeof(float));
   cudaStreamCreateWithFlags(&stream1, cudaStreamNonBlocking);
-  CHECK(ringdp::emu::device_of(on0, 4) == 0);
-  CHECK(ringdp::emu::device_of(on1, 4) == 1);
+  CHECK(ringdp::doubles::device_of(on0, 4) == 0);
+  CHECK(ringdp::doubles::device_of(on1, 4) == 1);
 
   // A kernel on device 1's stream with device 0's memory: refused at launch, naming both.
   RINGDP_LAUNCH(1, 32, 0, stream1, fill_kernel)(on0, 1.0f);
@@ -312,14 +312,14 @@ TEST_CASE("a GEMM over more row tiles than gridDim.y can number still launches",
     cudaMalloc(&x, bytes);
     cudaMalloc(&w, 8);
     cudaMalloc(&y, bytes);
-    ringdp::emu::set_deferred_streams(true);
-    ringdp::emu::stall_streams(true);
+    ringdp::doubles::set_deferred_streams(true);
+    ringdp::doubles::stall_streams(true);
     CHECK_NOTHROW(ringdp::kernels::linear_forward_cuda(x, w, nullptr, y, rows, 1, 1, dtype, nullptr));
     // The backward GEMM for dW has the output features as rows and the input features as columns.
     CHECK_NOTHROW(ringdp::kernels::linear_backward_cuda(y, x, w, x, w, nullptr, rows, 1, 1, dtype, nullptr));
-    ringdp::emu::discard_streams();
-    ringdp::emu::stall_streams(false);
-    ringdp::emu::set_deferred_streams(false);
+    ringdp::doubles::discard_streams();
+    ringdp::doubles::stall_streams(false);
+    ringdp::doubles::set_deferred_streams(false);
     cudaFree(x);
     cudaFree(w);
     cudaFree(y);

@@ -19,7 +19,7 @@ fi
 check() {
   local header=$1 extra=() log
   # The emulator's CUDA and NCCL headers stand in for the real ones: compile their users against them.
-  case "$header" in testing/cuda/*|testing/nccl/*) extra=(-I "$root/testing/cuda/include" -I "$root/testing/nccl") ;; esac
+  case "$header" in tests/doubles/cuda/*|tests/doubles/nccl/*) extra=(-I "$root/tests/doubles/cuda/include" -I "$root/tests/doubles/nccl") ;; esac
   if log=$(echo "#include \"$header\"" | "${CXX:-c++}" "${flags[@]}" "${extra[@]}" - 2>&1); then
     echo "ok $header"
   elif grep -qE "fatal error: (cuda_runtime|cuda_bf16|cuda_fp16|nccl|mpi)\.h: No such file" <<<"$log"; then

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "autograd/layers.h"
-#include "autograd/sgd.h"
+#include "autograd/optim/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/ddp/distributed_sampler.h"
 #include "tests/support/mpi_test.h"

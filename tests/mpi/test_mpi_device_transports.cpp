@@ -4,7 +4,7 @@
 //   - MpiCudaTransport, staged through pinned host memory (comm/mpi_cuda_transport.h): a send
 //     posted before its device-to-host copy has finished, or a reduction that reads a segment
 //     before its host-to-device copy, gives wrong results here every time;
-//   - NcclTransport (comm/nccl_transport.h) over the NCCL stand-in of testing/nccl, which
+//   - NcclTransport (comm/nccl_transport.h) over the NCCL stand-in of tests/doubles/nccl, which
 //     runs each NCCL group as one item of the emulated stream: several ranks, which the one-GPU
 //     machine cannot give NCCL.
 // Every algorithm of comm/ runs on device pointers against independently computed references,
@@ -29,7 +29,7 @@
 #include "comm/nccl_transport.h"
 #include "comm/position.h"
 #include "kernels/elementwise.h"
-#include "testing/cuda/cuda_emu.h"
+#include "tests/doubles/cuda/cuda_emu.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;
@@ -217,9 +217,9 @@ TEST_CASE("every algorithm under each order of the streams", "[device]") {
   // NCCL's reductions run on a stream of their own, the staged copies and reductions on the
   // transport's: running the streams in the two extreme orders finds a missing wait between them.
   World& w = world();
-  using ringdp::emu::StreamOrder;
+  using ringdp::doubles::StreamOrder;
   for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first}) {
-    ringdp::emu::set_stream_order(order);
+    ringdp::doubles::set_stream_order(order);
     for (auto [name, device] : w.transports())
       for (DType dtype : {DType::float32, DType::bfloat16})
         for (int64_t count : {int64_t{5}, int64_t{1031}, int64_t{20011}}) {
@@ -230,7 +230,7 @@ TEST_CASE("every algorithm under each order of the streams", "[device]") {
           check_rooted_and_gathers(w, *device, dtype, count, w.size() - 1);
         }
   }
-  ringdp::emu::set_stream_order(StreamOrder::round_robin);
+  ringdp::doubles::set_stream_order(StreamOrder::round_robin);
 }
 
 TEST_CASE("the barrier's zero-byte messages pass through both transports", "[device]") {
@@ -271,11 +271,11 @@ TEST_CASE("a collective waits for the caller's stream, and the caller's stream f
   World& w = world();
   const int64_t count = 3001;
   const size_t bytes = count * sizeof(float);
-  using ringdp::emu::StreamOrder;
+  using ringdp::doubles::StreamOrder;
   for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
     for (auto [name, device] : w.transports()) {
       CAPTURE(name, order == StreamOrder::newest_first ? "newest first" : "oldest first");
-      ringdp::emu::set_stream_order(order);
+      ringdp::doubles::set_stream_order(order);
       std::vector<float> in(count), out(count, -1.0f);
       for (int64_t i = 0; i < count; ++i) in[i] = static_cast<float>(input_value(w.rank(), i, ReduceOp::sum));
       DeviceBuffer buf(DType::float32, count);
@@ -293,7 +293,7 @@ TEST_CASE("a collective waits for the caller's stream, and the caller's stream f
       std::vector<double> got(out.begin(), out.end());
       CHECK(wrong(got, [&](int64_t i) { return expected_value(w.size(), i, ReduceOp::sum); }) == 0);
     }
-  ringdp::emu::set_stream_order(StreamOrder::round_robin);
+  ringdp::doubles::set_stream_order(StreamOrder::round_robin);
 }
 
 TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[device]") {
@@ -378,12 +378,12 @@ TEST_CASE("the chain broadcast pipelines over NCCL: a rank forwards segment k be
   DeviceBuffer b(DType::float32, count);
   b.fill(0, ReduceOp::sum);
   if (w.rank() != 0) cudaMemset(b.data, 0x55, count * sizeof(float));
-  ringdp::emu::nccl_log_groups(true);
+  ringdp::doubles::nccl_log_groups(true);
   CollectiveContext ctx = w.context(w.nccl, DType::float32, ReduceOp::sum, kSegment);
   broadcast_chain(ctx, b.data, count, 0);
   w.nccl.synchronize();
-  ringdp::emu::nccl_log_groups(false);
-  const auto& log = ringdp::emu::nccl_group_log();
+  ringdp::doubles::nccl_log_groups(false);
+  const auto& log = ringdp::doubles::nccl_group_log();
   CHECK(wrong(b.read(), [&](int64_t i) { return input_value(0, i, ReduceOp::sum); }) == 0);
   if (w.rank() == 0 || w.rank() == N - 1) return;  // the ends only send, or only receive
   size_t first_send = log.size(), last_receive = 0;
@@ -425,7 +425,7 @@ TEST_CASE("a small staging window bounds pinned memory and still delivers everyt
 TEST_CASE("a collective stuck on the GPU ends the job through the watchdog", "[.stuck]") {
   World& w = world();
   DeviceBuffer a(DType::float32, 1024), b(DType::float32, 1024);
-  ringdp::emu::stall_streams(true);
+  ringdp::doubles::stall_streams(true);
   w.staged.copy(a.data, b.data, 1024 * sizeof(float));
   w.staged.join_caller("all_reduce #7 (test, 1024 x float32)", std::chrono::milliseconds(300));
   std::this_thread::sleep_for(std::chrono::seconds(20));
@@ -441,12 +441,12 @@ TEST_CASE("a collective's timeout counts from when the GPU starts it, not from w
   DeviceBuffer a(DType::float32, 1024), b(DType::float32, 1024);
   for (auto [name, device] : w.transports()) {
     CAPTURE(name);
-    ringdp::emu::stall_streams(true);
+    ringdp::doubles::stall_streams(true);
     device->begin_collective();
     device->copy(a.data, b.data, 1024 * sizeof(float));
     device->join_caller(std::string("all_reduce (late start, ") + name + ")", std::chrono::milliseconds(300));
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
-    ringdp::emu::stall_streams(false);
+    ringdp::doubles::stall_streams(false);
     device->set_deadline(Transport::Clock::now() + std::chrono::seconds(60),
                          [] { MPI_Abort(MPI_COMM_WORLD, 1); });
     device->synchronize();
@@ -468,7 +468,7 @@ void start_stuck_collective(CudaStreamTransport& device, const char* what) {
   void *a = nullptr, *b = nullptr;  // never freed: the watchdog ends the process
   cudaMalloc(&a, 4096);
   cudaMalloc(&b, 4096);
-  ringdp::emu::stall_streams(true);
+  ringdp::doubles::stall_streams(true);
   device.begin_collective();
   device.copy(a, b, 4096);
   device.join_caller(what, std::chrono::milliseconds(300));
@@ -495,7 +495,7 @@ TEST_CASE("a stuck collective ends the job while the host is inside MPI", "[.stu
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  ringdp::emu::set_deferred_streams(true);
+  ringdp::doubles::set_deferred_streams(true);
   // Only rank 0 reports, as in tests/support/mpi_main.cpp: two reports counted these test cases
   // twice in scripts/test's tally (and interleaved, under MPICH, not at all). The exit status
   // below still carries every rank's failures.
@@ -507,10 +507,10 @@ int main(int argc, char** argv) {
   if (result == 0) result = session.run();
   g_world.reset();
   // ncclCommFinalize before ncclCommDestroy, for every communicator the tests made.
-  if (ringdp::emu::nccl_unfinalized_destroys() != 0) {
+  if (ringdp::doubles::nccl_unfinalized_destroys() != 0) {
     std::fprintf(stderr,
                  "test_mpi_device_transports: %d NCCL communicator(s) destroyed without ncclCommFinalize\n",
-                 ringdp::emu::nccl_unfinalized_destroys());
+                 ringdp::doubles::nccl_unfinalized_destroys());
     result = 1;
   }
   int worst = 0;

@@ -15,7 +15,7 @@
 #include <mpi.h>
 
 #include "autograd/layers.h"
-#include "autograd/sgd.h"
+#include "autograd/optim/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/mpi_runtime.h"
 #include "tests/support/mpi_test.h"

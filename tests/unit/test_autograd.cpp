@@ -8,7 +8,7 @@
 
 #include "autograd/layers.h"
 #include "autograd/node.h"
-#include "autograd/sgd.h"
+#include "autograd/optim/sgd.h"
 #include "tensor/ops.h"
 #include "tests/support/compare.h"
 

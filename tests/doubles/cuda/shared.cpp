@@ -1,13 +1,13 @@
 // Bounds, race and init checks of emulated shared memory (see shared.h).
-#include "testing/cuda/shared.h"
+#include "tests/doubles/cuda/shared.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
 
-#include "testing/cuda/cuda_emu.h"
+#include "tests/doubles/cuda/cuda_emu.h"
 
-namespace ringdp::emu {
+namespace ringdp::doubles {
 namespace {
 
 constexpr int kSeveralReaders = -2;
@@ -122,4 +122,4 @@ void SharedBase::access(size_t flat, bool write) {
   }
 }
 
-}  // namespace ringdp::emu
+}  // namespace ringdp::doubles

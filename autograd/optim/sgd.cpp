@@ -1,6 +1,6 @@
-// Implements autograd/sgd.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp
+// Implements autograd/optim/sgd.h (the contract is documented there). Tested by tests/unit/test_autograd.cpp
 // (hand-computed steps).
-#include "autograd/sgd.h"
+#include "autograd/optim/sgd.h"
 
 #include "tensor/ops.h"
 

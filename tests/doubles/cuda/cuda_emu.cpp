@@ -1,10 +1,10 @@
 // The emulator's scheduler and runtime shims (see cuda_emu.h).
-#include "testing/cuda/cuda_emu.h"
+#include "tests/doubles/cuda/cuda_emu.h"
 
 #include <cstdlib>
 #include <sstream>
 
-namespace ringdp::emu {
+namespace ringdp::doubles {
 
 dim3 g_block_idx, g_block_dim, g_grid_dim;
 
@@ -229,4 +229,4 @@ void run_launch(const char* kernel, dim3 grid, dim3 block, size_t shared_bytes,
   run.body = nullptr;
 }
 
-}  // namespace ringdp::emu
+}  // namespace ringdp::doubles

@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace ringdp::emu {
+namespace ringdp::doubles {
 
 /// Who last touched one element, and in which barrier interval (see BlockRun::interval).
 struct AccessRecord {
@@ -148,4 +148,4 @@ class SharedSpan {
 void set_racecheck(bool on);
 bool racecheck();
 
-}  // namespace ringdp::emu
+}  // namespace ringdp::doubles

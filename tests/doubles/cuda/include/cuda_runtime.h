@@ -1,11 +1,11 @@
 // Emulator stand-in for CUDA's runtime header: the types and calls kernels/cuda/ and the MPI
-// transport of CUDA tensors use, run on the host (testing/cuda/runtime.cpp). Streams are
-// synchronous unless ringdp::emu::set_deferred_streams(true) makes them asynchronous. Tests only.
+// transport of CUDA tensors use, run on the host (tests/doubles/cuda/runtime.cpp). Streams are
+// synchronous unless ringdp::doubles::set_deferred_streams(true) makes them asynchronous. Tests only.
 #pragma once
 
 #include <cstddef>
 
-#include "testing/cuda/cuda_emu.h"
+#include "tests/doubles/cuda/cuda_emu.h"
 
 enum cudaError_t {
   cudaSuccess = 0,

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "kernels/reduce_into.h"
-#include "testing/cuda/cuda_emu.h"
+#include "tests/doubles/cuda/cuda_emu.h"
 
 // A communicator, with the thread that hands a non-blocking communicator's operations to the
 // stream: it enqueues them once the host polls ncclCommGetAsyncError (never earlier), then the
@@ -111,11 +111,11 @@ ncclResult_t check_settled(const char* call, ncclComm_t comm) {
 /// The buffer (when it is device memory of some device) and the stream must be the communicator's device's.
 ncclResult_t check_device(const char* call, ncclComm_t comm, const void* buffer, size_t bytes,
                           cudaStream_t stream) {
-  const int stream_device = ringdp::emu::stream_device(stream);
+  const int stream_device = ringdp::doubles::stream_device(stream);
   if (stream_device != comm->device)
     return fail(ncclInvalidArgument, ringdp::detail::concat(call, ": stream of cuda:", stream_device,
                                                             ", communicator of cuda:", comm->device));
-  const int owner = bytes ? ringdp::emu::device_of(buffer, bytes) : comm->device;
+  const int owner = bytes ? ringdp::doubles::device_of(buffer, bytes) : comm->device;
   if (owner >= 0 && owner != comm->device)
     return fail(ncclInvalidArgument, ringdp::detail::concat(call, ": buffer in memory of cuda:", owner,
                                                             ", communicator of cuda:", comm->device));
@@ -171,7 +171,7 @@ ncclResult_t add(Transfer t, cudaStream_t stream) {
   const char* call = t.send ? "ncclSend" : "ncclRecv";
   ncclResult_t result = check_settled(call, t.comm);
   // NCCL moves device memory (host buffers need registering, which ringdp never does).
-  if (result == ncclSuccess && t.bytes > 0 && !ringdp::emu::is_device_memory(t.buffer, t.bytes))
+  if (result == ncclSuccess && t.bytes > 0 && !ringdp::doubles::is_device_memory(t.buffer, t.bytes))
     result = fail(ncclInvalidArgument, std::string(call) + ": the buffer is not device memory");
   if (result == ncclSuccess) result = check_device(call, t.comm, t.buffer, t.bytes, stream);
   if (result == ncclSuccess && !g_group.empty() && g_group_stream != stream)
@@ -192,7 +192,7 @@ ncclResult_t collective(const char* call, ncclComm_t comm, const void* send, con
   if (const ncclResult_t r = check_settled(call, comm)) return r;
   if (const ncclResult_t r = check_device(call, comm, send, bytes, stream)) return r;
   if (const ncclResult_t r = check_device(call, comm, recv, bytes, stream)) return r;
-  return comm->hand_over([stream, work = std::move(work)] { ringdp::emu::enqueue(stream, work); });
+  return comm->hand_over([stream, work = std::move(work)] { ringdp::doubles::enqueue(stream, work); });
 }
 
 /// Every rank's `bytes` from `send`, in rank order (a copy first: send may alias the result).
@@ -219,13 +219,13 @@ std::vector<char> reduce_blocks(const std::vector<char>& all, size_t block_bytes
 
 }  // namespace
 
-int ringdp::emu::nccl_unfinalized_destroys() { return g_unfinalized_destroys; }
-void ringdp::emu::nccl_log_groups(bool on) {
+int ringdp::doubles::nccl_unfinalized_destroys() { return g_unfinalized_destroys; }
+void ringdp::doubles::nccl_log_groups(bool on) {
   std::lock_guard lock(g_log_mutex);
   g_log_on = on;
   if (on) g_group_log.clear();
 }
-const std::vector<std::string>& ringdp::emu::nccl_group_log() { return g_group_log; }
+const std::vector<std::string>& ringdp::doubles::nccl_group_log() { return g_group_log; }
 
 ncclResult_t ncclGetVersion(int* version) {
   *version = NCCL_MAJOR * 10000 + NCCL_MINOR * 100 + NCCL_PATCH;
@@ -241,7 +241,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, 
   MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &c->comm);
   c->rank = rank;
   c->size = nranks;
-  c->device = ringdp::emu::current_device();
+  c->device = ringdp::doubles::current_device();
   c->blocking = !config || config->blocking != 0;
   c->thread = std::thread([c] { c->run(); });
   *comm = c;
@@ -249,7 +249,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, 
 }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
   if (!comm) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: the communicator is null");
-  if (comm->state == ncclInProgress && !ringdp::emu::deferred_streams()) {
+  if (comm->state == ncclInProgress && !ringdp::doubles::deferred_streams()) {
     // Synchronous streams would run the work on the communicator's thread, MPI included: the
     // host does that thread's part here instead (still never before this poll).
     std::lock_guard lock(comm->mutex);
@@ -333,7 +333,7 @@ ncclResult_t ncclGroupEnd() {
         g_group_log.push_back(line);
       }
     }
-    ringdp::emu::enqueue(stream, [transfers] { run_group(transfers); });
+    ringdp::doubles::enqueue(stream, [transfers] { run_group(transfers); });
   });
 }
 ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,

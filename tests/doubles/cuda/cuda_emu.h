@@ -1,6 +1,6 @@
 // A CPU emulator of the CUDA execution model, for tests only: the kernel sources in
 // kernels/cuda/ are instrumented by instrument.py (shared arrays, launch bounds; see there),
-// compiled by g++ with RINGDP_CUDA_EMULATOR defined and testing/cuda/include first on the include
+// compiled by g++ with RINGDP_CUDA_EMULATOR defined and tests/doubles/cuda/include first on the include
 // path, and run on the CPU under the cuda-emu suite.
 //
 // How it runs a launch: blocks run one after another on the calling thread; the threads of a
@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "testing/cuda/shared.h"
+#include "tests/doubles/cuda/shared.h"
 
 #define __global__
 #define __device__
@@ -44,7 +44,11 @@
 // instrument.py rewrites these two; meeting them here means a source skipped instrumentation.
 #define __launch_bounds__(...) RINGDP_EMU_SOURCE_NOT_INSTRUMENTED_BY_instrument_py
 #define __shared__ RINGDP_EMU_SOURCE_NOT_INSTRUMENTED_BY_instrument_py
-#define RINGDP_EMU_LAUNCH_BOUNDS(bound, text) ::ringdp::emu::check_launch_bounds((bound), (text))
+#define RINGDP_EMU_LAUNCH_BOUNDS(bound, text) ::ringdp::doubles::check_launch_bounds((bound), (text))
+// The launch macros of kernels/cuda/launch.h, defined here so product code names no test file.
+#define RINGDP_DYNAMIC_SHARED(type, name) auto name = ::ringdp::doubles::dynamic_shared<type>(#name)
+#define RINGDP_LAUNCH(grid, block, shared_bytes, stream, ...) \
+  ::ringdp::doubles::Launcher(#__VA_ARGS__, __VA_ARGS__, (grid), (block), (shared_bytes), (stream))
 
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
@@ -63,7 +67,7 @@ constexpr int warpSize = 32;
 
 struct CUstream_emu;  // cudaStream_t in the emulator's cuda_runtime.h
 
-namespace ringdp::emu {
+namespace ringdp::doubles {
 
 struct Fiber {
   ucontext_t context;  // first entry onto the fiber's stack
@@ -202,40 +206,42 @@ T warp_exchange(T value, int source_lane) {
   return out;
 }
 
-}  // namespace ringdp::emu
+}  // namespace ringdp::doubles
 
-#define threadIdx (::ringdp::emu::current_fiber().thread_idx)
-#define blockIdx (::ringdp::emu::g_block_idx)
-#define blockDim (::ringdp::emu::g_block_dim)
-#define gridDim (::ringdp::emu::g_grid_dim)
+#define threadIdx (::ringdp::doubles::current_fiber().thread_idx)
+#define blockIdx (::ringdp::doubles::g_block_idx)
+#define blockDim (::ringdp::doubles::g_block_dim)
+#define gridDim (::ringdp::doubles::g_grid_dim)
 
-inline void __syncthreads() { ::ringdp::emu::wait_at(::ringdp::emu::Fiber::Wait::block); }
-inline void __syncwarp(unsigned = 0xffffffffu) { ::ringdp::emu::wait_at(::ringdp::emu::Fiber::Wait::warp); }
-inline int emu_lane() { return ::ringdp::emu::current_fiber().linear % 32; }
+inline void __syncthreads() { ::ringdp::doubles::wait_at(::ringdp::doubles::Fiber::Wait::block); }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  ::ringdp::doubles::wait_at(::ringdp::doubles::Fiber::Wait::warp);
+}
+inline int emu_lane() { return ::ringdp::doubles::current_fiber().linear % 32; }
 
 template <typename T>
 T __shfl_sync(unsigned, T v, int lane, int width = 32) {
-  return ::ringdp::emu::warp_exchange(v, (emu_lane() / width) * width + lane % width);
+  return ::ringdp::doubles::warp_exchange(v, (emu_lane() / width) * width + lane % width);
 }
 template <typename T>
 T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
   const int lane = emu_lane(), target = lane + static_cast<int>(delta);
-  return ::ringdp::emu::warp_exchange(v, target / width == lane / width ? target : lane);
+  return ::ringdp::doubles::warp_exchange(v, target / width == lane / width ? target : lane);
 }
 template <typename T>
 T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
   const int lane = emu_lane(), target = lane - static_cast<int>(delta);
-  return ::ringdp::emu::warp_exchange(v, target >= (lane / width) * width ? target : lane);
+  return ::ringdp::doubles::warp_exchange(v, target >= (lane / width) * width ? target : lane);
 }
 template <typename T>
 T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
   const int lane = emu_lane(), target = lane ^ mask;
-  return ::ringdp::emu::warp_exchange(v, target / width == lane / width ? target : lane);
+  return ::ringdp::doubles::warp_exchange(v, target / width == lane / width ? target : lane);
 }
 inline unsigned __ballot_sync(unsigned, int predicate) {
   unsigned bits = 0;
   for (int lane = 0; lane < 32; ++lane) {
-    const int p = ::ringdp::emu::warp_exchange(predicate ? 1 : 0, lane);
+    const int p = ::ringdp::doubles::warp_exchange(predicate ? 1 : 0, lane);
     bits |= (p ? 1u : 0u) << lane;
   }
   return bits;

@@ -13,7 +13,7 @@
 //   - one device per communicator: the device current at init; a buffer or stream of another
 //     device is refused, naming both;
 //   - ncclCommDestroy before the communicator's operations have settled is refused, and one
-//     without ncclCommFinalize is counted (ringdp::emu::nccl_unfinalized_destroys()).
+//     without ncclCommFinalize is counted (ringdp::doubles::nccl_unfinalized_destroys()).
 #pragma once
 
 #include <cstddef>
@@ -60,14 +60,14 @@ struct ncclConfig_t {
 #define NCCL_CONFIG_INITIALIZER \
   { 1 }
 
-namespace ringdp::emu {
+namespace ringdp::doubles {
 /// Communicators destroyed without ncclCommFinalize since the process started.
 int nccl_unfinalized_destroys();
 /// Every group of sends and receives in the order it reached a stream, one line each, e.g.
 /// "recv 0 4096, send 2 4096" (peer, bytes), when logging is on; cleared when turned on.
 void nccl_log_groups(bool on);
 const std::vector<std::string>& nccl_group_log();
-}  // namespace ringdp::emu
+}  // namespace ringdp::doubles
 
 ncclResult_t ncclGetVersion(int* version);
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id);

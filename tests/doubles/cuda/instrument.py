@@ -2,7 +2,7 @@
 """Prepares a CUDA source for the CPU emulator: what compute-sanitizer gets by instrumenting
 machine code, the emulator gets by rewriting three constructs of the source, nothing else.
 
-  __shared__ T name[A][B];        -> static ::ringdp::emu::SharedArray<T[A][B]> name("name");
+  __shared__ T name[A][B];        -> static ::ringdp::doubles::SharedArray<T[A][B]> name("name");
       every access then goes through bounds-checked, race-checked element references;
   __launch_bounds__(N) k(...) {   -> k(...) { RINGDP_EMU_LAUNCH_BOUNDS(N, "N");
       every thread checks at entry that the launch stays within the declared bound;
@@ -57,7 +57,7 @@ def rewrite_shared(text, path):
     for m in SHARED.finditer(strip_comments(text)):
         dims = re.sub(r"\s+", "", m.group("dims"))
         out.append(text[pos:m.start()])
-        out.append(f'static ::ringdp::emu::SharedArray<{m.group("type").strip()}{dims}> {m.group("name")}("{m.group("name")}");')
+        out.append(f'static ::ringdp::doubles::SharedArray<{m.group("type").strip()}{dims}> {m.group("name")}("{m.group("name")}");')
         pos = m.end()
     out.append(text[pos:])
     text = "".join(out)

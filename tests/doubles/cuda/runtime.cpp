@@ -34,7 +34,7 @@
 #include <thread>
 #include <utility>
 
-#include "testing/cuda/include/cuda_runtime.h"
+#include "tests/doubles/cuda/include/cuda_runtime.h"
 
 #include <algorithm>
 #include <atomic>
@@ -51,7 +51,7 @@ struct CUevent_emu {
   bool reached() const { return fired >= recorded; }
 };
 
-namespace ringdp::emu {
+namespace ringdp::doubles {
 namespace {
 
 struct Item {
@@ -179,7 +179,7 @@ void drain() {
 }
 
 // Device allocations (address -> bytes), so the runtime can refuse what a GPU would: a
-// host-to-device copy into host memory, or NCCL (testing/nccl) handed a host buffer.
+// host-to-device copy into host memory, or NCCL (tests/doubles/nccl) handed a host buffer.
 struct Allocation {
   size_t bytes;
   int device;
@@ -264,13 +264,13 @@ void enqueue(CUstream_emu* stream, std::function<void()> work) {
   }
 }
 
-}  // namespace ringdp::emu
+}  // namespace ringdp::doubles
 
-using ringdp::emu::check_alive;
-using ringdp::emu::drain;
-using ringdp::emu::enqueue;
-using ringdp::emu::refuse;
-using ringdp::emu::run_one;
+using ringdp::doubles::check_alive;
+using ringdp::doubles::drain;
+using ringdp::doubles::enqueue;
+using ringdp::doubles::refuse;
+using ringdp::doubles::run_one;
 
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
@@ -283,31 +283,31 @@ const char* cudaGetErrorName(cudaError_t e) {
   }
 }
 const char* cudaGetErrorString(cudaError_t e) {
-  if (e != cudaSuccess && e == ringdp::emu::g_detail_for) return ringdp::emu::g_detail.c_str();
+  if (e != cudaSuccess && e == ringdp::doubles::g_detail_for) return ringdp::doubles::g_detail.c_str();
   return e == cudaSuccess ? "no error"
          : e == cudaErrorInvalidValue
              ? "invalid argument (the emulator: a copy whose kind names device memory that is not)"
          : e == cudaErrorInvalidConfiguration ? "invalid configuration argument"
                                               : "emulated error";
 }
-cudaError_t cudaGetLastError() { return std::exchange(ringdp::emu::g_last_error, cudaSuccess); }
+cudaError_t cudaGetLastError() { return std::exchange(ringdp::doubles::g_last_error, cudaSuccess); }
 cudaError_t cudaGetDeviceCount(int* count) {
   check_alive("cudaGetDeviceCount");
-  *count = ringdp::emu::device_count();
+  *count = ringdp::doubles::device_count();
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int device) {
   check_alive("cudaSetDevice");
-  if (device < 0 || device >= ringdp::emu::device_count())
+  if (device < 0 || device >= ringdp::doubles::device_count())
     return refuse(cudaErrorInvalidDevice,
                   ringdp::detail::concat("cudaSetDevice(", device, "): the emulator has ",
-                                         ringdp::emu::device_count(), " device(s) (RINGDP_EMU_DEVICES)"));
-  ringdp::emu::g_current_device = device;
+                                         ringdp::doubles::device_count(), " device(s) (RINGDP_EMU_DEVICES)"));
+  ringdp::doubles::g_current_device = device;
   return cudaSuccess;
 }
 cudaError_t cudaGetDevice(int* device) {
   check_alive("cudaGetDevice");
-  *device = ringdp::emu::g_current_device;
+  *device = ringdp::doubles::g_current_device;
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
@@ -326,7 +326,7 @@ void* aligned_bytes(size_t bytes) {
 // addressing); only two device pointers of different devices are refused then.
 cudaError_t check_copy(const char* call, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                        int device) {
-  using ringdp::emu::device_of;
+  using ringdp::doubles::device_of;
   if (bytes == 0) return cudaSuccess;
   const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -350,16 +350,16 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
   check_alive("cudaMalloc");
   *p = aligned_bytes(bytes);
   if (!*p) return cudaErrorMemoryAllocation;
-  auto& a = ringdp::emu::allocations();
+  auto& a = ringdp::doubles::allocations();
   std::lock_guard lock(a.mutex);
-  a.device[reinterpret_cast<uintptr_t>(*p)] = {bytes, ringdp::emu::g_current_device};
+  a.device[reinterpret_cast<uintptr_t>(*p)] = {bytes, ringdp::doubles::g_current_device};
   return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
   check_alive("cudaFree");
   drain();  // as cudaFree does, so no queued work touches freed memory
   {
-    auto& a = ringdp::emu::allocations();
+    auto& a = ringdp::doubles::allocations();
     std::lock_guard lock(a.mutex);
     a.device.erase(reinterpret_cast<uintptr_t>(p));
   }
@@ -389,7 +389,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
                             cudaStream_t stream) {
   check_alive("cudaMemcpyAsync");
   if (const cudaError_t e =
-          check_copy("cudaMemcpyAsync", dst, src, bytes, kind, ringdp::emu::stream_device(stream)))
+          check_copy("cudaMemcpyAsync", dst, src, bytes, kind, ringdp::doubles::stream_device(stream)))
     return e;
   if (bytes) enqueue(stream, [=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
@@ -404,7 +404,7 @@ cudaError_t cudaMemset(void* p, int value, size_t bytes) {
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
   check_alive("cudaMemsetAsync");
   if (const cudaError_t e = check_copy("cudaMemsetAsync", p, nullptr, bytes, cudaMemcpyHostToDevice,
-                                       ringdp::emu::stream_device(stream)))
+                                       ringdp::doubles::stream_device(stream)))
     return e;
   if (bytes) enqueue(stream, [=] { std::memset(p, value, bytes); });
   return cudaSuccess;
@@ -416,16 +416,16 @@ cudaError_t cudaStreamSynchronize(cudaStream_t) {
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
   check_alive("cudaStreamCreateWithFlags");
-  std::lock_guard lock(ringdp::emu::queues().mutex);
-  *stream = new CUstream_emu{ringdp::emu::queues().next_serial++, ringdp::emu::g_current_device};
+  std::lock_guard lock(ringdp::doubles::queues().mutex);
+  *stream = new CUstream_emu{ringdp::doubles::queues().next_serial++, ringdp::doubles::g_current_device};
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   check_alive("cudaStreamDestroy");
   drain();
   {
-    std::lock_guard lock(ringdp::emu::queues().mutex);
-    ringdp::emu::queues().streams.erase(ringdp::emu::serial_of(stream));
+    std::lock_guard lock(ringdp::doubles::queues().mutex);
+    ringdp::doubles::queues().streams.erase(ringdp::doubles::serial_of(stream));
   }
   delete stream;
   return cudaSuccess;
@@ -433,24 +433,25 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   check_alive("cudaStreamQuery");
   run_one();
-  auto& q = ringdp::emu::queues();
+  auto& q = ringdp::doubles::queues();
   std::lock_guard lock(q.mutex);
-  auto it = q.streams.find(ringdp::emu::serial_of(stream));
+  auto it = q.streams.find(ringdp::doubles::serial_of(stream));
   return it == q.streams.end() || it->second.empty() ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
   check_alive("cudaStreamWaitEvent");
-  auto& q = ringdp::emu::queues();
+  auto& q = ringdp::doubles::queues();
   std::lock_guard lock(q.mutex);
-  ringdp::emu::g_moves_work = true;
+  ringdp::doubles::g_moves_work = true;
   if (!q.deferred || event->reached()) return cudaSuccess;
-  q.streams[ringdp::emu::serial_of(stream)].push_back(ringdp::emu::Item{nullptr, event, event->recorded});
+  q.streams[ringdp::doubles::serial_of(stream)].push_back(
+      ringdp::doubles::Item{nullptr, event, event->recorded});
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
   check_alive("cudaEventCreateWithFlags");
   *event = new CUevent_emu;
-  (*event)->device = ringdp::emu::g_current_device;
+  (*event)->device = ringdp::doubles::g_current_device;
   return cudaSuccess;
 }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
@@ -460,7 +461,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   check_alive("cudaEventRecord");
-  const int device = ringdp::emu::stream_device(stream);
+  const int device = ringdp::doubles::stream_device(stream);
   if (device != event->device)
     return refuse(cudaErrorInvalidResourceHandle,
                   ringdp::detail::concat("cudaEventRecord: an event of cuda:", event->device,

@@ -11,7 +11,8 @@ namespace ringdp::comm {
 std::string AlgorithmSet::names() const {
   std::string out;
   for (unsigned a = 0; a < 32; ++a)
-    if (bits_ >> a & 1u) out += std::string(out.empty() ? "" : ", ") + algorithm_name(static_cast<Algorithm>(a));
+    if (bits_ >> a & 1u)
+      out += std::string(out.empty() ? "" : ", ") + algorithm_name(static_cast<Algorithm>(a));
   return out;
 }
 
@@ -47,9 +48,10 @@ namespace {
     RINGDP_FAIL("all_reduce: the ", algorithm_name(requested),
                 " algorithm runs on host tensors; got CUDA tensors (use ring, recursive_doubling or native)");
   if (kind == CollectiveKind::all_reduce && requested == Algorithm::shared_memory)
-    RINGDP_FAIL("all_reduce: the shared_memory algorithm needs every rank on one host and MPI shared "
-                "windows in the unified memory model; these ",
-                topology.size, " ranks run on ", topology.hosts, " hosts");
+    RINGDP_FAIL(
+        "all_reduce: the shared_memory algorithm needs every rank on one host and MPI shared "
+        "windows in the unified memory model; these ",
+        topology.size, " ranks run on ", topology.hosts, " hosts");
   RINGDP_FAIL(kind_name(kind), " has no ", algorithm_name(requested), " algorithm; available: ", set.names(),
               ", auto");
 }
@@ -97,7 +99,8 @@ Choice choose_algorithm(CollectiveKind kind, size_t bytes, Algorithm requested, 
 }
 
 std::string bytes_text(size_t bytes) {
-  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0) return detail::concat(bytes / (1024 * 1024), " MiB");
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0)
+    return detail::concat(bytes / (1024 * 1024), " MiB");
   if (bytes >= 1024 && bytes % 1024 == 0) return detail::concat(bytes / 1024, " KiB");
   return detail::concat(bytes, " B");
 }
@@ -110,21 +113,22 @@ std::string explain_shared_memory(size_t bytes, const CommOptions& options) {
   const bool capped = options.shared_memory_max_bytes != std::numeric_limits<size_t>::max();
   const size_t slot = options.shared_memory_slot_bytes, min = options.shared_memory_scatter_min_bytes;
   const size_t first = std::min(bytes, slot), last = bytes > slot ? (bytes - 1) % slot + 1 : bytes;
-  return detail::concat(
-      bytes_text(bytes), capped ? " <= " + bytes_text(options.shared_memory_max_bytes) : "",
-      " with every rank on one host (RINGDP_SHM_MAX_BYTES; ",
-      first < min   ? "each rank reads the others' parts from shared memory"
-      : last >= min ? "each rank reduces 1/N of every round out of shared memory and copies "
-                      "the others' results, RINGDP_SHM_SCATTER_MIN_BYTES"
-                    : detail::concat("each rank reduces 1/N of every round out of shared memory "
-                                     "and copies the others' results but reads the last, ",
-                                     bytes_text(last), ", whole; RINGDP_SHM_SCATTER_MIN_BYTES"),
-      "): shared_memory");
+  return detail::concat(bytes_text(bytes), capped ? " <= " + bytes_text(options.shared_memory_max_bytes) : "",
+                        " with every rank on one host (RINGDP_SHM_MAX_BYTES; ",
+                        first < min ? "each rank reads the others' parts from shared memory"
+                        : last >= min
+                            ? "each rank reduces 1/N of every round out of shared memory and copies "
+                              "the others' results, RINGDP_SHM_SCATTER_MIN_BYTES"
+                            : detail::concat("each rank reduces 1/N of every round out of shared memory "
+                                             "and copies the others' results but reads the last, ",
+                                             bytes_text(last), ", whole; RINGDP_SHM_SCATTER_MIN_BYTES"),
+                        "): shared_memory");
 }
 
 }  // namespace
 
-std::string explain(const Choice& choice, size_t bytes, const Topology& topology, const CommOptions& options) {
+std::string explain(const Choice& choice, size_t bytes, const Topology& topology,
+                    const CommOptions& options) {
   const std::string b = bytes_text(bytes);
   const std::string rd = bytes_text(options.recursive_doubling_max_bytes);
   const std::string rabenseifner = bytes_text(options.rabenseifner_max_bytes);
@@ -137,7 +141,8 @@ std::string explain(const Choice& choice, size_t bytes, const Topology& topology
       return detail::concat(b, " > ", rd, " on ", topology.hosts, " hosts sharing ranks: hierarchical");
     case Reason::shared_memory: return explain_shared_memory(bytes, options);
     case Reason::small:
-      return detail::concat(b, " <= ", rd, " (RINGDP_RD_MAX_BYTES; latency-bound, log2 N steps): recursive_doubling");
+      return detail::concat(b, " <= ", rd,
+                            " (RINGDP_RD_MAX_BYTES; latency-bound, log2 N steps): recursive_doubling");
     case Reason::medium:
       return detail::concat(rd, " < ", b, " <= ", rabenseifner, " on ", topology.size,
                             " >= 4 ranks (RINGDP_RABENSEIFNER_MAX_BYTES): rabenseifner");
@@ -147,7 +152,8 @@ std::string explain(const Choice& choice, size_t bytes, const Topology& topology
                                 ? detail::concat(" and > ", rabenseifner, " (RINGDP_RABENSEIFNER_MAX_BYTES)")
                                 : detail::concat(" on ", topology.size, " < 4 ranks"),
                             " (bandwidth-bound, 2(N-1) steps of 1/N each): ring");
-    case Reason::tree_small: return detail::concat(b, " < ", chain, " (RINGDP_CHAIN_MIN_BYTES): binomial tree");
+    case Reason::tree_small:
+      return detail::concat(b, " < ", chain, " (RINGDP_CHAIN_MIN_BYTES): binomial tree");
     case Reason::chain_large:
       return detail::concat(b, " >= ", chain, " (RINGDP_CHAIN_MIN_BYTES): pipelined chain");
   }

@@ -31,7 +31,8 @@ Hosts find_hosts(MPI_Comm world, int rank) {
   RINGDP_MPI_CHECK(MPI_Comm_size(h.node, &h.local_size));
   const uint64_t per_host = settings::number(settings::Id::ranks_per_host).value_or(0);
   if (per_host > 0)
-    RINGDP_MPI_CHECK(MPI_Comm_split(world, static_cast<int>(static_cast<uint64_t>(rank) / per_host), rank, &h.host));
+    RINGDP_MPI_CHECK(
+        MPI_Comm_split(world, static_cast<int>(static_cast<uint64_t>(rank) / per_host), rank, &h.host));
   else
     RINGDP_MPI_CHECK(MPI_Comm_dup(h.node, &h.host));
   int host_rank = 0, host_size = 1;
@@ -98,13 +99,13 @@ DiscoveredWorld mpi_world(CommOptions& options) {
     t->set_yield_when_idle(yield);
   for (MPI_Comm* c : {&hosts.node, &hosts.host, &hosts.cross}) RINGDP_MPI_CHECK(MPI_Comm_free(c));
   return DiscoveredWorld{.transport = std::move(transport),
-               .host_transport = std::move(host_transport),
-               .cross_transport = std::move(cross_transport),
-               .local_rank = hosts.local_rank,
-               .local_size = hosts.local_size,
-               .hosts = hosts.hosts,
-               .uniform_hosts = hosts.uniform,
-               .bootstrap = "mpi"};
+                         .host_transport = std::move(host_transport),
+                         .cross_transport = std::move(cross_transport),
+                         .local_rank = hosts.local_rank,
+                         .local_size = hosts.local_size,
+                         .hosts = hosts.hosts,
+                         .uniform_hosts = hosts.uniform,
+                         .bootstrap = "mpi"};
 }
 
 }  // namespace

@@ -15,13 +15,13 @@ namespace ringdp::comm {
 namespace {
 
 void check_op(ReduceOp op, DType dtype) {
-  RINGDP_CHECK(op != ReduceOp::avg || is_floating(dtype), "reduce op avg is not defined for ", dtype_name(dtype),
-               " tensors; use sum and divide, or a floating-point dtype");
+  RINGDP_CHECK(op != ReduceOp::avg || is_floating(dtype), "reduce op avg is not defined for ",
+               dtype_name(dtype), " tensors; use sum and divide, or a floating-point dtype");
 }
 
 void check_root(int root, int size, const char* what) {
-  RINGDP_CHECK(root >= 0 && root < size, what, ": root ", root, " out of range for ", size, " ranks (expected 0..",
-               size - 1, ")");
+  RINGDP_CHECK(root >= 0 && root < size, what, ": root ", root, " out of range for ", size,
+               " ranks (expected 0..", size - 1, ")");
 }
 
 void check_pair(const Tensor& input, const Tensor& output, const char* what) {
@@ -32,8 +32,8 @@ void check_pair(const Tensor& input, const Tensor& output, const char* what) {
                output.device().str(), "; both must be on one device");
 }
 
-[[noreturn, gnu::cold, gnu::noinline]] void fail_overlap(const char* what, size_t in_bytes, std::ptrdiff_t out_at,
-                                                         size_t out_bytes) {
+[[noreturn, gnu::cold, gnu::noinline]] void fail_overlap(const char* what, size_t in_bytes,
+                                                         std::ptrdiff_t out_at, size_t out_bytes) {
   RINGDP_FAIL(what, ": the output overlaps the input without being it (input bytes [0, ", in_bytes,
               "), output bytes [", out_at, ", ", out_at + static_cast<std::ptrdiff_t>(out_bytes),
               ") of the same memory); pass one tensor for in place, or two that do not overlap");
@@ -114,11 +114,12 @@ void AllReduce::operator()(Call& call, const Tensor& input, Tensor& output) cons
   Transport& transport = call.ctx.transport;
   // The ring and Rabenseifner divide as each part completes (CollectiveContext::scale); on
   // device memory, and for the others, the division is a pass of its own after the collective.
-  const bool divides_as_it_goes = issue.op == ReduceOp::avg && size > 1 && !transport.device_memory() &&
-                                  (call.algorithm == Algorithm::ring || call.algorithm == Algorithm::rabenseifner) &&
-                                  n == in.numel();
+  const bool divides_as_it_goes =
+      issue.op == ReduceOp::avg && size > 1 && !transport.device_memory() &&
+      (call.algorithm == Algorithm::ring || call.algorithm == Algorithm::rabenseifner) && n == in.numel();
   if (divides_as_it_goes) call.ctx.scale = 1.0 / size;
-  if (copies_first(call.algorithm, n < in.numel(), size)) transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
+  if (copies_first(call.algorithm, n < in.numel(), size))
+    transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
   switch (call.algorithm) {
     case Algorithm::native: library(transport, in, out, n); break;
     case Algorithm::recursive_doubling: all_reduce_recursive_doubling(call.ctx, out.data_ptr(), n); break;
@@ -126,7 +127,8 @@ void AllReduce::operator()(Call& call, const Tensor& input, Tensor& output) cons
     case Algorithm::hierarchical: hierarchical(call, out.data_ptr(), n); break;
     case Algorithm::shared_memory:
       if (size > 1)
-        all_reduce_shared(call.ctx, *transport.shared_slots(), in.data_ptr(), out.data_ptr(), n, scatter_min_bytes);
+        all_reduce_shared(call.ctx, *transport.shared_slots(), in.data_ptr(), out.data_ptr(), n,
+                          scatter_min_bytes);
       break;
     default: all_reduce_ring(call.ctx, in.data_ptr(), out.data_ptr(), n); break;
   }
@@ -192,7 +194,8 @@ struct Broadcast {
   }
   void operator()(Call& call, const Tensor& input, Tensor& output) const {
     const Tensor& out = call.view(output);
-    if (rank == issue.root && !output.is_same(input)) prepare(call.ctx.transport, call.view(input), out, false);
+    if (rank == issue.root && !output.is_same(input))
+      prepare(call.ctx.transport, call.view(input), out, false);
     if (call.native())
       library(call.ctx.transport, out);
     else if (call.algorithm == Algorithm::ring)
@@ -278,11 +281,11 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
   check_same_numel(input, output, "all_reduce");
   check_op(op, input.dtype());
   const Route route = routes_.route_for(input);
-  const Algorithm algorithm =
-      opts.algorithm == Algorithm::native
-          ? Algorithm::native
-          : choose_algorithm(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm, route, topology(), options_)
-                .algorithm;
+  const Algorithm algorithm = opts.algorithm == Algorithm::native
+                                  ? Algorithm::native
+                                  : choose_algorithm(CollectiveKind::all_reduce, input.nbytes(),
+                                                     opts.algorithm, route, topology(), options_)
+                                        .algorithm;
   const AllReduce collective{.issue = {.kind = CollectiveKind::all_reduce,
                                        .dtype = input.dtype(),
                                        .count = input.numel(),
@@ -308,22 +311,24 @@ Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptio
   return reduce(tensor, tensor, root, op, opts);
 }
 
-Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceOp op, CollectiveOptions opts) {
+Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceOp op,
+                          CollectiveOptions opts) {
   check_pair(input, output, "reduce");
   check_overlap(input, output, "reduce", input, output, 0);
   check_root(root, size_, "reduce");
   check_same_numel(input, output, "reduce");
   check_op(op, input.dtype());
-  const Reduce collective{.issue = {.kind = CollectiveKind::reduce,
-                                    .dtype = input.dtype(),
-                                    .count = input.numel(),
-                                    .algorithm = resolve(CollectiveKind::reduce, input.nbytes(), opts.algorithm),
-                                    .op = op,
-                                    .root = root,
-                                    .route = routes_.route_for(input),
-                                    .async = opts.async},
-                          .rank = rank_,
-                          .size = size_};
+  const Reduce collective{
+      .issue = {.kind = CollectiveKind::reduce,
+                .dtype = input.dtype(),
+                .count = input.numel(),
+                .algorithm = resolve(CollectiveKind::reduce, input.nbytes(), opts.algorithm),
+                .op = op,
+                .root = root,
+                .route = routes_.route_for(input),
+                .async = opts.async},
+      .rank = rank_,
+      .size = size_};
   if (executor_.run_direct(collective.issue, [&] {
         const Tensor& out = collective.destination(input, output, output.is_same(input));
         collective.library(routes_.host(), input, out);
@@ -342,14 +347,15 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
   check_overlap(input, output, "broadcast", input, output, 0);
   check_root(root, size_, "broadcast");
   check_same_numel(input, output, "broadcast");
-  const Broadcast collective{.issue = {.kind = CollectiveKind::broadcast,
-                                       .dtype = input.dtype(),
-                                       .count = input.numel(),
-                                       .algorithm = resolve(CollectiveKind::broadcast, input.nbytes(), opts.algorithm),
-                                       .root = root,
-                                       .route = routes_.route_for(input),
-                                       .async = opts.async},
-                             .rank = rank_};
+  const Broadcast collective{
+      .issue = {.kind = CollectiveKind::broadcast,
+                .dtype = input.dtype(),
+                .count = input.numel(),
+                .algorithm = resolve(CollectiveKind::broadcast, input.nbytes(), opts.algorithm),
+                .root = root,
+                .route = routes_.route_for(input),
+                .async = opts.async},
+      .rank = rank_};
   if (executor_.run_direct(collective.issue, [&] {
         collective.prepare(routes_.host(), input, output, output.is_same(input));
         collective.library(routes_.host(), output);
@@ -363,12 +369,13 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
   check_overlap(input, output, "all_gather", output, input, rank_ * input.nbytes());
   RINGDP_CHECK(output.numel() == input.numel() * size_, "all_gather: output has ", output.numel(),
                " elements; expected ", size_, " ranks x ", input.numel(), " = ", input.numel() * size_);
-  const AllGather collective{.issue = {.kind = CollectiveKind::all_gather,
-                                       .dtype = input.dtype(),
-                                       .count = input.numel(),
-                                       .algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm),
-                                       .route = routes_.route_for(input),
-                                       .async = opts.async}};
+  const AllGather collective{
+      .issue = {.kind = CollectiveKind::all_gather,
+                .dtype = input.dtype(),
+                .count = input.numel(),
+                .algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm),
+                .route = routes_.route_for(input),
+                .async = opts.async}};
   if (executor_.run_direct(collective.issue, [&] { collective.library(routes_.host(), input, output); }))
     return Work::returned();
   return run(collective, input, output);
@@ -401,7 +408,8 @@ Work Communicator::barrier(CollectiveOptions opts) {
   const Barrier collective{.issue = {.kind = CollectiveKind::barrier,
                                      .algorithm = resolve(CollectiveKind::barrier, 0, opts.algorithm),
                                      .async = opts.async}};
-  if (executor_.run_direct(collective.issue, [&] { collective.library(routes_.host()); })) return Work::returned();
+  if (executor_.run_direct(collective.issue, [&] { collective.library(routes_.host()); }))
+    return Work::returned();
   Tensor none;
   return run(collective, none, none);
 }

@@ -40,13 +40,16 @@ Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm req
 
 std::string Communicator::explain_choice(CollectiveKind kind, size_t bytes, Algorithm requested) const {
   const Topology world = topology();
-  return explain(choose_algorithm(kind, bytes, requested, Route::host, world, options_), bytes, world, options_);
+  return explain(choose_algorithm(kind, bytes, requested, Route::host, world, options_), bytes, world,
+                 options_);
 }
 
 AlgorithmSet Communicator::available(CollectiveKind kind, Device device) const {
   return comm::available(kind, routes_.route_for(device), topology());
 }
 
-void Communicator::set_step_observer(StepObserver observer) { executor_.set_step_observer(std::move(observer)); }
+void Communicator::set_step_observer(StepObserver observer) {
+  executor_.set_step_observer(std::move(observer));
+}
 
 }  // namespace ringdp::comm

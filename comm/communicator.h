@@ -91,7 +91,9 @@ class Communicator {
   Work run(const D& collective, const Tensor& input, Tensor& output);
   /// Posts one send or receive; the async form completes it outside the ordered queue.
   Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async);
-  Topology topology() const { return {.size = size_, .hosts = world_.hosts, .shared_slots = shared_slots_ != nullptr}; }
+  Topology topology() const {
+    return {.size = size_, .hosts = world_.hosts, .shared_slots = shared_slots_ != nullptr};
+  }
 
   CommOptions options_;
   DiscoveredWorld world_;

@@ -43,8 +43,11 @@ void Executor::kill(const Issue& issue, uint64_t sequence) {
 
 void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body) {
   if (fault.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(fault.delay_ms));
-  position_ = Position{
-      .kind = issue.kind, .sequence = sequence, .algorithm = issue.algorithm, .count = issue.count, .dtype = issue.dtype};
+  position_ = Position{.kind = issue.kind,
+                       .sequence = sequence,
+                       .algorithm = issue.algorithm,
+                       .count = issue.count,
+                       .dtype = issue.dtype};
   Transport& routed = routes_.transport(issue.route);
   // The library's own collectives may live elsewhere: MPI without CUDA support takes host copies.
   Transport& transport = issue.algorithm == Algorithm::native ? routed.native_transport() : routed;
@@ -122,16 +125,17 @@ void Executor::set_step_observer(StepObserver observer) {
 
 void Executor::record_collective(const Issue& issue, uint64_t sequence, timeline::Clock::time_point began) {
   timeline::complete(
-      "collective", detail::concat(kind_name(issue.kind), " #", sequence, " ", algorithm_name(issue.algorithm)),
-      began, timeline::Clock::now(), timeline::thread_row(),
+      "collective",
+      detail::concat(kind_name(issue.kind), " #", sequence, " ", algorithm_name(issue.algorithm)), began,
+      timeline::Clock::now(), timeline::thread_row(),
       detail::concat("\"count\": ", issue.count,
                      ", \"bytes\": ", issue.count * static_cast<int64_t>(dtype_size(issue.dtype)),
                      ", \"dtype\": \"", dtype_name(issue.dtype), "\""));
 }
 
 void Executor::report_deadline(const Position& where) {
-  std::fprintf(stderr, "ringdp: rank %d: %s exceeded %.3g s; ending the job\n", rank_, where.describe().c_str(),
-               options_.timeout.count() / 1000.0);
+  std::fprintf(stderr, "ringdp: rank %d: %s exceeded %.3g s; ending the job\n", rank_,
+               where.describe().c_str(), options_.timeout.count() / 1000.0);
   abort_job(1);
 }
 

@@ -159,7 +159,8 @@ Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F
   const FaultAction fault = p2p || faults_.empty() ? FaultAction{} : faults_.action(rank_, sequence);
   if (fault.kill) kill(issue, sequence);
   if (fault.skip) return issue.async ? Work::completed() : Work::returned();
-  if (!issue.async && queue_.run_inline([&] { execute(issue, sequence, fault, BodyRef(body, input, output)); }))
+  if (!issue.async &&
+      queue_.run_inline([&] { execute(issue, sequence, fault, BodyRef(body, input, output)); }))
     return Work::returned();
   return queue_.run(
       [this, issue, sequence, fault, input = input, output = output, body = std::move(body)]() mutable {
@@ -176,7 +177,8 @@ bool Executor::run_direct(const Issue& issue, F&& library_call) {
   queue_.run_inline([&] {
     if (watched()) return;
     ran = true;
-    position_ = Position{.kind = issue.kind, .sequence = sequence_++, .count = issue.count, .dtype = issue.dtype};
+    position_ =
+        Position{.kind = issue.kind, .sequence = sequence_++, .count = issue.count, .dtype = issue.dtype};
     library_call();
   });
   return ran;

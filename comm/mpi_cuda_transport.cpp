@@ -135,7 +135,7 @@ void MpiCudaTransport::advance(Message& m) {
     } else {
       // Enqueued at once, while the ring's other segments are still on the wire.
       RINGDP_CUDA_CHECK(cudaMemcpyAsync(m.device, pinned_[static_cast<size_t>(m.pinned)].data, m.bytes,
-                                 cudaMemcpyHostToDevice, stream_));
+                                        cudaMemcpyHostToDevice, stream_));
       m.event = acquire_event();
       RINGDP_CUDA_CHECK(cudaEventRecord(m.event, stream_));
       m.state = S::copy_in;
@@ -165,7 +165,7 @@ void MpiCudaTransport::issue() {
       sending_bytes_ += m.bytes;
       ++sending_;
       RINGDP_CUDA_CHECK(cudaMemcpyAsync(pinned_[static_cast<size_t>(m.pinned)].data, m.device, m.bytes,
-                                 cudaMemcpyDeviceToHost, stream_));
+                                        cudaMemcpyDeviceToHost, stream_));
     }
     m.event = acquire_event();
     RINGDP_CUDA_CHECK(cudaEventRecord(m.event, stream_));
@@ -243,7 +243,8 @@ void MpiCudaTransport::reduce_into(void* dst, const void* src, int64_t count, DT
 }
 
 void MpiCudaTransport::copy(void* dst, const void* src, size_t bytes) {
-  if (bytes && dst != src) RINGDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  if (bytes && dst != src)
+    RINGDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
 void MpiCudaTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype,

@@ -80,8 +80,8 @@ Request MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
   const bool user = tag >= kUserTagBase;
   MPI_Request request;
-  RINGDP_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag), user ? user_comm_ : comm_,
-                      &request));
+  RINGDP_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag),
+                             user ? user_comm_ : comm_, &request));
   return from_mpi(request, Request{0, peer, tag, bytes, false});
 }
 
@@ -91,8 +91,8 @@ Request MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   MPI_Request request;
   // A collective's receive takes any tag, so a message of another collective is seen (and
   // reported) instead of waiting forever for one that never comes.
-  RINGDP_MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, user ? wire_tag(tag) : MPI_ANY_TAG,
-                      user ? user_comm_ : comm_, &request));
+  RINGDP_MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer,
+                             user ? wire_tag(tag) : MPI_ANY_TAG, user ? user_comm_ : comm_, &request));
   return from_mpi(request, Request{0, peer, tag, bytes, !user});
 }
 
@@ -131,7 +131,7 @@ void MpiTransport::enable_shared_slots(MPI_Comm node, size_t slot_bytes, bool yi
   void* base = nullptr;
   MPI_Win window = MPI_WIN_NULL;
   RINGDP_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(SharedSlots::region_bytes(slot_bytes)), 1,
-                                    MPI_INFO_NULL, node, &base, &window));
+                                           MPI_INFO_NULL, node, &base, &window));
   // Plain loads and stores see each other only in the unified memory model. Every rank asks the
   // same MPI, so all agree on whether there are slots.
   int* model = nullptr;

@@ -76,7 +76,7 @@ void mpi_check(int rc, const char* call, const char* file, int line);
 
 /// Tests the return code in place and calls out only on failure: every MPI call made per
 /// collective passes through here (issue #20).
-#define RINGDP_MPI_CHECK(call)                                                    \
+#define RINGDP_MPI_CHECK(call)                                             \
   do {                                                                     \
     const int ringdp_mpi_rc = (call);                                      \
     if (__builtin_expect(ringdp_mpi_rc != MPI_SUCCESS, 0))                 \

@@ -90,7 +90,7 @@ void all_gather(MPI_Comm comm, const void* input, void* out, int64_t chunk_count
   const char* own = static_cast<const char*>(out) + rank * chunk_count * dtype_size(dtype);
   const void* send = input == own ? MPI_IN_PLACE : input;
   RINGDP_MPI_CHECK(MPI_Allgather(send, mpi_count(chunk_count), mpi_type(dtype), out, mpi_count(chunk_count),
-                          mpi_type(dtype), comm));
+                                 mpi_type(dtype), comm));
 }
 
 void reduce_scatter(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype,

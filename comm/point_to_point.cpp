@@ -22,8 +22,8 @@ void check_peer_and_tag(CollectiveKind kind, const Tensor& tensor, int peer, int
                         int tag_upper_bound) {
   const char* what = kind_name(kind);
   RINGDP_CHECK(tensor.defined(), what, ": undefined tensor");
-  RINGDP_CHECK(peer >= 0 && peer < size && peer != rank, what, ": peer ", peer, " is not another rank (rank ", rank,
-               " of ", size, "; expected 0..", size - 1, " other than ", rank, ")");
+  RINGDP_CHECK(peer >= 0 && peer < size && peer != rank, what, ": peer ", peer, " is not another rank (rank ",
+               rank, " of ", size, "; expected 0..", size - 1, " other than ", rank, ")");
   const int max_tag = std::min(tag_upper_bound, kUserTagBase - 1);
   RINGDP_CHECK(tag >= 0 && tag <= max_tag, what, ": tag ", tag, " out of range (expected 0 to ", max_tag,
                ", MPI's tag upper bound MPI_TAG_UB here)");

@@ -23,8 +23,8 @@ Routes::Routes(Transport& world, const CommOptions& options, int local_rank)
 }
 
 void Routes::check_device(const Tensor& t) const {
-  RINGDP_CHECK(t.device() == device_, "rank ", world_.rank(), " (local rank ", local_rank_, ") got a tensor on ",
-               t.device().str(), " but communicates on ", device_.str(),
+  RINGDP_CHECK(t.device() == device_, "rank ", world_.rank(), " (local rank ", local_rank_,
+               ") got a tensor on ", t.device().str(), " but communicates on ", device_.str(),
                ": put its tensors on Communicator::device() (each rank uses GPU local_rank % visible GPUs)");
 }
 

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "kernels/device_memory.h"
 #include "core/error.h"
+#include "kernels/device_memory.h"
 
 namespace ringdp {
 

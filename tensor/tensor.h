@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/dtype.h"
 #include "core/device.h"
+#include "core/dtype.h"
 #include "tensor/storage.h"
 
 namespace ringdp {

@@ -77,12 +77,14 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
   app.add_option("--seed", o.seed, "seed of the soak's random choices");
   bool help_env = false, help_env_markdown = false;
   app.add_flag("--help-env", help_env, "list the RINGDP_* environment variables and exit");
-  app.add_flag("--help-env-markdown", help_env_markdown, "the same list as docs/settings.md's table")->group("");
+  app.add_flag("--help-env-markdown", help_env_markdown, "the same list as docs/settings.md's table")
+      ->group("");
   const bool rank_zero = comm::launcher_rank() == 0;
   try {
     app.parse(argc, argv);
     if (help_env || help_env_markdown) {
-      if (rank_zero) std::fputs((help_env ? settings::help_text() : settings::markdown_table()).c_str(), stdout);
+      if (rank_zero)
+        std::fputs((help_env ? settings::help_text() : settings::markdown_table()).c_str(), stdout);
       return 0;
     }
   } catch (const CLI::CallForHelp&) {

@@ -13,8 +13,8 @@
 #include <span>
 #include <vector>
 
-#include "core/dtype.h"
 #include "core/device.h"
+#include "core/dtype.h"
 
 namespace ringdp::ddp {
 

@@ -13,10 +13,10 @@ namespace ringdp::kernels {
 
 // The three library checks (RINGDP_CUDA_CHECK, RINGDP_MPI_CHECK, RINGDP_NCCL_CHECK) have one
 // shape: the return code tested in place, a cold out-of-line call only on failure.
-#define RINGDP_CUDA_CHECK(call)                                                   \
-  do {                                                                            \
-    const cudaError_t ringdp_cuda_status = (call);                                \
-    if (__builtin_expect(ringdp_cuda_status != cudaSuccess, 0))                   \
+#define RINGDP_CUDA_CHECK(call)                                                       \
+  do {                                                                                \
+    const cudaError_t ringdp_cuda_status = (call);                                    \
+    if (__builtin_expect(ringdp_cuda_status != cudaSuccess, 0))                       \
       ::ringdp::kernels::cuda_failure(ringdp_cuda_status, #call, __FILE__, __LINE__); \
   } while (0)
 

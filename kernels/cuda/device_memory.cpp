@@ -7,8 +7,8 @@ namespace ringdp::kernels {
 
 void cuda_failure(cudaError_t status, const char* call, const char* file, int line) {
   detail::throw_check_failure(file, line, nullptr,
-                              detail::concat("CUDA call `", call, "` failed: ", cudaGetErrorName(status), ": ",
-                                             cudaGetErrorString(status)));
+                              detail::concat("CUDA call `", call, "` failed: ", cudaGetErrorName(status),
+                                             ": ", cudaGetErrorString(status)));
 }
 
 bool built_with_cuda() { return true; }

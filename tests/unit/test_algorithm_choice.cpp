@@ -86,13 +86,16 @@ TEST_CASE("what may be asked for by name, and the errors for the rest", "[choice
   const Topology one_host{.size = 2, .hosts = 1, .shared_slots = true};
   const Topology two_hosts{.size = 2, .hosts = 2};
   CHECK(available(CollectiveKind::all_reduce, Route::host, one_host).contains(Algorithm::shared_memory));
-  CHECK_FALSE(available(CollectiveKind::all_reduce, Route::host, two_hosts).contains(Algorithm::shared_memory));
-  CHECK_FALSE(available(CollectiveKind::all_reduce, Route::nccl, one_host).contains(Algorithm::shared_memory));
+  CHECK_FALSE(
+      available(CollectiveKind::all_reduce, Route::host, two_hosts).contains(Algorithm::shared_memory));
+  CHECK_FALSE(
+      available(CollectiveKind::all_reduce, Route::nccl, one_host).contains(Algorithm::shared_memory));
   CHECK_FALSE(available(CollectiveKind::all_reduce, Route::nccl, one_host).contains(Algorithm::hierarchical));
   CHECK(available(CollectiveKind::all_reduce, Route::nccl, one_host).contains(Algorithm::rabenseifner));
   CHECK(available(CollectiveKind::reduce, Route::host, one_host).names() == "tree, native");
-  for (CollectiveKind kind : {CollectiveKind::all_reduce, CollectiveKind::reduce, CollectiveKind::broadcast,
-                              CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::barrier}) {
+  for (CollectiveKind kind :
+       {CollectiveKind::all_reduce, CollectiveKind::reduce, CollectiveKind::broadcast,
+        CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::barrier}) {
     CHECK(choose_algorithm(kind, 8, Algorithm::native, Route::host, two_hosts, defaults()).algorithm ==
           Algorithm::native);
     CHECK(available(kind, Route::host, two_hosts).contains(Algorithm::native));
@@ -102,8 +105,9 @@ TEST_CASE("what may be asked for by name, and the errors for the rest", "[choice
   };
   CHECK_THROWS_WITH(ask(CollectiveKind::reduce, Algorithm::ring, Route::host, one_host),
                     Catch::Contains("reduce has no ring algorithm; available: tree, native, auto"));
-  CHECK_THROWS_WITH(ask(CollectiveKind::all_reduce, Algorithm::shared_memory, Route::host, two_hosts),
-                    Catch::Contains("needs every rank on one host") && Catch::Contains("2 ranks run on 2 hosts"));
+  CHECK_THROWS_WITH(
+      ask(CollectiveKind::all_reduce, Algorithm::shared_memory, Route::host, two_hosts),
+      Catch::Contains("needs every rank on one host") && Catch::Contains("2 ranks run on 2 hosts"));
   CHECK_THROWS_WITH(ask(CollectiveKind::all_reduce, Algorithm::hierarchical, Route::nccl, one_host),
                     Catch::Contains("the hierarchical algorithm runs on host tensors"));
   CHECK(ask(CollectiveKind::all_reduce, Algorithm::shared_memory, Route::host, Topology{}).algorithm ==
@@ -112,7 +116,8 @@ TEST_CASE("what may be asked for by name, and the errors for the rest", "[choice
 
 TEST_CASE("explain() says why, from the choice itself", "[choice]") {
   const CommOptions o = defaults();
-  auto words = [&](CollectiveKind kind, size_t bytes, const Topology& world, Algorithm requested = Algorithm::automatic) {
+  auto words = [&](CollectiveKind kind, size_t bytes, const Topology& world,
+                   Algorithm requested = Algorithm::automatic) {
     return explain(choose_algorithm(kind, bytes, requested, Route::host, world, o), bytes, world, o);
   };
   const Topology two{.size = 2, .hosts = 2}, four{.size = 4, .hosts = 4};
@@ -123,13 +128,15 @@ TEST_CASE("explain() says why, from the choice itself", "[choice]") {
   CHECK(words(CollectiveKind::all_reduce, 3 * MiB, two) ==
         "3 MiB > 32 KiB on 2 < 4 ranks (bandwidth-bound, 2(N-1) steps of 1/N each): ring");
   CHECK(words(CollectiveKind::all_reduce, 3 * MiB, four) ==
-        "3 MiB > 32 KiB and > 2 MiB (RINGDP_RABENSEIFNER_MAX_BYTES) (bandwidth-bound, 2(N-1) steps of 1/N each): ring");
+        "3 MiB > 32 KiB and > 2 MiB (RINGDP_RABENSEIFNER_MAX_BYTES) (bandwidth-bound, 2(N-1) steps of 1/N "
+        "each): ring");
   CHECK(words(CollectiveKind::all_reduce, 64 * KiB, Topology{.size = 4, .hosts = 2}) ==
         "64 KiB > 32 KiB on 2 hosts sharing ranks: hierarchical");
   const Topology shared{.size = 2, .hosts = 1, .shared_slots = true};
-  CHECK(words(CollectiveKind::all_reduce, 44, shared) ==
-        "44 B with every rank on one host (RINGDP_SHM_MAX_BYTES; each rank reads the others' parts from shared "
-        "memory): shared_memory");
+  CHECK(
+      words(CollectiveKind::all_reduce, 44, shared) ==
+      "44 B with every rank on one host (RINGDP_SHM_MAX_BYTES; each rank reads the others' parts from shared "
+      "memory): shared_memory");
   CHECK_THAT(words(CollectiveKind::all_reduce, 256 * KiB + 3620, shared),
              Catch::Contains("but reads the last, 3620 B, whole"));
   CHECK(words(CollectiveKind::broadcast, 40, two) == "40 B < 8 MiB (RINGDP_CHAIN_MIN_BYTES): binomial tree");

@@ -60,14 +60,15 @@ TEST_CASE("the environment overrides the communicator's options, checked", "[set
   CHECK(comm::with_environment({}).timeout == std::chrono::milliseconds(250));
   ::setenv("RINGDP_SEGMENT_BYTES", "lots", 1);
   CHECK_THROWS_WITH(comm::with_environment({}), Catch::StartsWith("RINGDP_SEGMENT_BYTES='lots'"));
-  for (const char* name : {"RINGDP_RD_MAX_BYTES", "RINGDP_TIMEOUT", "RINGDP_TIMEOUT_MS", "RINGDP_SEGMENT_BYTES"})
+  for (const char* name :
+       {"RINGDP_RD_MAX_BYTES", "RINGDP_TIMEOUT", "RINGDP_TIMEOUT_MS", "RINGDP_SEGMENT_BYTES"})
     ::unsetenv(name);
   CHECK(comm::with_environment({}).recursive_doubling_max_bytes == 32 * 1024);
 }
 
 TEST_CASE("an unknown RINGDP_ variable is named with the closest known one", "[settings]") {
-  const auto warnings =
-      unknown_variables({"RINGDP_TIMEOUTT=5", "RINGDP_TIMEOUT=5", "PATH=/bin", "RINGDP_SHM_MAX=0", "RINGDP_EMU_DEVICES=2"});
+  const auto warnings = unknown_variables(
+      {"RINGDP_TIMEOUTT=5", "RINGDP_TIMEOUT=5", "PATH=/bin", "RINGDP_SHM_MAX=0", "RINGDP_EMU_DEVICES=2"});
   REQUIRE(warnings.size() == 2);
   CHECK_THAT(warnings[0], Catch::StartsWith("RINGDP_TIMEOUTT is not a ringdp setting") &&
                               Catch::Contains("did you mean RINGDP_TIMEOUT?"));

@@ -39,6 +39,98 @@ Tensor record(Tensor output, std::shared_ptr<Node> node) {
   return output;
 }
 
+namespace {
+
+// One backward pass's bookkeeping: edges not yet delivered to each node and leaf, and the
+// gradients summed so far.
+struct BackwardPass {
+  struct LeafState {
+    Tensor leaf;
+    Tensor buffer;
+    int pending = 0;
+  };
+  std::unordered_map<const Node*, int> pending;
+  std::unordered_map<const Node*, Tensor> node_gradients;
+  std::map<const void*, LeafState> leaves;
+
+  static void finish_leaf(LeafState& state) {
+    Tensor grad = state.leaf.grad();
+    if (grad.defined())
+      ops::add_(grad, state.buffer);
+    else
+      state.leaf.set_grad(state.buffer.clone());
+    for (const auto& [handle, hook] : state.leaf.hooks()) hook(state.leaf);
+  }
+
+  /// One DFS from `start`, each node expanded once: how many edges reach every node and leaf.
+  void count_edges(Node* start) {
+    std::vector<Node*> stack{start};
+    pending[start] = 0;
+    while (!stack.empty()) {
+      Node* node = stack.back();
+      stack.pop_back();
+      RINGDP_CHECK(!node->released, "backward through a graph that has already been freed (", node->name(),
+                   "): call backward() once per forward, or run the forward again");
+      for (const Tensor& input : node->inputs) {
+        if (!input.defined() || !input.requires_grad()) continue;
+        if (Node* next = input.grad_fn().get()) {
+          if (pending.find(next) == pending.end()) stack.push_back(next);
+          ++pending[next];
+        } else {
+          auto& state = leaves[input.id()];
+          state.leaf = input;
+          ++state.pending;
+        }
+      }
+    }
+  }
+
+  /// Delivers `node`'s input gradients, appending the nodes whose last edge this was to `ready`.
+  void deliver(Node* node, const std::vector<Tensor>& grads, std::vector<Node*>& ready) {
+    for (size_t i = 0; i < node->inputs.size(); ++i) {
+      const Tensor& input = node->inputs[i];
+      if (!input.defined() || !input.requires_grad()) continue;
+      RINGDP_CHECK(i < grads.size() && grads[i].defined(), node->name(), " produced no gradient for input ",
+                   i);
+      if (Node* next = input.grad_fn().get()) {
+        accumulate(node_gradients[next], grads[i]);
+        if (--pending[next] == 0) ready.push_back(next);
+      } else {
+        LeafState& state = leaves[input.id()];
+        accumulate(state.buffer, grads[i]);
+        if (--state.pending == 0) finish_leaf(state);
+      }
+    }
+  }
+
+  /// Runs every node from `start` on, latest created first, once all its gradients arrived.
+  void run(Node* start, const Tensor& seed) {
+    auto later_first = [](const Node* a, const Node* b) { return a->sequence < b->sequence; };
+    std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
+    node_gradients[start] = seed;
+    ready.push(start);
+    std::vector<Node*> became_ready;
+    while (!ready.empty()) {
+      Node* node = ready.top();
+      ready.pop();
+      const Tensor grad_output = std::move(node_gradients[node]);
+      node_gradients.erase(node);
+      std::vector<Tensor> grads;
+      {
+        timeline::Scope span("backward", node->name());
+        grads = node->backward(grad_output);
+      }
+      node->release_saved();
+      node->released = true;
+      became_ready.clear();
+      deliver(node, grads, became_ready);
+      for (Node* next : became_ready) ready.push(next);
+    }
+  }
+};
+
+}  // namespace
+
 void backward(const Tensor& root, const Tensor& gradient) {
   RINGDP_CHECK(root.requires_grad(),
                "backward() on a tensor that does not require grad "
@@ -51,85 +143,15 @@ void backward(const Tensor& root, const Tensor& gradient) {
   } else {
     ops::check_same_shape(root, seed, "backward gradient");
   }
-
-  struct LeafState {
-    Tensor leaf;
-    Tensor buffer;
-    int pending = 0;
-  };
-  std::unordered_map<const Node*, int> pending;  // edges not yet delivered
-  std::unordered_map<const Node*, Tensor> node_gradients;
-  std::map<const void*, LeafState> leaves;
-  std::vector<Node*> stack;
-
-  auto finish_leaf = [](LeafState& state) {
-    Tensor grad = state.leaf.grad();
-    if (grad.defined())
-      ops::add_(grad, state.buffer);
-    else
-      state.leaf.set_grad(state.buffer.clone());
-    for (const auto& [handle, hook] : state.leaf.hooks()) hook(state.leaf);
-  };
-
+  BackwardPass pass;
   if (root.is_leaf()) {
-    LeafState state{root, seed, 0};
-    finish_leaf(state);
+    BackwardPass::LeafState state{root, seed, 0};
+    BackwardPass::finish_leaf(state);
     return;
   }
-
-  // Count edges (one DFS; each node expanded once).
   Node* start = root.grad_fn().get();
-  stack.push_back(start);
-  pending[start] = 0;
-  while (!stack.empty()) {
-    Node* node = stack.back();
-    stack.pop_back();
-    RINGDP_CHECK(!node->released, "backward through a graph that has already been freed (", node->name(),
-                 "): call backward() once per forward, or run the forward again");
-    for (const Tensor& input : node->inputs) {
-      if (!input.defined() || !input.requires_grad()) continue;
-      if (Node* next = input.grad_fn().get()) {
-        if (pending.find(next) == pending.end()) stack.push_back(next);
-        ++pending[next];
-      } else {
-        auto& state = leaves[input.id()];
-        state.leaf = input;
-        ++state.pending;
-      }
-    }
-  }
-
-  auto later_first = [](const Node* a, const Node* b) { return a->sequence < b->sequence; };
-  std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
-  node_gradients[start] = seed;
-  ready.push(start);
-  while (!ready.empty()) {
-    Node* node = ready.top();
-    ready.pop();
-    const Tensor grad_output = std::move(node_gradients[node]);
-    node_gradients.erase(node);
-    std::vector<Tensor> grads;
-    {
-      timeline::Scope span("backward", node->name());
-      grads = node->backward(grad_output);
-    }
-    node->release_saved();
-    node->released = true;
-    for (size_t i = 0; i < node->inputs.size(); ++i) {
-      const Tensor& input = node->inputs[i];
-      if (!input.defined() || !input.requires_grad()) continue;
-      RINGDP_CHECK(i < grads.size() && grads[i].defined(), node->name(), " produced no gradient for input ",
-                   i);
-      if (Node* next = input.grad_fn().get()) {
-        accumulate(node_gradients[next], grads[i]);
-        if (--pending[next] == 0) ready.push(next);
-      } else {
-        LeafState& state = leaves[input.id()];
-        accumulate(state.buffer, grads[i]);
-        if (--state.pending == 0) finish_leaf(state);
-      }
-    }
-  }
+  pass.count_edges(start);
+  pass.run(start, seed);
 }
 
 }  // namespace ringdp::autograd

@@ -4,6 +4,7 @@
 // final when its last edge has delivered: only then is it accumulated into .grad and are its
 // hooks run, once per backward (the seam DistributedDataParallel uses).
 // Tested in tests/unit/test_autograd.cpp.
+#include <atomic>
 #include <map>
 #include <queue>
 #include <unordered_map>
@@ -16,14 +17,19 @@ namespace ringdp::autograd {
 
 namespace {
 thread_local bool g_grad_enabled = true;
-uint64_t g_next_sequence = 0;
+// Shared by every thread (grad mode above is per thread, as in PyTorch, so graphs may be built on
+// several): a plain ++ from two threads is a data race and could give two nodes one number.
+// Relaxed is enough: the engine needs a node numbered after every node whose output it takes,
+// and taking an output another thread made already orders the two draws (one atomic's
+// modification order agrees with happens-before).
+std::atomic<uint64_t> g_next_sequence{0};
 
 void accumulate(Tensor& buffer, const Tensor& gradient) {
   buffer = buffer.defined() ? ops::add(buffer, gradient) : gradient;
 }
 }  // namespace
 
-Node::Node() : sequence(g_next_sequence++) {}
+Node::Node() : sequence(g_next_sequence.fetch_add(1, std::memory_order_relaxed)) {}
 
 bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }

@@ -35,6 +35,50 @@ constexpr int kMinSequenceBits = 4;
 /// Sequence bits that fit under MPI_TAG_UB (at most 16); fewer than kMinSequenceBits is an Error.
 int sequence_bits_for(int tag_upper_bound);
 
+// The tag's low 6 bits are kind (3 bits) and dtype (3 bits): a value past 7 would carry into the
+// field beside it, and two different calls could carry one tag. Each function below lists every
+// enumerator with -Wswitch an error, so a new one stops the build there until it is listed, and
+// the static_asserts then check that it still fits.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
+constexpr int largest_tag_kind() {
+  int largest = -1;
+  for (int value = 0; value < 256; ++value) {
+    switch (static_cast<CollectiveKind>(value)) {
+      case CollectiveKind::all_reduce:
+      case CollectiveKind::reduce:
+      case CollectiveKind::broadcast:
+      case CollectiveKind::all_gather:
+      case CollectiveKind::reduce_scatter:
+      case CollectiveKind::barrier:
+      case CollectiveKind::send:
+      case CollectiveKind::recv: largest = value;
+    }
+  }
+  return largest;
+}
+constexpr int largest_tag_dtype() {
+  int largest = -1;
+  for (int value = 0; value < 256; ++value) {
+    switch (static_cast<DType>(value)) {
+      case DType::float32:
+      case DType::float64:
+      case DType::int32:
+      case DType::int64:
+      case DType::bfloat16: largest = value;
+    }
+  }
+  return largest;
+}
+#pragma GCC diagnostic pop
+// CollectiveKind already uses all 8 values. A 9th needs a 4-bit kind field: the sequence's shift of
+// 6 made 7 (encode_tag, describe_tag, sequence_bits_for), which costs every MPI_TAG_UB one
+// sequence bit and kMinSequenceBits a recheck against the standard's guaranteed 32767.
+static_assert(largest_tag_kind() <= 7,
+              "CollectiveKind outgrew the tag's 3-bit kind field: widen it (comment above)");
+static_assert(largest_tag_dtype() <= 7,
+              "DType outgrew the tag's 3-bit dtype field: widen it as the comment above says for kinds");
+
 inline int encode_tag(CollectiveKind kind, DType dtype, uint64_t sequence, int sequence_bits) {
   const uint64_t mask = (uint64_t{1} << sequence_bits) - 1;
   return 1 + static_cast<int>(((sequence & mask) << 6) | (static_cast<uint64_t>(kind) << 3) |

@@ -1,4 +1,5 @@
-// Implements comm/fingerprint.h (the contract is documented there). Tested by tests/cli/bench.sh mismatch.
+// Implements comm/fingerprint.h (the contract is documented there). Tested by tests/cli/bench.sh
+// mismatch and tests/unit/test_fingerprint.cpp.
 #include "comm/fingerprint.h"
 
 #include <cstring>

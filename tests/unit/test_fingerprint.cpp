@@ -1,0 +1,108 @@
+// The RINGDP_DEBUG=DETAIL call check (comm/fingerprint.h): how a call is described, and what
+// compare_fingerprints reports, run as rank 0 of two against a peer whose words are scripted
+// (ScriptedPeer below), so the exchange needs no MPI.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "comm/fingerprint.h"
+#include "core/error.h"
+
+using namespace ringdp;
+using comm::CollectiveKind;
+using comm::Fingerprint;
+
+namespace {
+int64_t code(CollectiveKind kind) { return static_cast<int64_t>(kind); }
+int64_t code(ReduceOp op) { return static_cast<int64_t>(op); }
+int64_t code(DType dtype) { return static_cast<int64_t>(dtype); }
+
+// Rank 0 of a world of two. Rank 1 is a script: each receive takes the next bytes of the words
+// rank 1 "sent"; sends go nowhere. Every request completes at once.
+class ScriptedPeer final : public comm::Transport {
+ public:
+  explicit ScriptedPeer(const Fingerprint& peer)
+      : words_{peer.kind, peer.op, peer.dtype, peer.count, peer.root, peer.sequence} {}
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  comm::Request isend(int peer, const void*, size_t bytes, int tag) override {
+    return {0, peer, tag, bytes, false};
+  }
+  comm::Request irecv(int peer, void* data, size_t bytes, int tag) override {
+    REQUIRE(received_ + bytes <= sizeof words_);
+    std::memcpy(data, reinterpret_cast<const char*>(words_) + received_, bytes);
+    received_ += bytes;
+    return {0, peer, tag, bytes, true};
+  }
+  void wait_all(std::span<comm::Request>) override {}
+  bool test(comm::Request&) override { return true; }
+  void reduce_into(void*, const void*, int64_t, DType, ReduceOp) override {
+    FAIL("an all-gather reduces nothing");
+  }
+  void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  size_t received() const { return received_; }
+
+ private:
+  int64_t words_[6];
+  size_t received_ = 0;
+};
+
+// Runs the check as rank 0 with `mine` against a peer that called `theirs`. The context is that
+// of the collective being checked: float32 and a corrupt fault pending, which the exchange must
+// not inherit.
+std::string compare(const Fingerprint& mine, const Fingerprint& theirs, size_t* received = nullptr) {
+  ScriptedPeer transport(theirs);
+  comm::Position position;
+  std::vector<comm::Request> requests;
+  comm::CollectiveContext ctx{transport, DType::float32, ReduceOp::sum, position, 1 << 20, false,
+                              1,         requests};
+  ctx.corrupt_next_receive = true;
+  std::string report = comm::compare_fingerprints(ctx, mine);
+  if (received) *received = transport.received();
+  return report;
+}
+
+const Fingerprint kAllReduce{
+    code(CollectiveKind::all_reduce), code(ReduceOp::sum), code(DType::float32), 1000, -1, 7};
+}  // namespace
+
+TEST_CASE("a fingerprint describes the call as the user wrote it", "[fingerprint]") {
+  REQUIRE(kAllReduce.describe() == "all_reduce #7 (sum, 1000 x float32)");
+  const Fingerprint reduce{code(CollectiveKind::reduce), code(ReduceOp::max), code(DType::int64), 3, 2, 0};
+  REQUIRE(reduce.describe() == "reduce #0 (max, 3 x int64, root 2)");
+  const Fingerprint scatter{
+      code(CollectiveKind::reduce_scatter), code(ReduceOp::avg), code(DType::bfloat16), 8, -1, 1};
+  REQUIRE(scatter.describe() == "reduce_scatter #1 (avg, 8 x bfloat16)");
+  // Collectives without a reduction carry an op field that means nothing: it is not shown.
+  const Fingerprint broadcast{
+      code(CollectiveKind::broadcast), code(ReduceOp::prod), code(DType::float64), 5, 0, 4};
+  REQUIRE(broadcast.describe() == "broadcast #4 (5 x float64, root 0)");
+  const Fingerprint gather{
+      code(CollectiveKind::all_gather), code(ReduceOp::prod), code(DType::int32), 2, -1, 9};
+  REQUIRE(gather.describe() == "all_gather #9 (2 x int32)");
+  // A barrier moves no data: count and dtype would only mislead.
+  const Fingerprint barrier{code(CollectiveKind::barrier), 0, 0, 0, -1, 12};
+  REQUIRE(barrier.describe() == "barrier #12");
+}
+
+TEST_CASE("identical calls on both ranks report nothing", "[fingerprint]") {
+  size_t received = 0;
+  REQUIRE(compare(kAllReduce, kAllReduce, &received) == "");
+  // All six words came across: the exchange runs on int64 whatever the collective's dtype.
+  REQUIRE(received == 6 * sizeof(int64_t));
+}
+
+TEST_CASE("a call that differs in any one field is reported with both ranks' calls", "[fingerprint]") {
+  Fingerprint other = kAllReduce;
+  SECTION("kind") { other.kind = code(CollectiveKind::reduce_scatter); }
+  SECTION("op") { other.op = code(ReduceOp::max); }
+  SECTION("dtype") { other.dtype = code(DType::float64); }
+  SECTION("count") { other.count = 999; }
+  SECTION("root") { other.root = 1; }
+  SECTION("sequence") { other.sequence = 8; }
+  const std::string report = compare(kAllReduce, other);
+  CAPTURE(report);
+  REQUIRE(report == "collective mismatch (RINGDP_DEBUG=DETAIL): rank 0 called " + kAllReduce.describe() +
+                        ", rank 1 called " + other.describe());
+}

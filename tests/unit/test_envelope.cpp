@@ -1,0 +1,105 @@
+// The collective tags of comm/envelope.h: every (kind, dtype, sequence mod 2^bits) its own tag,
+// every tag under the MPI_TAG_UB the bits were chosen for, and the sequence wrapping at 2^bits.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "comm/envelope.h"
+#include "core/error.h"
+
+using namespace ringdp;
+using comm::CollectiveKind;
+using comm::encode_tag;
+using comm::sequence_bits_for;
+
+namespace {
+const CollectiveKind kKinds[] = {CollectiveKind::all_reduce,     CollectiveKind::reduce,
+                                 CollectiveKind::broadcast,      CollectiveKind::all_gather,
+                                 CollectiveKind::reduce_scatter, CollectiveKind::barrier,
+                                 CollectiveKind::send,           CollectiveKind::recv};
+const DType kDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
+}  // namespace
+
+TEST_CASE("sequence_bits_for takes the most bits whose largest tag fits, at most 16", "[envelope]") {
+  // Bounds from the MPI standard's minimum up to ob1's, and each edge where one more bit fits.
+  for (int ub : {1024, 1500, 2047, 2048, 32767, 32768, 65535, 65536, (1 << 22) - 1, (1 << 22), (1 << 23) - 1,
+                 std::numeric_limits<int>::max()}) {
+    CAPTURE(ub);
+    const int bits = sequence_bits_for(ub);
+    REQUIRE(bits >= comm::kMinSequenceBits);
+    REQUIRE(bits <= 16);
+    const uint64_t last_sequence = (uint64_t{1} << bits) - 1;
+    int largest = 0;
+    for (CollectiveKind kind : kKinds)
+      for (DType dtype : kDTypes) largest = std::max(largest, encode_tag(kind, dtype, last_sequence, bits));
+    REQUIRE(largest <= ub);
+    // Not one bit fewer than fits: a smaller window catches fewer skipped collectives.
+    if (bits < 16) REQUIRE((int64_t{1} << (bits + 7)) > ub);
+  }
+  REQUIRE(sequence_bits_for(32767) == 8);
+  REQUIRE(sequence_bits_for(1024) == comm::kMinSequenceBits);
+  REQUIRE(sequence_bits_for((1 << 23) - 1) == 16);
+}
+
+TEST_CASE("a tag bound too small for the minimum sequence bits is an error naming it", "[envelope]") {
+  for (int ub : {1023, 500, 0}) {
+    CAPTURE(ub);
+    REQUIRE_THROWS_AS(sequence_bits_for(ub), Error);
+    REQUIRE_THROWS_WITH(sequence_bits_for(ub),
+                        Catch::Contains("tag upper bound (MPI_TAG_UB) is " + std::to_string(ub) + ";"));
+  }
+}
+
+TEST_CASE("distinct kinds, dtypes and sequences give distinct tags, all above 0 and below user tags",
+          "[envelope]") {
+  for (int bits : {comm::kMinSequenceBits, 8, 16}) {
+    CAPTURE(bits);
+    // Counted, not REQUIREd, per tag: 2.6 million REQUIREs at 16 bits would take seconds.
+    std::vector<bool> taken(size_t{1} << (bits + 7));
+    int64_t duplicates = 0, lowest = std::numeric_limits<int>::max(), highest = 0;
+    const uint64_t sequences = uint64_t{1} << bits;
+    for (CollectiveKind kind : kKinds)
+      for (DType dtype : kDTypes)
+        for (uint64_t sequence = 0; sequence < sequences; ++sequence) {
+          const int tag = encode_tag(kind, dtype, sequence, bits);
+          lowest = std::min<int64_t>(lowest, tag);
+          highest = std::max<int64_t>(highest, tag);
+          if (tag < 0 || static_cast<size_t>(tag) >= taken.size()) continue;  // caught by highest/lowest
+          duplicates += taken[tag];
+          taken[tag] = true;
+        }
+    REQUIRE(duplicates == 0);
+    REQUIRE(lowest > 0);  // MPI tags are non-negative
+    REQUIRE(highest <= int64_t{1} << (bits + 6));
+    REQUIRE(highest < comm::kUserTagBase);
+  }
+}
+
+TEST_CASE("the sequence wraps at 2^bits, and only there", "[envelope]") {
+  for (int bits : {comm::kMinSequenceBits, 8, 16}) {
+    CAPTURE(bits);
+    const uint64_t period = uint64_t{1} << bits;
+    for (uint64_t sequence : {uint64_t{0}, uint64_t{1}, period - 1, uint64_t{1} << 40}) {
+      CAPTURE(sequence);
+      const int tag = encode_tag(CollectiveKind::all_reduce, DType::float32, sequence, bits);
+      REQUIRE(encode_tag(CollectiveKind::all_reduce, DType::float32, sequence + period, bits) == tag);
+      REQUIRE(encode_tag(CollectiveKind::all_reduce, DType::float32, sequence + 3 * period, bits) == tag);
+      // One skipped collective is never mistaken for the expected one (the envelope's promise).
+      for (uint64_t ahead = 1; ahead < period; ahead = ahead * 2 + 1)
+        REQUIRE(encode_tag(CollectiveKind::all_reduce, DType::float32, sequence + ahead, bits) != tag);
+    }
+  }
+}
+
+TEST_CASE("describe_tag reads back kind, sequence mod 2^bits and dtype", "[envelope]") {
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::all_reduce, DType::float32, 8, 16)) ==
+          "all_reduce #8 (float32)");
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::recv, DType::bfloat16, 65535, 16)) ==
+          "recv #65535 (bfloat16)");
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::reduce_scatter, DType::int64, 16 + 3, 4)) ==
+          "reduce_scatter #3 (int64)");
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::barrier, DType::float32, 2, 8)) == "barrier #2");
+}

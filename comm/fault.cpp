@@ -1,8 +1,10 @@
 // Implements comm/fault.h (the contract is documented there). Tested by tests/cli/bench.sh and
-// tests/cli/train.sh (every fault kind).
+// tests/cli/train.sh (every fault kind), the grammar by tests/unit/test_fault_plan.cpp.
 #include "comm/fault.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "core/error.h"
@@ -11,13 +13,19 @@
 namespace ringdp::comm {
 
 namespace {
-int64_t parse_number(const std::string& text, const std::string& part) {
+// The bounds keep a number from wrapping where it is stored: rank=4294967297 would otherwise
+// become rank 1 and op=-1 collective 2^64 - 1, a drill aimed at the wrong place or at nothing.
+int64_t parse_number(const std::string& text, const std::string& part, int64_t min, int64_t max) {
   char* end = nullptr;
+  errno = 0;
   const long long value = std::strtoll(text.c_str(), &end, 10);
   RINGDP_CHECK(!text.empty() && end && *end == '\0', "RINGDP_FAULT: '", part, "': '", text,
                "' is not an integer");
+  RINGDP_CHECK(errno != ERANGE && value >= min && value <= max, "RINGDP_FAULT: '", part, "': '", text,
+               "' is out of range (", min, " to ", max, ")");
   return value;
 }
+constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
 }  // namespace
 
 FaultPlan FaultPlan::parse(const std::string& text) {
@@ -50,15 +58,15 @@ FaultPlan FaultPlan::parse(const std::string& text) {
       RINGDP_CHECK(eq != std::string::npos, "RINGDP_FAULT: '", field, "' in '", item, "' is not key=value");
       const std::string key = field.substr(0, eq), value = field.substr(eq + 1);
       if (key == "rank") {
-        fault.rank = static_cast<int>(parse_number(value, item));
+        fault.rank = static_cast<int>(parse_number(value, item, 0, std::numeric_limits<int>::max()));
         has_rank = true;
       } else if (key == "op") {
-        fault.op = static_cast<uint64_t>(parse_number(value, item));
+        fault.op = static_cast<uint64_t>(parse_number(value, item, 0, kAny));
         has_op = true;
       } else if (key == "ms")
-        fault.ms = parse_number(value, item);
+        fault.ms = parse_number(value, item, 0, kAny);
       else if (key == "delta")
-        fault.delta = parse_number(value, item);
+        fault.delta = parse_number(value, item, -kAny, kAny);
       else
         RINGDP_FAIL("RINGDP_FAULT: unknown key '", key, "' in '", item, "'; expected rank, op, ms or delta");
     }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "autograd/functions.h"
 #include "autograd/layers.h"
@@ -32,6 +33,11 @@ std::multiset<std::string> span_names(const fs::path& path, const std::string& c
   fs::remove(path);
   return names;
 }
+// Trace times are microseconds of the steady clock, printed to the nanosecond.
+double micros(timeline::Clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
+}
+constexpr double kPrinted = 0.01;  // the printed nanosecond, and a double's rounding at ~1e12 µs
 fs::path scratch(const char* name) {
   return fs::temp_directory_path() /
          (std::string("ringdp-timeline-") + std::to_string(getpid()) + "-" + name);
@@ -51,7 +57,11 @@ TEST_CASE("a recorded timeline is trace-event JSON with rows, spans and async in
   timeline::start(path.string(), 3);
   REQUIRE(timeline::enabled());
   const auto t0 = timeline::Clock::now();
-  { timeline::Scope span("test", "a \"quoted\" name"); }
+  {
+    timeline::Scope span("test", "a \"quoted\" name");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const auto t1 = timeline::Clock::now();
   timeline::async_interval("bucket", "bucket 0", 0, t0, t0 + std::chrono::microseconds(250),
                            timeline::Row::buckets, "\"bytes\": 44");
   timeline::write();
@@ -69,10 +79,16 @@ TEST_CASE("a recorded timeline is trace-event JSON with rows, spans and async in
       ++spans;
       REQUIRE(e["name"] == "a \"quoted\" name");
       REQUIRE(e["tid"] == static_cast<int>(timeline::Row::main));
-      REQUIRE(e["dur"].get<double>() >= 0);
+      // The span lies inside [t0, t1] and covers the 2 ms slept in it: a ts or dur on the wrong
+      // clock, in the wrong unit, or taken at the wrong end of the scope falls outside.
+      const double ts = e["ts"], dur = e["dur"];
+      REQUIRE(ts >= micros(t0) - kPrinted);
+      REQUIRE(ts + dur <= micros(t1) + kPrinted);
+      REQUIRE(dur >= 2000.0 - kPrinted);
     }
     if (ph == "b" || ph == "e") {
       REQUIRE(e["id"] == 0);
+      REQUIRE(e["ts"].get<double>() == Approx(micros(t0) + (ph == "e" ? 250.0 : 0.0)).margin(kPrinted));
       REQUIRE(e["tid"] == static_cast<int>(timeline::Row::buckets));
     }
     if (ph == "b") {

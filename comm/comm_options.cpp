@@ -28,10 +28,8 @@ CommOptions with_environment(CommOptions options) {
                "shared-memory slot of ", options.shared_memory_slot_bytes,
                " bytes (RINGDP_SHM_SLOT_BYTES): expected a positive multiple of 64");
   if (auto blocking = settings::flag(Id::blocking_wait)) options.blocking_wait = *blocking;
-  if (auto backend = settings::text(Id::backend)) options.backend = *backend;
-  RINGDP_CHECK(options.backend == "auto" || options.backend == "mpi" || options.backend == "nccl",
-               "unknown backend '", options.backend, "'; expected auto, mpi or nccl");
-  RINGDP_CHECK(options.backend != "nccl" || RINGDP_HAVE_NCCL,
+  if (auto backend = settings::text(Id::backend)) options.backend = parse_backend(*backend);
+  RINGDP_CHECK(options.backend != Backend::nccl || RINGDP_HAVE_NCCL,
                "backend nccl: ringdp was built without NCCL "
                "(configure with -Dnccl=enabled on a machine with CUDA and NCCL)");
   return options;

@@ -46,7 +46,7 @@ struct CommOptions {
   bool force_local = false;
   /// Transport for CUDA tensors: "auto" (NCCL when built in, else MPI through host staging),
   /// "mpi" or "nccl". Host tensors always travel over MPI.
-  std::string backend = "auto";
+  Backend backend = Backend::automatic;
   /// CUDA tensors: a collective returns once its work is enqueued and the caller's stream waits
   /// for it (the host does not), and a watchdog thread enforces the timeout. true (or
   /// RINGDP_BLOCKING_WAIT=1) makes every collective block the host until the GPU is done.

@@ -14,8 +14,6 @@ namespace ringdp::comm {
 
 Routes::Routes(Transport& world, const CommOptions& options, int local_rank)
     : world_(world), options_(options), local_rank_(local_rank) {
-  nccl_backend_ = options_.backend == "nccl";
-  auto_backend_ = options_.backend == "auto";
   // Decided here only: the CUDA transports run on this GPU, and the trainer, the bench and the
   // tests ask for it, so no rank computes on one GPU and communicates on another.
   const int gpus = kernels::cuda_device_count();
@@ -29,13 +27,13 @@ void Routes::check_device(const Tensor& t) const {
 }
 
 Route Routes::route_for(Device device) const {
-  if (nccl_backend_) return Route::nccl;
+  if (options_.backend == Backend::nccl) return Route::nccl;
   if (!device.is_cuda()) return Route::host;
-  return RINGDP_HAVE_NCCL && auto_backend_ ? Route::nccl : Route::mpi_cuda;
+  return RINGDP_HAVE_NCCL && options_.backend == Backend::automatic ? Route::nccl : Route::mpi_cuda;
 }
 
 Route Routes::route_for(const Tensor& t) const {
-  if (nccl_backend_) {
+  if (options_.backend == Backend::nccl) {
     RINGDP_CHECK(RINGDP_HAVE_NCCL,
                  "--backend nccl: ringdp was built without NCCL (configure with -Dnccl=enabled "
                  "on a machine with CUDA and NCCL)");
@@ -46,7 +44,7 @@ Route Routes::route_for(const Tensor& t) const {
   }
   if (!t.defined() || !t.device().is_cuda()) return Route::host;
   check_device(t);
-  return RINGDP_HAVE_NCCL && auto_backend_ ? Route::nccl : Route::mpi_cuda;
+  return RINGDP_HAVE_NCCL && options_.backend == Backend::automatic ? Route::nccl : Route::mpi_cuda;
 }
 
 Transport& Routes::device_transport(Route route) {

@@ -39,8 +39,6 @@ class Routes {
   const CommOptions& options_;
   int local_rank_ = 0;
   Device device_ = Device::cpu();
-  // options_.backend, compared once at construction instead of as a string per collective.
-  bool nccl_backend_ = false, auto_backend_ = false;
   std::unique_ptr<Transport> nccl_transport_;  // created by the first CUDA collective on NCCL
   std::unique_ptr<Transport> mpi_cuda_transport_;  // created by the first CUDA collective on MPI
 };

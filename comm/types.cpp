@@ -33,6 +33,22 @@ const char* algorithm_name(Algorithm algorithm) {
   return "unknown";
 }
 
+const char* backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::automatic: return "auto";
+    case Backend::mpi: return "mpi";
+    case Backend::nccl: return "nccl";
+  }
+  return "unknown";
+}
+
+Backend parse_backend(std::string_view name) {
+  if (name == "auto") return Backend::automatic;
+  if (name == "mpi") return Backend::mpi;
+  if (name == "nccl") return Backend::nccl;
+  RINGDP_FAIL("unknown backend '", name, "'; expected auto, mpi or nccl");
+}
+
 Algorithm parse_algorithm(std::string_view name) {
   if (name == "auto") return Algorithm::automatic;
   if (name == "ring") return Algorithm::ring;

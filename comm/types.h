@@ -33,7 +33,15 @@ enum class Algorithm : uint8_t {
   shared_memory
 };
 
+/// Which transport carries CUDA tensors (host tensors always travel over MPI): NCCL when built
+/// in (`automatic`), MPI (CUDA-aware or staged through host memory), or NCCL.
+enum class Backend : uint8_t { automatic, mpi, nccl };
+
 const char* kind_name(CollectiveKind kind);
+/// "auto", "mpi", "nccl".
+const char* backend_name(Backend backend);
+/// Parses auto, mpi, nccl; anything else is an Error naming it.
+Backend parse_backend(std::string_view name);
 const char* algorithm_name(Algorithm algorithm);
 /// Parses auto, ring, recursive_doubling (or rd), rabenseifner, shared_memory (or shm), tree,
 /// native, hierarchical.

@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   try {
     comm::CommOptions options;
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
-    options.backend = config.backend;
+    options.backend = comm::parse_backend(config.backend);
     auto communicator = comm::Communicator::init(options);
     return config.explain ? train::run_explain(config, communicator)
                           : train::run_training(config, communicator);

@@ -20,7 +20,7 @@ using comm::Algorithm;
 
 TEST_CASE("every collective over NCCL at world size 1", "[cuda][nccl]") {
   comm::CommOptions options;
-  options.backend = "nccl";
+  options.backend = comm::Backend::nccl;
   options.force_local = true;
   auto world = comm::Communicator::init(options);
   const Device gpu = world->device();

@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid_stride.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/elementwise.h"
 
@@ -26,25 +27,21 @@ __device__ void store(__nv_bfloat16* p, long long i, double v) {
   p[i] = __float2bfloat16_rn(static_cast<float>(v));
 }
 
-#define RINGDP_GRID_STRIDE(i, n)                                                \
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); \
-       i += (long long)gridDim.x * blockDim.x)
-
 template <typename T>
 __global__ void fill_kernel(T* dst, long long n, double value) {
-  RINGDP_GRID_STRIDE(i, n) store(dst, i, value);
+  grid_stride(n, [&](long long i) { store(dst, i, value); });
 }
 template <typename S, typename D>
 __global__ void cast_kernel(const S* src, D* dst, long long n) {
-  RINGDP_GRID_STRIDE(i, n) store(dst, i, load(src, i));
+  grid_stride(n, [&](long long i) { store(dst, i, load(src, i)); });
 }
 template <typename T>
 __global__ void scale_kernel(T* x, long long n, double alpha) {
-  RINGDP_GRID_STRIDE(i, n) store(x, i, load(x, i) * alpha);
+  grid_stride(n, [&](long long i) { store(x, i, load(x, i) * alpha); });
 }
 template <typename T>
 __global__ void add_kernel(const T* a, const T* b, T* out, long long n, double alpha) {
-  RINGDP_GRID_STRIDE(i, n) store(out, i, load(a, i) + alpha * load(b, i));
+  grid_stride(n, [&](long long i) { store(out, i, load(a, i) + alpha * load(b, i)); });
 }
 
 template <typename Fn>

@@ -4,6 +4,7 @@
 // one block reduces the partials the same way and applies the mean. Same inputs, same bits.
 // Backward: elementwise d = dloss · 2 (p − t) [/ n].
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid_stride.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/mse.h"
 
@@ -31,11 +32,10 @@ __global__ void __launch_bounds__(kBlock)
                        double* __restrict__ partials, long long n) {
   __shared__ double shared[kBlock];
   double acc = 0;
-  for (long long i = blockIdx.x * (long long)kBlock + threadIdx.x; i < n;
-       i += (long long)gridDim.x * kBlock) {
+  grid_stride(n, [&](long long i) {
     const double diff = static_cast<double>(pred[i]) - static_cast<double>(target[i]);
     acc += diff * diff;
-  }
+  });
   const double total = block_sum(acc, shared);
   if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
@@ -56,9 +56,7 @@ __global__ void mse_backward_kernel(const T* __restrict__ pred, const T* __restr
                                     bool mean) {
   T factor = T(2) * *dloss;
   if (mean) factor /= static_cast<T>(n);
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x)
-    dpred[i] = factor * (pred[i] - target[i]);
+  grid_stride(n, [&](long long i) { dpred[i] = factor * (pred[i] - target[i]); });
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid_stride.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/reduce_into.h"
 
@@ -51,8 +52,7 @@ template <typename T, typename Storage>
 __global__ void reduce_into_kernel(Storage* __restrict__ dst, const Storage* __restrict__ src,
                                    long long count, ReduceOp op) {
   const Combine<T> combine{op};
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
-       i += (long long)gridDim.x * blockDim.x) {
+  grid_stride(count, [&](long long i) {
     if constexpr (std::is_same_v<Storage, __nv_bfloat16>) {
       dst[i] = __float2bfloat16_rn(combine(__bfloat162float(dst[i]), __bfloat162float(src[i])));
     } else if constexpr (std::is_integral_v<T>) {
@@ -66,7 +66,7 @@ __global__ void reduce_into_kernel(Storage* __restrict__ dst, const Storage* __r
     } else {
       dst[i] = combine(dst[i], src[i]);
     }
-  }
+  });
 }
 
 template <typename T, typename Storage>

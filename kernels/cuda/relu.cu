@@ -1,5 +1,6 @@
 // CUDA ReLU forward and backward: grid-stride elementwise, as the CPU twin (subgradient 0 at 0).
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid_stride.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/relu.h"
 
@@ -8,17 +9,13 @@ namespace {
 
 template <typename T>
 __global__ void relu_forward_kernel(const T* __restrict__ x, T* __restrict__ y, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x)
-    y[i] = x[i] > T(0) ? x[i] : T(0);
+  grid_stride(n, [&](long long i) { y[i] = x[i] > T(0) ? x[i] : T(0); });
 }
 
 template <typename T>
 __global__ void relu_backward_kernel(const T* __restrict__ x, const T* __restrict__ dy, T* __restrict__ dx,
                                      long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x)
-    dx[i] = x[i] > T(0) ? dy[i] : T(0);
+  grid_stride(n, [&](long long i) { dx[i] = x[i] > T(0) ? dy[i] : T(0); });
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // CUDA SGD step, elementwise, with the CPU twin's formula (kernels/sgd.h).
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/grid_stride.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/sgd.h"
 
@@ -10,8 +11,7 @@ template <typename T>
 __global__ void sgd_step_kernel(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf, long long n,
                                 T lr, T mu, T wd, T damp, bool use_momentum, bool use_wd, bool nesterov,
                                 bool first) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
+  grid_stride(n, [&](long long i) {
     T d = g[i];
     if (use_wd) d += wd * p[i];
     if (use_momentum) {
@@ -19,7 +19,7 @@ __global__ void sgd_step_kernel(T* __restrict__ p, const T* __restrict__ g, T* _
       d = nesterov ? d + mu * buf[i] : buf[i];
     }
     p[i] -= lr * d;
-  }
+  });
 }
 
 }  // namespace

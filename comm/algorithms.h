@@ -57,7 +57,7 @@ struct CollectiveContext {
   /// `scale` (nothing when it is 1). Host memory only.
   void scale_completed(void* data, int64_t count) const;
   /// After the last step: closes its timeline event and tells the observer (once). Inline: most
-  /// collectives have neither, and this runs for every one (issue #20).
+  /// collectives have neither, and this runs for every one (docs/benchmarks.md).
   void end_steps() {
     if (steps_ended) return;
     steps_ended = true;

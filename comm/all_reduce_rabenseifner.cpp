@@ -2,7 +2,7 @@
 // recursive doubling, over P = the largest power of two ≤ N ranks. Each rank sends and receives
 // 2·(P−1)/P of the buffer in all, as the ring does, but in 2·log2(P) messages instead of
 // 2·(N−1): the ring's bandwidth with recursive doubling's latency, which is why MPI libraries
-// use it for mid-size messages (issue #20).
+// use it for mid-size messages (where ringdp's auto does: docs/benchmarks.md).
 //
 // Reduce-scatter: round k (mask P/2, P/4, ..., 1) splits the range both partners still share
 // in two; the rank whose bit is 0 keeps the lower half, the other the upper; each sends the half

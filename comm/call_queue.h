@@ -32,16 +32,17 @@ class CallQueue {
   /// error) when the worker has run it.
   Work run(std::function<void()> call, bool async);
   /// The blocking fast path without the std::function run() would build (a heap allocation per
-  /// call, issue #20): runs `call` on this thread and returns true when nothing is queued or
-  /// running; returns false, running nothing, otherwise (then use run()).
+  /// call, docs/benchmarks.md): runs `call` on this thread and returns true when nothing is
+  /// queued or running; returns false, running nothing, otherwise (then use run()).
   template <typename F>
   bool run_inline(F&& call) {
-    // One load instead of the queue's lock (issue #20). A call queued by another thread after
-    // this load may still take exec_mutex first, as it could after the lock was released:
-    // calls issued from several threads at once have no order between them either way.
+    // One load instead of the queue's lock, on every blocking call (docs/benchmarks.md). A call
+    // queued by another thread after this load may still take exec_mutex first, as it could
+    // after the lock was released: calls issued from several threads at once have no order
+    // between them either way.
     if (in_flight_.load(std::memory_order_acquire) != 0) return false;
     // Where MPI allows one thread only, no second thread may issue anything: a lock would guard
-    // nothing and cost two atomic operations per call (issue #20).
+    // nothing and cost two atomic operations per call (docs/benchmarks.md).
     if (caller_thread_only_) {
       call();
       return true;

@@ -75,7 +75,7 @@ void mpi_check(int rc, const char* call, const char* file, int line);
 }  // namespace ringdp::comm
 
 /// Tests the return code in place and calls out only on failure: every MPI call made per
-/// collective passes through here (issue #20).
+/// collective passes through here (docs/benchmarks.md).
 #define RINGDP_MPI_CHECK(call)                                             \
   do {                                                                     \
     const int ringdp_mpi_rc = (call);                                      \

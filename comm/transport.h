@@ -85,7 +85,7 @@ class Transport {
 
   // --- devices: no-ops for host memory. The transports of CUDA tensors override them.
   /// True when buffers are device memory: the communicator hands tensors over as they are. A
-  /// flag, not a virtual call: every collective asks it several times (issue #20).
+  /// flag, not a virtual call: every collective asks it several times (docs/benchmarks.md).
   bool device_memory() const { return device_memory_; }
   /// True when the library behind the transport reads and writes device memory itself.
   virtual bool reads_device_memory() const { return false; }
@@ -133,7 +133,8 @@ class Transport {
   void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
   /// What every collective does: a deadline `timeout` after its first wait that has polled a
   /// while (256 polls) without finishing. Only such a wait reads the clock; a collective whose
-  /// messages are there when it looks reads none (a clock read costs 30 ns here, issue #20).
+  /// messages are there when it looks reads none: a clock read is a visible part of a small
+  /// collective's cost (docs/benchmarks.md).
   void set_timeout(Clock::duration timeout) {
     timeout_ = timeout;
     deadline_ = kNotStarted;

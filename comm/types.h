@@ -1,4 +1,4 @@
-// Names shared across comm/: which collective, which algorithm.
+// Names shared across comm/: which collective, which algorithm, which MPI thread level.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +17,11 @@ enum class CollectiveKind : uint8_t {
   recv
 };
 
-/// How a collective is computed. `native` is the transport library's own collective
-/// (MPI_Allreduce, ...), kept as the baseline ours are measured against.
 /// The MPI thread level ringdp asks for (CommOptions::mpi_thread).
 enum class MpiThread : uint8_t { serialized, single };
 
+/// How a collective is computed. `native` is the transport library's own collective
+/// (MPI_Allreduce, ...), kept as the baseline ours are measured against.
 enum class Algorithm : uint8_t {
   automatic,
   ring,

@@ -18,8 +18,8 @@ class Work {
   /// Work that is complete, finished now (its completion time is read).
   static Work completed();
   /// What a blocking call returns: complete before the call returned. It keeps no completion
-  /// time (a clock read costs 30 ns here, a fifth of a whole small call's cost, issue #20):
-  /// time the call itself.
+  /// time (a clock read is a fifth of a whole small call's cost, docs/benchmarks.md): time the
+  /// call itself.
   static Work returned() { return Work(nullptr); }
 
   void wait() const;
@@ -50,8 +50,8 @@ class Work {
   explicit Work(std::nullptr_t) {}
   void finish_once() const;
   /// The shared state; null for work that was complete when made (Work::completed(), every
-  /// blocking call that ran in place): those need no allocation (issue #20) and keep their
-  /// completion time here, if any (returned(): none).
+  /// blocking call that ran in place): those need no allocation, which every small call would
+  /// pay (docs/benchmarks.md), and keep their completion time here, if any (returned(): none).
   std::shared_ptr<State> state_;
   std::chrono::steady_clock::time_point done_at_ = untimed();
   static constexpr std::chrono::steady_clock::time_point untimed() {

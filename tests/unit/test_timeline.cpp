@@ -118,7 +118,7 @@ TEST_CASE("the backward engine records one span per node", "[timeline]") {
 
 TEST_CASE("each collective is one span, MPI's own blocking ones included", "[timeline]") {
   // A blocking call of the library's own collective on host tensors takes a shorter path than the
-  // others (issue #20); while the timeline records, it must still be recorded.
+  // others (docs/benchmarks.md); while the timeline records, it must still be recorded.
   auto comm = comm::Communicator::init();
   const fs::path path = scratch("c.json");
   timeline::start(path.string(), 0);

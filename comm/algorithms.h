@@ -106,15 +106,20 @@ void exchange_segmented(CollectiveContext& ctx, int send_peer, const void* send,
   ctx.transport.wait_all(std::span<Request>(requests).subspan(recv_segments));
 }
 
-/// The ring all-reduce's halves (all_reduce_ring.cpp), on a layout of ctx.size() chunks, steps
-/// numbered from first_step of `steps` for the trace and the watchdog. After the reduce-scatter
-/// (input may be out), rank r holds the complete reduction of chunk (r + 1) mod N in out; the
-/// all-gather then copies every complete chunk of out to every rank.
-void ring_reduce_scatter_phase(CollectiveContext& ctx, const void* input, void* out,
-                               const ChunkLayout& layout, int first_step, int steps);
-void ring_all_gather_phase(CollectiveContext& ctx, void* out, const ChunkLayout& layout, int first_step,
-                           int steps);
-/// The chunk rank r holds complete after ring_reduce_scatter_phase.
+/// What the ring reduce-scatter's `out` holds: every chunk (the all-reduce; out may be input), or
+/// only the chunk this rank completes (the reduce-scatter; its partials travel through scratch).
+enum class RingOut : uint8_t { whole_buffer, owned_chunk };
+/// The ring's two phases (all_reduce_ring.cpp), on a layout of ctx.size() chunks, steps numbered
+/// from first_step of `steps` for the trace and the watchdog; every ring collective runs these.
+/// The reduce-scatter ends with rank r holding the complete reduction of chunk `owned` in out;
+/// the all-gather starts from every rank's complete chunk `owned` in out and copies each to every
+/// rank. Rank r's `owned` is ring_owned_chunk for the all-reduce, r for the others.
+void ring_reduce_scatter_phase(CollectiveContext& ctx, const void* input, void* out, RingOut out_holds,
+                               const ChunkLayout& layout, int owned, int first_step, int steps);
+void ring_all_gather_phase(CollectiveContext& ctx, void* out, const ChunkLayout& layout, int owned,
+                           int first_step, int steps);
+/// The chunk rank r completes in the all-reduce's reduce-scatter: the ring's step table starts
+/// each rank sending its own chunk r, so the last to arrive is the left neighbour's, r + 1.
 inline int ring_owned_chunk(int rank, int size) { return (rank + 1) % size; }
 
 // all_reduce: the ring reads input and writes out (which may be input); recursive doubling

@@ -38,14 +38,14 @@ void all_reduce_hierarchical(CollectiveContext& host, CollectiveContext& cross, 
   }
   const ChunkLayout layout{count, L};
   const int steps = 2 * (L - 1) + 1;
-  ring_reduce_scatter_phase(host, buf, buf, layout, 1, steps);
   const int mine = ring_owned_chunk(host.rank(), L);
+  ring_reduce_scatter_phase(host, buf, buf, RingOut::whole_buffer, layout, mine, 1, steps);
   if (cross.size() > 1) {
     // Every rank of this cross group has the same local index, hence the same chunk.
     host.enter_step(L, steps, "across hosts", -1, mine, -1, mine, "all-reduce");
     all_reduce_by_size(cross, host.at(buf, layout.offset(mine)), layout.length(mine), rd_max_bytes);
   }
-  ring_all_gather_phase(host, buf, layout, L + 1, steps);
+  ring_all_gather_phase(host, buf, layout, mine, L + 1, steps);
 }
 
 }  // namespace ringdp::comm

@@ -11,6 +11,9 @@
 //   after which rank r holds the complete reduction of chunk (r+1) mod N.
 //   all-gather step s: rank r sends chunk (r+1−s) mod N (complete) and overwrites chunk
 //   (r−s) mod N with the one it receives.
+// The phases below are written for any chunk `owned` that rank r completes (r+1 above): the
+// reduce-scatter sends (owned−1−s) and receives (owned−2−s), the all-gather sends (owned−s) and
+// receives (owned−s−1), so reduce_scatter_ring and all_gather_ring (owned = r) run them too.
 // Each chunk's reduction happens on exactly one path in a fixed order, then is copied to every
 // rank, so all ranks end bit-identical whatever the timing.
 // Segments: a received chunk arrives as segments; reducing segment k overlaps the arrival of
@@ -19,7 +22,9 @@
 // the reduce-scatter, so the incoming partial can land straight in the output chunk and the
 // rank's own input chunk is reduced into it there (out = incoming op input). At step 1 the chunk
 // sent is the rank's input itself. In place, the incoming partial must not overwrite the rank's
-// own contribution, so it lands in the transport's scratch slot 0 (sized once per call).
+// own contribution, so it lands in the transport's scratch slot 0 (sized once per call). When out
+// holds only the owned chunk (reduce_scatter_ring), partials alternate between scratch slots 0
+// and 1 instead, and the last lands in out (or is copied there when out overlaps input).
 // avg: the last reduce-scatter step completes the rank's own chunk, segment by segment; each
 // segment is divided by N right after its reduction, while it is still in cache (ctx.scale), and
 // the all-gather then copies the divided values.
@@ -27,45 +32,67 @@
 
 namespace ringdp::comm {
 
-void ring_reduce_scatter_phase(CollectiveContext& ctx, const void* input, void* out,
-                               const ChunkLayout& layout, int first_step, int steps) {
+void ring_reduce_scatter_phase(CollectiveContext& ctx, const void* input, void* out, RingOut out_holds,
+                               const ChunkLayout& layout, int owned, int first_step, int steps) {
   const int N = ctx.size(), r = ctx.rank();
-  const bool in_place = input == out;
   const int right = (r + 1) % N, left = (r + N - 1) % N;
-  void* scratch = in_place ? ctx.transport.scratch(0, layout.length(0) * ctx.element_bytes()) : nullptr;
+  const size_t eb = ctx.element_bytes();
+  const bool whole = out_holds == RingOut::whole_buffer;
+  const bool in_place = whole && input == out;
+  void* scratch = in_place ? ctx.transport.scratch(0, layout.length(0) * eb) : nullptr;
+  void* partials[2] = {nullptr, nullptr};
+  bool out_overlaps_input = false;
+  if (!whole) {
+    partials[0] = ctx.transport.scratch(0, layout.length(0) * eb);
+    partials[1] = ctx.transport.scratch(1, layout.length(0) * eb);
+    const char* in_begin = static_cast<const char*>(input);
+    const char* out_begin = static_cast<const char*>(out);
+    out_overlaps_input =
+        out_begin < in_begin + layout.count * eb && in_begin < out_begin + layout.length(owned) * eb;
+  }
   for (int s = 0; s < N - 1; ++s) {
-    const int send_chunk = ((r - s) % N + N) % N;
-    const int recv_chunk = ((r - s - 1) % N + N) % N;
+    const int send_chunk = ((owned - 1 - s) % N + N) % N;
+    const int recv_chunk = ((owned - 2 - s) % N + N) % N;
     ctx.enter_step(first_step + s, steps, "reduce-scatter", right, send_chunk, left, recv_chunk, "reduce");
-    const void* sending = ctx.at(s == 0 ? input : out, layout.offset(send_chunk));
-    char* target = ctx.at(out, layout.offset(recv_chunk));
-    const char* mine = ctx.at(input, layout.offset(recv_chunk));
-    const bool last = s == N - 2;  // this rank's own chunk, complete as each segment lands
+    const bool last = s == N - 2;  // the owned chunk, complete as each segment lands
+    // This rank's partial of send_chunk: its input chunk itself at first, then what it reduced
+    // the step before (in out's chunk when out holds every chunk, else in a scratch slot).
+    const void* sending = s == 0  ? ctx.at(input, layout.offset(send_chunk))
+                          : whole ? ctx.at(out, layout.offset(send_chunk))
+                                  : partials[(s - 1) % 2];
+    // `landing` takes the left neighbour's partial of recv_chunk; reduced = reduced op added makes
+    // this rank's, which the next step sends.
+    void* landing;
+    char* reduced;
+    const char* added;
     if (in_place) {
-      exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, scratch,
-                         layout.length(recv_chunk), [&](int64_t off, int64_t len) {
-                           ctx.transport.reduce_into(ctx.at(target, off), ctx.at(scratch, off), len,
-                                                     ctx.dtype, ctx.op);
-                           if (last) ctx.scale_completed(ctx.at(target, off), len);
-                         });
+      landing = scratch;
+      reduced = ctx.at(out, layout.offset(recv_chunk));
+      added = static_cast<const char*>(scratch);
     } else {
-      exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, target,
-                         layout.length(recv_chunk), [&](int64_t off, int64_t len) {
-                           ctx.transport.reduce_into(ctx.at(target, off), ctx.at(mine, off), len, ctx.dtype,
-                                                     ctx.op);
-                           if (last) ctx.scale_completed(ctx.at(target, off), len);
-                         });
+      landing = whole                           ? ctx.at(out, layout.offset(recv_chunk))
+                : (last && !out_overlaps_input) ? out
+                                                : partials[s % 2];
+      reduced = static_cast<char*>(landing);
+      added = ctx.at(input, layout.offset(recv_chunk));
     }
+    exchange_segmented(ctx, right, sending, layout.length(send_chunk), left, landing,
+                       layout.length(recv_chunk), [&](int64_t off, int64_t len) {
+                         ctx.transport.reduce_into(ctx.at(reduced, off), ctx.at(added, off), len, ctx.dtype,
+                                                   ctx.op);
+                         if (last) ctx.scale_completed(ctx.at(reduced, off), len);
+                       });
+    if (!whole && last && reduced != out) ctx.transport.copy(out, reduced, layout.length(recv_chunk) * eb);
   }
 }
 
-void ring_all_gather_phase(CollectiveContext& ctx, void* out, const ChunkLayout& layout, int first_step,
-                           int steps) {
+void ring_all_gather_phase(CollectiveContext& ctx, void* out, const ChunkLayout& layout, int owned,
+                           int first_step, int steps) {
   const int N = ctx.size(), r = ctx.rank();
   const int right = (r + 1) % N, left = (r + N - 1) % N;
   for (int s = 0; s < N - 1; ++s) {
-    const int send_chunk = ((r + 1 - s) % N + N) % N;
-    const int recv_chunk = ((r - s) % N + N) % N;
+    const int send_chunk = ((owned - s) % N + N) % N;
+    const int recv_chunk = ((owned - s - 1) % N + N) % N;
     ctx.enter_step(first_step + s, steps, "all-gather", right, send_chunk, left, recv_chunk, "store");
     exchange_segmented(ctx, right, ctx.at(out, layout.offset(send_chunk)), layout.length(send_chunk), left,
                        ctx.at(out, layout.offset(recv_chunk)), layout.length(recv_chunk),
@@ -80,8 +107,9 @@ void all_reduce_ring(CollectiveContext& ctx, const void* input, void* out, int64
     return;
   }
   const ChunkLayout layout{count, N};
-  ring_reduce_scatter_phase(ctx, input, out, layout, 1, 2 * (N - 1));
-  ring_all_gather_phase(ctx, out, layout, N, 2 * (N - 1));
+  const int owned = ring_owned_chunk(ctx.rank(), N);
+  ring_reduce_scatter_phase(ctx, input, out, RingOut::whole_buffer, layout, owned, 1, 2 * (N - 1));
+  ring_all_gather_phase(ctx, out, layout, owned, N, 2 * (N - 1));
 }
 
 }  // namespace ringdp::comm

@@ -25,8 +25,9 @@ void CollectiveContext::close_step(timeline::Clock::time_point now) {
         std::string(args.empty() ? "" : ", ") + "\"recv_from\": " + std::to_string(position.waiting_for_rank);
   if (position.chunk >= 0)
     args += std::string(args.empty() ? "" : ", ") + "\"chunk\": " + std::to_string(position.chunk);
-  timeline::complete("step", detail::concat("step ", position.step, "/", position.steps, " ", position.phase),
-                     step_begin, now, timeline::thread_row(), std::move(args));
+  timeline::complete(
+      "step", detail::concat("step ", position.step, "/", position.steps, " ", phase_name(position.phase)),
+      step_begin, now, timeline::thread_row(), std::move(args));
   step_begin = {};
 }
 
@@ -42,7 +43,7 @@ void CollectiveContext::report_end_of_steps() {
   if (observer) {
     Position done = position;
     done.step = position.steps + 1;
-    done.phase = "done";
+    done.phase = Phase::done;
     (*observer)(done);
   }
 }
@@ -51,7 +52,7 @@ int64_t CollectiveContext::segment_elements() const {
   return std::max<int64_t>(1, static_cast<int64_t>(segment_bytes / element_bytes()));
 }
 
-void CollectiveContext::enter_step(int step, int steps, const char* phase, int send_peer, int send_chunk,
+void CollectiveContext::enter_step(int step, int steps, Phase phase, int send_peer, int send_chunk,
                                    int recv_peer, int recv_chunk, const char* action) {
   // The previous step ends where this one begins; its event reads the position before it moves.
   if (step_begin != timeline::Clock::time_point{}) close_step(timeline::Clock::now());
@@ -81,8 +82,8 @@ void CollectiveContext::enter_step(int step, int steps, const char* phase, int s
   }
   std::fprintf(stderr, "ringdp trace: rank %d %s #%llu %s step %d/%d %-14s %s%s%s\n", rank(),
                kind_name(position.kind), static_cast<unsigned long long>(position.sequence),
-               algorithm_name(position.algorithm), step, steps, phase, sent, (*sent && *received) ? "; " : "",
-               received);
+               algorithm_name(position.algorithm), step, steps, phase_name(phase), sent,
+               (*sent && *received) ? "; " : "", received);
 }
 
 }  // namespace ringdp::comm

@@ -51,7 +51,7 @@ struct CollectiveContext {
   }
   int64_t segment_elements() const;
   /// Records the step for the watchdog and prints it when tracing.
-  void enter_step(int step, int steps, const char* phase, int send_peer, int send_chunk, int recv_peer,
+  void enter_step(int step, int steps, Phase phase, int send_peer, int send_chunk, int recv_peer,
                   int recv_chunk, const char* action);
   /// Multiplies `count` elements at `data`, whose reduction this rank has just completed, by
   /// `scale` (nothing when it is 1). Host memory only.

@@ -42,7 +42,7 @@ void all_reduce_hierarchical(CollectiveContext& host, CollectiveContext& cross, 
   ring_reduce_scatter_phase(host, buf, buf, RingOut::whole_buffer, layout, mine, 1, steps);
   if (cross.size() > 1) {
     // Every rank of this cross group has the same local index, hence the same chunk.
-    host.enter_step(L, steps, "across hosts", -1, mine, -1, mine, "all-reduce");
+    host.enter_step(L, steps, Phase::across_hosts, -1, mine, -1, mine, "all-reduce");
     all_reduce_by_size(cross, host.at(buf, layout.offset(mine)), layout.length(mine), rd_max_bytes);
   }
   ring_all_gather_phase(host, buf, layout, mine, L + 1, steps);

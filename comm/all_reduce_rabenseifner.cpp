@@ -46,7 +46,7 @@ void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count) {
     const int64_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
     const int64_t give_lo = lower ? mid : lo, give_hi = lower ? hi : mid;
     const int partner = fold.real_rank(fold.vrank ^ mask);
-    ctx.enter_step(++step, steps, "reduce-scatter", partner, -1, partner, -1, "reduce");
+    ctx.enter_step(++step, steps, Phase::reduce_scatter, partner, -1, partner, -1, "reduce");
     ctx.requests.clear();
     ctx.requests.push_back(ctx.transport.irecv(partner, incoming, (keep_hi - keep_lo) * element, ctx.tag));
     ctx.requests.push_back(
@@ -63,7 +63,7 @@ void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count) {
     const bool lower = (fold.vrank & mask) == 0;
     const int64_t other_lo = lower ? mid : lows[k], other_hi = lower ? highs[k] : mid;
     const int partner = fold.real_rank(fold.vrank ^ mask);
-    ctx.enter_step(++step, steps, "all-gather", partner, -1, partner, -1, "store");
+    ctx.enter_step(++step, steps, Phase::all_gather, partner, -1, partner, -1, "store");
     ctx.requests.clear();
     ctx.requests.push_back(
         ctx.transport.irecv(partner, ctx.at(buf, other_lo), (other_hi - other_lo) * element, ctx.tag));

@@ -25,7 +25,7 @@ void all_reduce_recursive_doubling(CollectiveContext& ctx, void* buf, int64_t co
   void* incoming = ctx.transport.scratch(0, bytes);
   for (int mask = 1; mask < fold.P; mask <<= 1) {
     const int partner = fold.real_rank(fold.vrank ^ mask);
-    ctx.enter_step(++step, steps, "exchange", partner, -1, partner, -1, "reduce");
+    ctx.enter_step(++step, steps, Phase::exchange, partner, -1, partner, -1, "reduce");
     ctx.requests.clear();
     ctx.requests.push_back(ctx.transport.irecv(partner, incoming, bytes, ctx.tag));
     ctx.requests.push_back(ctx.transport.isend(partner, buf, bytes, ctx.tag));

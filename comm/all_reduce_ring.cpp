@@ -53,7 +53,8 @@ void ring_reduce_scatter_phase(CollectiveContext& ctx, const void* input, void* 
   for (int s = 0; s < N - 1; ++s) {
     const int send_chunk = ((owned - 1 - s) % N + N) % N;
     const int recv_chunk = ((owned - 2 - s) % N + N) % N;
-    ctx.enter_step(first_step + s, steps, "reduce-scatter", right, send_chunk, left, recv_chunk, "reduce");
+    ctx.enter_step(first_step + s, steps, Phase::reduce_scatter, right, send_chunk, left, recv_chunk,
+                   "reduce");
     const bool last = s == N - 2;  // the owned chunk, complete as each segment lands
     // This rank's partial of send_chunk: its input chunk itself at first, then what it reduced
     // the step before (in out's chunk when out holds every chunk, else in a scratch slot).
@@ -93,7 +94,7 @@ void ring_all_gather_phase(CollectiveContext& ctx, void* out, const ChunkLayout&
   for (int s = 0; s < N - 1; ++s) {
     const int send_chunk = ((owned - s) % N + N) % N;
     const int recv_chunk = ((owned - s - 1) % N + N) % N;
-    ctx.enter_step(first_step + s, steps, "all-gather", right, send_chunk, left, recv_chunk, "store");
+    ctx.enter_step(first_step + s, steps, Phase::all_gather, right, send_chunk, left, recv_chunk, "store");
     exchange_segmented(ctx, right, ctx.at(out, layout.offset(send_chunk)), layout.length(send_chunk), left,
                        ctx.at(out, layout.offset(recv_chunk)), layout.length(recv_chunk),
                        [](int64_t, int64_t) {});

@@ -89,7 +89,7 @@ void reduce_scattered(CollectiveContext& ctx, SharedSlots& slots, char* mine, ch
   }
   std::memcpy(ctx.at(mine, begin), sum, static_cast<size_t>(end - begin) * element);
   slots.publish_reduced();
-  ctx.enter_step(++step, steps, "all-gather", -1, -1, -1, -1, "gather");
+  ctx.enter_step(++step, steps, Phase::all_gather, -1, -1, -1, -1, "gather");
   for (int r = 0; r < N; ++r) {
     if (r == me) continue;
     wait_for(ctx, slots, r, [&] { return slots.reduced(r); });
@@ -123,8 +123,8 @@ void all_reduce_shared(CollectiveContext& ctx, SharedSlots& slots, const void* i
     std::memcpy(mine, ctx.at(input, first), bytes);
     slots.publish(ctx.tag, bytes);
     char* target = ctx.at(out, first);
-    ctx.enter_step(++step, steps, scattered(round) ? "reduce-scatter" : "shared memory", -1, -1, -1, -1,
-                   "reduce");
+    ctx.enter_step(++step, steps, scattered(round) ? Phase::reduce_scatter : Phase::shared_memory, -1, -1, -1,
+                   -1, "reduce");
     if (scattered(round))
       reduce_scattered(ctx, slots, mine, target, n, bytes, step, steps);
     else

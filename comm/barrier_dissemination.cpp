@@ -13,7 +13,7 @@ void barrier_dissemination(CollectiveContext& ctx) {
   int step = 0;
   for (int distance = 1; distance < N; distance <<= 1) {
     const int to = (r + distance) % N, from = (r - distance + N) % N;
-    ctx.enter_step(++step, steps, "signal", to, -1, from, -1, "wait");
+    ctx.enter_step(++step, steps, Phase::signal, to, -1, from, -1, "wait");
     ctx.requests.clear();
     ctx.requests.push_back(ctx.transport.irecv(from, nullptr, 0, ctx.tag));
     ctx.requests.push_back(ctx.transport.isend(to, nullptr, 0, ctx.tag));

@@ -19,7 +19,7 @@ void broadcast_chain(CollectiveContext& ctx, void* buf, int64_t count, int root)
   const size_t eb = ctx.element_bytes();
   auto& requests = ctx.requests;
   requests.clear();
-  ctx.enter_step(1, 1, "chain", next, -1, previous, -1, "forward");
+  ctx.enter_step(1, 1, Phase::chain, next, -1, previous, -1, "forward");
   if (previous >= 0) {
     for (int64_t k = 0; k < segments; ++k)
       requests.push_back(

@@ -20,13 +20,13 @@ void broadcast_tree(CollectiveContext& ctx, void* buf, int64_t count, int root) 
   if (vrank != 0) {
     const int parent = (vrank - mask + root) % N;
     for (int m = 1; m < mask; m <<= 1) ++step;
-    ctx.enter_step(++step, steps, "receive", -1, -1, parent, -1, "store");
+    ctx.enter_step(++step, steps, Phase::receive, -1, -1, parent, -1, "store");
     exchange_segmented(ctx, -1, nullptr, 0, parent, buf, count, [](int64_t, int64_t) {});
   }
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (vrank + mask >= N) continue;
     const int child = (vrank + mask + root) % N;
-    ctx.enter_step(++step, steps, "forward", child, -1, -1, -1, "");
+    ctx.enter_step(++step, steps, Phase::forward, child, -1, -1, -1, "");
     exchange_segmented(ctx, child, buf, count, -1, nullptr, 0, [](int64_t, int64_t) {});
   }
 }

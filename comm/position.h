@@ -12,6 +12,28 @@
 
 namespace ringdp::comm {
 
+/// The part of an algorithm a step belongs to. Printed by phase_name() (traces, reports,
+/// --explain) and compared as values, never as the printed words.
+enum class Phase : uint8_t {
+  none,
+  reduce_scatter,
+  all_gather,
+  exchange,
+  shared_memory,
+  across_hosts,
+  signal,
+  chain,
+  receive,
+  forward,
+  fold_in,
+  unfold,
+  send_up,
+  gather,
+  done,  ///< after the last step (StepObserver)
+};
+/// "reduce-scatter", "shared memory", ...; "" for none.
+const char* phase_name(Phase phase);
+
 struct Position {
   CollectiveKind kind = CollectiveKind::barrier;
   uint64_t sequence = 0;  ///< collectives issued on this communicator before this one
@@ -20,7 +42,7 @@ struct Position {
   DType dtype = DType::float32;
   int step = 0;  ///< 1-based; 0 before the first step
   int steps = 0;
-  const char* phase = "";
+  Phase phase = Phase::none;
   int waiting_for_rank = -1;
   int chunk = -1;
 

@@ -24,16 +24,16 @@ bool PowerOfTwoFold::fold_in(CollectiveContext& ctx, void* buf, int64_t count, i
     return true;
   }
   if (rank % 2 == 0) {  // hand the buffer over, wait for the result
-    ctx.enter_step(++step, steps, "fold-in", rank + 1, -1, -1, -1, "");
+    ctx.enter_step(++step, steps, Phase::fold_in, rank + 1, -1, -1, -1, "");
     Request sent = ctx.transport.isend(rank + 1, buf, bytes, ctx.tag);
     ctx.transport.wait(sent);
-    ctx.enter_step(steps, steps, "unfold", -1, -1, rank + 1, -1, "store");
+    ctx.enter_step(steps, steps, Phase::unfold, -1, -1, rank + 1, -1, "store");
     Request got = ctx.transport.irecv(rank + 1, buf, bytes, ctx.tag);
     ctx.transport.wait(got);
     return false;
   }
   void* incoming = ctx.transport.scratch(0, bytes);
-  ctx.enter_step(++step, steps, "fold-in", -1, -1, rank - 1, -1, "reduce");
+  ctx.enter_step(++step, steps, Phase::fold_in, -1, -1, rank - 1, -1, "reduce");
   Request got = ctx.transport.irecv(rank - 1, incoming, bytes, ctx.tag);
   ctx.transport.wait(got);
   ctx.transport.reduce_into(buf, incoming, count, ctx.dtype, ctx.op);
@@ -42,7 +42,7 @@ bool PowerOfTwoFold::fold_in(CollectiveContext& ctx, void* buf, int64_t count, i
 
 void PowerOfTwoFold::unfold(CollectiveContext& ctx, const void* buf, int64_t count, int steps) const {
   if (rank >= 2 * extra) return;  // (the even ranks received theirs in fold_in)
-  ctx.enter_step(steps, steps, "unfold", rank - 1, -1, -1, -1, "");
+  ctx.enter_step(steps, steps, Phase::unfold, rank - 1, -1, -1, -1, "");
   Request sent = ctx.transport.isend(rank - 1, buf, count * ctx.element_bytes(), ctx.tag);
   ctx.transport.wait(sent);
 }

@@ -25,7 +25,7 @@ void reduce_tree(CollectiveContext& ctx, const void* input, void* out, int64_t c
     ++step;
     if (vrank & mask) {
       const int parent = (vrank - mask + root) % N;
-      ctx.enter_step(step, steps, "send-up", parent, -1, -1, -1, "");
+      ctx.enter_step(step, steps, Phase::send_up, parent, -1, -1, -1, "");
       exchange_segmented(ctx, parent, partial, count, -1, nullptr, 0, [](int64_t, int64_t) {});
       return;
     }
@@ -36,7 +36,7 @@ void reduce_tree(CollectiveContext& ctx, const void* input, void* out, int64_t c
       ctx.transport.copy(accumulator, input, bytes);
       partial = accumulator;
     }
-    ctx.enter_step(step, steps, "gather", -1, -1, child, -1, "reduce");
+    ctx.enter_step(step, steps, Phase::gather, -1, -1, child, -1, "reduce");
     exchange_segmented(ctx, -1, nullptr, 0, child, incoming, count, [&](int64_t off, int64_t len) {
       ctx.transport.reduce_into(ctx.at(accumulator, off), ctx.at(incoming, off), len, ctx.dtype, ctx.op);
     });

@@ -55,7 +55,7 @@ struct Observed {
   int64_t collective = -1;  // sequence of the all-reduce being followed
   int steps = 0;
   std::vector<double> before_step;  // [k]: value as step k+1 began; [steps]: after the last
-  std::vector<std::string> phases;  // [k]: phase of step k+1
+  std::vector<comm::Phase> phases;  // [k]: phase of step k+1
   std::vector<bool> took_part;
 };
 
@@ -119,7 +119,7 @@ void observe_bucket(comm::Communicator& comm, int bucket, const float* watched, 
         seen.collective = seen.current;
         seen.steps = where.steps;
         seen.before_step.assign(where.steps + 1, std::nan(""));
-        seen.phases.assign(where.steps, "");
+        seen.phases.assign(where.steps, comm::Phase::none);
         seen.took_part.assign(where.steps, false);
       }
     }
@@ -259,7 +259,7 @@ StepTable gather_step_table(comm::Communicator& comm, const Observed& seen) {
   return table;
 }
 
-void print_step_table(const StepTable& table, const std::vector<std::string>& phases,
+void print_step_table(const StepTable& table, const std::vector<comm::Phase>& phases,
                       const std::vector<double>& finals, int N) {
   const int steps = table.steps;
   const auto at = [&](int r, int k) { return table.values[r * (steps + 1) + k]; };
@@ -269,7 +269,7 @@ void print_step_table(const StepTable& table, const std::vector<std::string>& ph
   for (int r = 0; r < N; ++r) std::printf("%12s", number(at(r, 0)).c_str());
   for (int k = 0; k < steps; ++k) {
     char label[64];
-    std::snprintf(label, sizeof label, "after step %d/%d %s", k + 1, steps, phases[k].c_str());
+    std::snprintf(label, sizeof label, "after step %d/%d %s", k + 1, steps, comm::phase_name(phases[k]));
     std::printf("\n   %-28s", label);
     for (int r = 0; r < N; ++r) {
       const bool idle = table.took_part[r * steps + k] == 0;
@@ -284,7 +284,7 @@ void print_step_table(const StepTable& table, const std::vector<std::string>& ph
 }
 
 // Why the values moved as they did, for the algorithms whose table alone does not say.
-void print_algorithm_notes(comm::Algorithm used, const std::vector<std::string>& phases, int N) {
+void print_algorithm_notes(comm::Algorithm used, const std::vector<comm::Phase>& phases, int N) {
   if (used == comm::Algorithm::ring || used == comm::Algorithm::rabenseifner)
     std::printf(
         "   (%s divides by %d where a sum completes: the rank that finishes a chunk divides it\n"
@@ -295,9 +295,9 @@ void print_algorithm_notes(comm::Algorithm used, const std::vector<std::string>&
   // rounds of at least RINGDP_SHM_SCATTER_MIN_BYTES are scattered, smaller ones whole, and a
   // bucket over one slot whose last round is short has both.
   bool whole_round = false, scattered_round = false;
-  for (const std::string& phase : phases) {
-    whole_round = whole_round || phase == "shared memory";
-    scattered_round = scattered_round || phase == "reduce-scatter";
+  for (comm::Phase phase : phases) {
+    whole_round = whole_round || phase == comm::Phase::shared_memory;
+    scattered_round = scattered_round || phase == comm::Phase::reduce_scatter;
   }
   if (!scattered_round)
     std::printf(

@@ -24,7 +24,7 @@ std::vector<Seen> observe_all_reduce(comm::Communicator& comm, comm::Algorithm a
   const float* first = buf.data<float>();
   comm.set_step_observer([&](const comm::Position& where) {
     if (where.kind == comm::CollectiveKind::all_reduce)
-      seen.push_back({where.step, where.steps, where.phase, static_cast<double>(*first)});
+      seen.push_back({where.step, where.steps, comm::phase_name(where.phase), static_cast<double>(*first)});
   });
   comm.all_reduce(buf, ReduceOp::sum, {.algorithm = algorithm});
   comm.set_step_observer({});

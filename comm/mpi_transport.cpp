@@ -46,8 +46,16 @@ void mpi_check(int rc, const char* call, const char* file, int line) {
       detail::concat("MPI call `", call, "` failed on rank ", rank, " (", host, "): ", text));
 }
 
+namespace {
+// Tag 0 is never a collective's (encode_tag starts at 1): it marks an envelope.
+constexpr int kEnvelopeTag = 0;
+constexpr uint32_t kEnvelopeMagic = 0x52445045;  // "RDPE"
+}  // namespace
+
 MpiTransport::MpiTransport(MPI_Comm comm) {
   RINGDP_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+  RINGDP_MPI_CHECK(MPI_Comm_dup(comm, &payload_comm_));
+  RINGDP_MPI_CHECK(MPI_Comm_set_errhandler(payload_comm_, MPI_ERRORS_RETURN));
   RINGDP_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   RINGDP_MPI_CHECK(MPI_Comm_dup(comm, &user_comm_));
   RINGDP_MPI_CHECK(MPI_Comm_set_errhandler(user_comm_, MPI_ERRORS_RETURN));
@@ -66,6 +74,7 @@ MpiTransport::~MpiTransport() {
   MPI_Finalized(&finalized);
   if (!finalized) {
     MPI_Comm_free(&comm_);
+    MPI_Comm_free(&payload_comm_);
     MPI_Comm_free(&user_comm_);
   }
 }
@@ -79,6 +88,7 @@ int MpiTransport::wire_tag(int tag) const {
 Request MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
   const bool user = tag >= kUserTagBase;
+  if (!user && bytes > kDirectMaxBytes) return post_two_part(peer, const_cast<void*>(data), bytes, tag, false);
   MPI_Request request;
   RINGDP_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag),
                              user ? user_comm_ : comm_, &request));
@@ -88,6 +98,7 @@ Request MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
 Request MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
   const bool user = tag >= kUserTagBase;
+  if (!user && bytes > kDirectMaxBytes) return post_two_part(peer, data, bytes, tag, true);
   MPI_Request request;
   // A collective's receive takes any tag, so a message of another collective is seen (and
   // reported) instead of waiting forever for one that never comes.
@@ -98,6 +109,8 @@ Request MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
 
 void MpiTransport::wait_all(std::span<Request> requests) {
   if (requests.empty()) return;
+  for (const Request& r : requests)
+    if (r.two_part) return wait_two_part(requests);
   waiting_.clear();
   for (const Request& r : requests) waiting_.push_back(to_mpi(r));
   statuses_.resize(waiting_.size());
@@ -116,6 +129,8 @@ void MpiTransport::wait_all(std::span<Request> requests) {
     }
     RINGDP_MPI_CHECK(rc);
     if (done) break;
+    // A payload this rank's peer is sending may wait for an envelope this rank has not checked yet.
+    if (!receives_in_order_.empty()) advance_two_part();
     if (yield_when_idle_) std::this_thread::yield();
     // Reading the clock costs ~20 ns; every 256th poll keeps it off the fast path.
     if ((polls & 255u) == 255u && deadline_passed()) expire();
@@ -177,6 +192,9 @@ void MpiTransport::check_envelopes(std::span<Request> requests) {
     const Request& r = requests[i];
     if (!r.receive) continue;
     const MPI_Status& status = statuses_[i];
+    RINGDP_CHECK(status.MPI_TAG != kEnvelopeTag, "rank ", rank_, " expected ", r.bytes, " bytes of ",
+                 describe_tag(r.tag), " from rank ", r.peer, " and got the envelope of a message over ",
+                 kDirectMaxBytes, " bytes: the ranks passed different counts (or called different collectives)");
     RINGDP_CHECK(status.MPI_TAG == r.tag, "rank ", rank_, " is in ", describe_tag(r.tag), " but rank ",
                  r.peer, " sent it a message of ", describe_tag(status.MPI_TAG),
                  ": the ranks called different collectives");
@@ -189,6 +207,10 @@ void MpiTransport::check_envelopes(std::span<Request> requests) {
 }
 
 bool MpiTransport::test(Request& request) {
+  if (request.two_part) {
+    advance_two_part();
+    return finish_two_part(request);
+  }
   MPI_Request m = to_mpi(request);
   int done = 0;
   statuses_.resize(1);
@@ -196,6 +218,111 @@ bool MpiTransport::test(Request& request) {
   if (done) check_envelopes(std::span<Request>(&request, 1));
   request = from_mpi(m, request);
   return done != 0;
+}
+
+Request MpiTransport::post_two_part(int peer, void* data, size_t bytes, int tag, bool receive) {
+  if (free_records_.empty()) {
+    two_part_records_.push_back(std::make_unique<TwoPart>());
+    free_records_.push_back(two_part_records_.back().get());
+  }
+  TwoPart* part = free_records_.back();
+  free_records_.pop_back();
+  *part = TwoPart{.data = data, .bytes = bytes, .peer = peer, .tag = tag};
+  if (receive) {
+    RINGDP_MPI_CHECK(MPI_Irecv(&part->envelope, sizeof(Envelope), MPI_BYTE, peer, MPI_ANY_TAG, comm_,
+                               &part->envelope_request));
+    receives_in_order_.push_back(part);
+  } else {
+    part->envelope = Envelope{.bytes = bytes, .tag = tag, .magic = kEnvelopeMagic};
+    RINGDP_MPI_CHECK(MPI_Isend(&part->envelope, sizeof(Envelope), MPI_BYTE, peer, kEnvelopeTag, comm_,
+                               &part->envelope_request));
+    RINGDP_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag), payload_comm_,
+                               &part->payload_request));
+    part->payload_posted = true;
+  }
+  Request request{0, peer, tag, bytes, receive, true};
+  request.handle = reinterpret_cast<uintptr_t>(part);
+  return request;
+}
+
+void MpiTransport::check_envelope(const TwoPart& part, const MPI_Status& status) const {
+  const char* why = "the ranks passed different counts (or called different collectives)";
+  int received = 0;
+  MPI_Get_count(&status, MPI_BYTE, &received);
+  RINGDP_CHECK(status.MPI_TAG == kEnvelopeTag, "rank ", rank_, " expected ", part.bytes, " bytes of ",
+               describe_tag(part.tag), " from rank ", part.peer, " and got ", received, " bytes of ",
+               describe_tag(status.MPI_TAG), ": ", why);
+  RINGDP_CHECK(received == static_cast<int>(sizeof(Envelope)) && part.envelope.magic == kEnvelopeMagic, "rank ",
+               rank_, " got a malformed envelope from rank ", part.peer);
+  RINGDP_CHECK(part.envelope.tag == part.tag, "rank ", rank_, " is in ", describe_tag(part.tag), " but rank ",
+               part.peer, " sent it a message of ", describe_tag(part.envelope.tag),
+               ": the ranks called different collectives");
+  RINGDP_CHECK(part.envelope.bytes == part.bytes, "rank ", rank_, " expected ", part.bytes, " bytes of ",
+               describe_tag(part.tag), " from rank ", part.peer, " and rank ", part.peer, " is sending ",
+               part.envelope.bytes, " (stopped before any of it moved): ", why);
+}
+
+void MpiTransport::advance_two_part() {
+  while (!receives_in_order_.empty()) {
+    TwoPart* part = receives_in_order_.front();
+    int arrived = 0;
+    MPI_Status status;
+    const int rc = MPI_Test(&part->envelope_request, &arrived, &status);
+    // A message of another collective, longer than the envelope, is cut (it is sent eagerly).
+    RINGDP_CHECK(rc != MPI_ERR_TRUNCATE, "rank ", rank_, " expected ", part->bytes, " bytes of ",
+                 describe_tag(part->tag), " from rank ", part->peer,
+                 " and got a shorter message: the ranks passed different counts (or called different collectives)");
+    RINGDP_MPI_CHECK(rc);
+    if (!arrived) return;
+    check_envelope(*part, status);
+    RINGDP_MPI_CHECK(MPI_Irecv(part->data, static_cast<int>(part->bytes), MPI_BYTE, part->peer,
+                               wire_tag(part->tag), payload_comm_, &part->payload_request));
+    part->payload_posted = true;
+    receives_in_order_.pop_front();
+  }
+}
+
+bool MpiTransport::finish_two_part(Request& request) {
+  auto* part = reinterpret_cast<TwoPart*>(request.handle);
+  if (!part->payload_posted) return false;
+  MPI_Request both[2] = {part->envelope_request, part->payload_request};
+  int done = 0;
+  RINGDP_MPI_CHECK(MPI_Testall(2, both, &done, MPI_STATUSES_IGNORE));
+  part->envelope_request = both[0];
+  part->payload_request = both[1];
+  if (!done) return false;
+  free_records_.push_back(part);
+  request = from_mpi(MPI_REQUEST_NULL);
+  return true;
+}
+
+bool MpiTransport::test_one(Request& request) {
+  MPI_Request m = to_mpi(request);
+  if (m == MPI_REQUEST_NULL) return true;
+  int done = 0;
+  statuses_.resize(1);
+  const int rc = MPI_Test(&m, &done, statuses_.data());
+  RINGDP_CHECK(!(rc == MPI_ERR_TRUNCATE && request.receive), "rank ", rank_, " expected ", request.bytes,
+               " bytes of ", describe_tag(request.tag), " from rank ", request.peer,
+               " and got a longer message: the ranks passed different counts (or called different collectives)");
+  RINGDP_MPI_CHECK(rc);
+  if (!done) return false;
+  check_envelopes(std::span<Request>(&request, 1));
+  request = from_mpi(MPI_REQUEST_NULL);
+  return true;
+}
+
+// The general wait, for a set with a two-part message in it: one test per request per poll, and
+// the envelopes that arrived turned into posted payload receives, in order.
+void MpiTransport::wait_two_part(std::span<Request> requests) {
+  for (uint32_t polls = 0;; ++polls) {
+    advance_two_part();
+    bool all_done = true;
+    for (Request& r : requests) all_done = (r.two_part ? finish_two_part(r) : test_one(r)) && all_done;
+    if (all_done) return;
+    if (yield_when_idle_) std::this_thread::yield();
+    if ((polls & 255u) == 255u && deadline_passed()) expire();
+  }
 }
 
 void MpiTransport::reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {

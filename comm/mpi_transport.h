@@ -1,7 +1,23 @@
 // Transport over MPI point-to-point: MPI_Isend, MPI_Irecv and MPI_Testall only. The wait polls
 // MPI_Testall so it can check the deadline, yielding the core between polls where ranks share
 // cores (set_yield_when_idle).
+//
+// No payload moves until the receiver knows it fits. A collective's message of up to
+// kDirectMaxBytes goes straight to a receive posted with its expected size: MPI sends such a
+// message eagerly, and a longer one than was posted is cut and reported (MPI_ERR_TRUNCATE), not
+// written past the buffer. A longer message is sent in two parts: a small envelope (its size and
+// its collective's tag) on the collectives' communicator, then the payload on a communicator of
+// its own. The receiver posts the envelope's receive at once and the payload's only after
+// checking the envelope, so ranks that disagree on a count or a collective are stopped before a
+// byte of the payload moves. (Open MPI 4.1's single-copy path for messages above its eager size
+// had already written a longer message past the receive buffer when MPI_ERR_TRUNCATE came back:
+// heap corruption, docs/errors.md.) Tested by tests/cli/bench.sh envelope (MPMD launches with
+// mismatched counts and algorithms) and tests/mpi.
 #pragma once
+
+#include <deque>
+#include <memory>
+#include <vector>
 
 #include "comm/transport.h"
 #include "config.h"
@@ -10,6 +26,10 @@
 #include <mpi.h>
 
 namespace ringdp::comm {
+
+/// The largest collective message sent in one part: well under every eager size we know of
+/// (Open MPI's shared-memory BTL: 4 KiB; its TCP BTL: 64 KiB; MPICH cuts any message safely).
+constexpr size_t kDirectMaxBytes = 1024;
 
 class MpiTransport final : public Transport {
  public:
@@ -54,10 +74,38 @@ class MpiTransport final : public Transport {
 
  private:
   void check_envelopes(std::span<Request> requests);
+  /// What travels ahead of a two-part message, and the record of one in flight.
+  struct Envelope {
+    uint64_t bytes = 0;
+    int32_t tag = 0;
+    uint32_t magic = 0;
+  };
+  struct TwoPart {
+    Envelope envelope;
+    MPI_Request envelope_request = MPI_REQUEST_NULL;
+    MPI_Request payload_request = MPI_REQUEST_NULL;
+    void* data = nullptr;
+    size_t bytes = 0;
+    int peer = -1;
+    int tag = 0;
+    bool payload_posted = false;
+  };
+  Request post_two_part(int peer, void* data, size_t bytes, int tag, bool receive);
+  /// Posts the payload receive of every two-part receive whose envelope has arrived, in the order
+  /// their envelopes were posted (payloads of one collective share a tag, so a later receive
+  /// posted first would take an earlier payload); checks each envelope before posting.
+  void advance_two_part();
+  /// True once both parts are done; releases the record.
+  bool finish_two_part(Request& request);
+  void wait_two_part(std::span<Request> requests);
+  void check_envelope(const TwoPart& part, const MPI_Status& status) const;
+  /// Tests one single-part request; true (and the request released) when it is done.
+  bool test_one(Request& request);
   /// The tag MPI sees: a user tag without its in-process kUserTagBase mark; checked against tag_ub_.
   int wire_tag(int tag) const;
 
-  MPI_Comm comm_;  // collectives' messages
+  MPI_Comm comm_;  // collectives' messages, and the envelopes of two-part ones
+  MPI_Comm payload_comm_;  // the payloads of two-part messages
   MPI_Comm user_comm_;  // send/recv of user tags: never matched by a collective's ANY_TAG receive
   int rank_ = 0;
   int size_ = 1;
@@ -66,7 +114,11 @@ class MpiTransport final : public Transport {
   std::unique_ptr<SharedSlots> slots_;  // null unless enable_shared_slots() made them
   std::vector<MPI_Request> waiting_;  // reused by wait_all: no allocation per wait
   std::vector<MPI_Status> statuses_;
-  std::vector<char> in_place_copy_;  // native_reduce_scatter's input, when the output lies inside it
+  std::vector<char> in_place_copy_;
+  /// Two-part messages in flight, receives in the order posted; records are reused.
+  std::deque<TwoPart*> receives_in_order_;
+  std::vector<std::unique_ptr<TwoPart>> two_part_records_;
+  std::vector<TwoPart*> free_records_;  // native_reduce_scatter's input, when the output lies inside it
 };
 
 /// Throws ringdp::Error naming the call, the rank and MPI's error string when rc != MPI_SUCCESS.

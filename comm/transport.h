@@ -32,6 +32,9 @@ struct Request {
   int tag = 0;
   size_t bytes = 0;
   bool receive = false;
+  /// A message sent in two parts, an envelope ahead of the payload (MpiTransport: larger than
+  /// kDirectMaxBytes); `handle` is then the transport's record of both.
+  bool two_part = false;
 };
 
 class Transport {

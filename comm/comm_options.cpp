@@ -11,7 +11,8 @@ CommOptions with_environment(CommOptions options) {
   using settings::Id;
   if (auto seconds = settings::number(Id::timeout)) options.timeout = std::chrono::seconds(*seconds);
   if (auto ms = settings::number(Id::timeout_ms)) options.timeout = std::chrono::milliseconds(*ms);
-  RINGDP_CHECK(options.timeout.count() > 0, "the collective timeout must be positive; got ",
+  RINGDP_CHECK(options.timeout.count() > 0 && options.timeout <= kMaxTimeout,
+               "the collective timeout must be from 1 ms to ", kMaxTimeout.count(), " s; got ",
                options.timeout.count(), " ms");
   auto bytes = [](Id id, size_t& field) {
     if (auto value = settings::number(id)) field = static_cast<size_t>(*value);

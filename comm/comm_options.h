@@ -64,6 +64,11 @@ struct CollectiveOptions {
   bool async = false;  ///< return at once; the Work completes when the collective has run
 };
 
+/// The longest collective timeout: a deadline is now + timeout on a steady clock of 64-bit
+/// nanoseconds, which a longer one (RINGDP_TIMEOUT=9999999999) overflowed into the past, ending the
+/// job at its first collective.
+inline constexpr std::chrono::seconds kMaxTimeout{100'000'000};  // a little over 3 years
+
 /// `options` with the RINGDP_* variables that are set applied over them (the environment wins: it
 /// is how a user changes a deadline without a rebuild), each checked; an Error names the first bad one.
 CommOptions with_environment(CommOptions options);

@@ -21,11 +21,11 @@ using enum Kind;
 
 // One row per variable, in Id order (checked below). Defaults are written as a user would set them.
 constexpr Setting kTable[] = {
-    {timeout, "RINGDP_TIMEOUT", number, "300", "a positive number of seconds",
+    {timeout, "RINGDP_TIMEOUT", number, "300", "a number of seconds from 1 to 100000000",
      "deadline of every collective; a rank past it reports where it waits and ends the job", Reader::library,
-     1},
-    {timeout_ms, "RINGDP_TIMEOUT_MS", number, "", "a positive number of milliseconds",
-     "the same deadline in milliseconds (wins over RINGDP_TIMEOUT)", Reader::library, 1},
+     1, 100'000'000},
+    {timeout_ms, "RINGDP_TIMEOUT_MS", number, "", "a number of milliseconds from 1 to 100000000000",
+     "the same deadline in milliseconds (wins over RINGDP_TIMEOUT)", Reader::library, 1, 100'000'000'000},
     {segment_bytes, "RINGDP_SEGMENT_BYTES", number, "0", "a number of bytes, 0 = automatic",
      "the ring's pipelining unit; 0: 1 MiB, or 64 KiB when a host's ranks outnumber its cores (agreed: "
      "minimum "
@@ -108,7 +108,10 @@ static_assert(in_id_order(), "kTable's rows are in Id order, so get() is an inde
 
 std::optional<std::string_view> raw(const Setting& s) {
   const char* value = std::getenv(std::string(s.name).c_str());
-  if (!value || !*value) return std::nullopt;
+  if (!value) return std::nullopt;
+  // Set but empty is most likely a script's variable that expanded to nothing: say so rather than
+  // run with the default in silence.
+  RINGDP_CHECK(*value, s.name, " is set but empty: expected ", s.expected, " (unset it for the default)");
   return std::string_view(value);
 }
 

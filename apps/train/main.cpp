@@ -2,6 +2,7 @@
 // Linear(10 -> 1), MSE, SGD lr 0.01, 100 samples of 10 features per rank, 10 epochs.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -21,6 +22,8 @@ CLI::Validator number_check(bool allow_zero) {
         char* end = nullptr;
         const double value = std::strtod(text.c_str(), &end);
         if (end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
+        // nan compares false with everything, so it would pass the sign test below.
+        if (!std::isfinite(value)) return "'" + text + "' is not a finite number";
         if (value < 0 || (!allow_zero && value == 0))
           return "'" + text + "' must be " + (allow_zero ? "zero or positive" : "positive");
         return {};
@@ -28,6 +31,36 @@ CLI::Validator number_check(bool allow_zero) {
       allow_zero ? "NUMBER >= 0" : "NUMBER > 0");
 }
 const CLI::Validator kPositive = number_check(false);
+// Whole numbers (epochs, samples, sizes): digits only, so 1e20 or 99999999999999999999 is refused
+// here instead of wrapping or overflowing in CLI11's conversion.
+CLI::Validator count_check(bool allow_zero) {
+  return CLI::Validator(
+      [allow_zero](std::string& text) -> std::string {
+        constexpr size_t kMaxDigits = 12;  // up to 999,999,999,999: far past any real run
+        if (text.empty() || text.size() > kMaxDigits ||
+            text.find_first_not_of("0123456789") != std::string::npos)
+          return "'" + text + "' is not a whole number from " + (allow_zero ? "0" : "1") + " to 999999999999";
+        if (!allow_zero && std::strtoll(text.c_str(), nullptr, 10) == 0)
+          return "'" + text + "' must be positive";
+        return {};
+      },
+      allow_zero ? "INTEGER >= 0" : "INTEGER > 0");
+}
+const CLI::Validator kCount = count_check(false);
+const CLI::Validator kCountOrZero = count_check(true);
+// The collective timeout: at least a millisecond (the unit it is kept in) and at most
+// comm::kMaxTimeout, past which a deadline of now + timeout would overflow the clock.
+const CLI::Validator kTimeout(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      const double most = static_cast<double>(comm::kMaxTimeout.count());
+      if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || value < 0.001 || value > most)
+        return "'" + text + "' is not a number of seconds from 0.001 to " +
+               std::to_string(comm::kMaxTimeout.count());
+      return {};
+    },
+    "SECONDS");
 const CLI::Validator kNonNegative = number_check(true);
 
 bool is_rank_zero() { return comm::launcher_rank() == 0; }
@@ -43,16 +76,24 @@ int main(int argc, char** argv) {
   app.add_option("--model", config.model, "linear or mlp")->check(CLI::IsMember({"linear", "mlp"}));
   app.add_option("--hidden", config.hidden, "MLP hidden sizes, e.g. --hidden 16,16")
       ->delimiter(',')
-      ->check(kPositive);
-  app.add_option("--samples", config.samples, "synthetic samples per rank")->check(kPositive);
-  app.add_option("--features", config.features, "synthetic features per sample")->check(kPositive);
+      ->check(kCount);
+  app.add_option("--samples", config.samples, "synthetic samples per rank")->check(kCount);
+  app.add_option("--features", config.features, "synthetic features per sample")->check(kCount);
   app.add_option("--batch-size", config.batch_size, "samples per rank per step (0: the whole shard)")
-      ->check(kNonNegative);
-  app.add_option("--epochs", config.epochs, "passes over the data")->check(kPositive);
+      ->check(kCountOrZero);
+  app.add_option("--epochs", config.epochs, "passes over the data")->check(kCount);
   app.add_option("--lr", config.lr, "learning rate")->check(kPositive);
   app.add_option("--momentum", config.momentum, "SGD momentum")->check(kNonNegative);
   app.add_option("--weight-decay", config.weight_decay, "SGD weight decay")->check(kNonNegative);
-  app.add_option("--seed", config.seed, "seed of the data, the initial weights and the shuffling");
+  app.add_option("--seed", config.seed, "seed of the data, the initial weights and the shuffling")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // CLI11 would wrap -1 to 2^64 - 1 for an unsigned seed.
+            return text.find_first_not_of("0123456789") == std::string::npos && !text.empty()
+                       ? std::string()
+                       : "'" + text + "' is not a non-negative integer";
+          },
+          "INTEGER >= 0"));
   bool no_shuffle = false;
   app.add_flag("--no-shuffle", no_shuffle, "keep the data order fixed across epochs");
   app.add_option("--data", config.data_path, "numeric CSV, last column the target (default: synthetic data)");
@@ -68,11 +109,11 @@ int main(int argc, char** argv) {
           {"auto", "ring", "recursive_doubling", "rabenseifner", "shared_memory", "native", "hierarchical"}));
   app.add_option("--bucket-mb", config.bucket_mb, "DDP gradient bucket capacity in MiB")->check(kPositive);
   app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0");
-  app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kPositive);
+  app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kCount);
   app.add_flag("--resume", config.resume, "continue from --checkpoint");
   app.add_option("--init", config.init_path, "initial parameters (JSON)");
   app.add_option("--export", config.export_path, "write final parameters (JSON) from rank 0");
-  app.add_option("--timeout", timeout, "seconds before a stuck collective ends the job")->check(kPositive);
+  app.add_option("--timeout", timeout, "seconds before a stuck collective ends the job")->check(kTimeout);
   app.add_flag("--verbose", config.verbose, "every rank reports");
   bool no_overlap = false;
   app.add_flag("--no-overlap", no_overlap,

@@ -66,9 +66,9 @@ case "$case_name" in
     out=$("$bench" --help-env) || fail "--help-env failed"
     grep -qF "RINGDP_SHM_SLOT_BYTES=a positive multiple of 64 (default 262144)" <<<"$out" || fail "--help-env: $out"
     out=$("$build/apps/train/ringdp-train" --help-env) || fail "ringdp-train --help-env failed"
-    grep -qF "RINGDP_TIMEOUT=a positive number of seconds (default 300)" <<<"$out" || fail "train --help-env: $out"
+    grep -qF "RINGDP_TIMEOUT=a number of seconds from 1 to 100000000 (default 300)" <<<"$out" || fail "train --help-env: $out"
     RINGDP_TIMEOUT=5s run 2 all_reduce -b 8 -e 8 -n 1 -w 0
-    expect 1 "RINGDP_TIMEOUT='5s': expected a positive number of seconds"
+    expect 1 "RINGDP_TIMEOUT='5s': expected a number of seconds from 1 to 100000000"
     RINGDP_TIMEOUTT=5 run 2 all_reduce -b 8 -e 8 -n 1 -w 0
     expect 0 "ringdp: warning: RINGDP_TIMEOUTT is not a ringdp setting and is ignored (did you mean RINGDP_TIMEOUT?"
     [ "$(grep -c 'RINGDP_TIMEOUTT is not' <<<"$out")" -eq 1 ] || fail "the warning is not printed once (rank 0): $out"

@@ -41,6 +41,18 @@ case "$case_name" in
     expect_error 2 "--lr: '-0.5' must be positive" 2 --lr -0.5
     expect_error 2 "--epochs: '0' must be positive" 2 --epochs 0
     expect_error 2 "--model: mlpx not in" 2 --model mlpx
+    # Values that used to wrap, overflow or pass as "not negative" (#33): refused at the command line.
+    expect_error 2 "--lr: 'nan' is not a finite number" 2 --lr nan
+    expect_error 2 "--momentum: 'nan' is not a finite number" 2 --momentum nan
+    expect_error 2 "--bucket-mb: 'nan' is not a finite number" 2 --bucket-mb nan
+    expect_error 2 "--epochs: '99999999999999999999' is not a whole number" 2 --epochs 99999999999999999999
+    expect_error 2 "--seed: '-1' is not a non-negative integer" 2 --seed -1
+    for t in inf nan 0.0001 1e10; do
+      expect_error 2 "--timeout: '$t' is not a number of seconds from 0.001 to 100000000" 2 --timeout "$t"
+    done
+    # A deadline of now + timeout overflowed the clock: the job ended at its first collective.
+    RINGDP_TIMEOUT=9999999999 expect_error 1 "RINGDP_TIMEOUT='9999999999': expected a number of seconds from 1 to 100000000" 2
+    RINGDP_TIMEOUT= expect_error 1 "RINGDP_TIMEOUT is set but empty" 2
     expect_error 1 "cannot open data file '$work/missing.csv'" 2 --data "$work/missing.csv"
     # A learning rate that blows the parameters up stops the run at that epoch, on every rank.
     expect_error 1 "training diverged in epoch" 3 --lr 1000

@@ -29,10 +29,19 @@ TEST_CASE("the table declares each variable once, in Id order", "[settings]") {
 
 TEST_CASE("values are checked against their declaration", "[settings]") {
   CHECK(parse_number(get(Id::timeout), "5") == 5);
-  CHECK_THROWS_WITH(parse_number(get(Id::timeout), "0"),
-                    Catch::StartsWith("RINGDP_TIMEOUT='0': expected a positive number of seconds"));
+  CHECK_THROWS_WITH(
+      parse_number(get(Id::timeout), "0"),
+      Catch::StartsWith("RINGDP_TIMEOUT='0': expected a number of seconds from 1 to 100000000"));
   CHECK_THROWS_WITH(parse_number(get(Id::timeout), "5s"), Catch::StartsWith("RINGDP_TIMEOUT='5s': expected"));
   CHECK_THROWS_WITH(parse_number(get(Id::timeout), "-1"), Catch::StartsWith("RINGDP_TIMEOUT='-1': expected"));
+  // A deadline of now + timeout overflowed the clock past this (the job ended at its first collective).
+  CHECK(parse_number(get(Id::timeout), "100000000") == 100000000);
+  CHECK_THROWS_WITH(parse_number(get(Id::timeout), "100000001"),
+                    Catch::StartsWith("RINGDP_TIMEOUT='100000001'"));
+  CHECK_THROWS_WITH(parse_number(get(Id::timeout), "9999999999"),
+                    Catch::StartsWith("RINGDP_TIMEOUT='9999999999'"));
+  CHECK_THROWS_WITH(parse_number(get(Id::timeout_ms), "9223372036854775"),
+                    Catch::StartsWith("RINGDP_TIMEOUT_MS='9223372036854775'"));
   CHECK_THROWS_WITH(parse_number(get(Id::timeout), "99999999999999999999999"),
                     Catch::StartsWith("RINGDP_TIMEOUT='99999999999999999999999'"));
   CHECK(parse_number(get(Id::shm_slot_bytes), "128") == 128);
@@ -60,10 +69,15 @@ TEST_CASE("the environment overrides the communicator's options, checked", "[set
   CHECK(comm::with_environment({}).timeout == std::chrono::milliseconds(250));
   ::setenv("RINGDP_SEGMENT_BYTES", "lots", 1);
   CHECK_THROWS_WITH(comm::with_environment({}), Catch::StartsWith("RINGDP_SEGMENT_BYTES='lots'"));
+  ::setenv("RINGDP_SEGMENT_BYTES", "", 1);  // set but empty: a script's variable that expanded to nothing
+  CHECK_THROWS_WITH(comm::with_environment({}), Catch::StartsWith("RINGDP_SEGMENT_BYTES is set but empty"));
   for (const char* name :
        {"RINGDP_RD_MAX_BYTES", "RINGDP_TIMEOUT", "RINGDP_TIMEOUT_MS", "RINGDP_SEGMENT_BYTES"})
     ::unsetenv(name);
   CHECK(comm::with_environment({}).recursive_doubling_max_bytes == 32 * 1024);
+  comm::CommOptions forever;
+  forever.timeout = comm::kMaxTimeout + std::chrono::seconds(1);
+  CHECK_THROWS_WITH(comm::with_environment(forever), Catch::Contains("from 1 ms to 100000000 s"));
 }
 
 TEST_CASE("an unknown RINGDP_ variable is named with the closest known one", "[settings]") {

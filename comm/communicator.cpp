@@ -25,6 +25,7 @@ Communicator::Communicator(DiscoveredWorld world, CommOptions options)
       routes_(*world_.transport, options_, world_.local_rank),
       executor_(routes_, options_, rank_, size_, world_.transport->tag_upper_bound()) {
   if (rank_ == 0) settings::warn_unknown_variables();
+  FaultPlan::from_environment().check_ranks(size_);
   timeline::start_from_environment(rank_);
 }
 

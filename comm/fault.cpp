@@ -52,11 +52,15 @@ FaultPlan FaultPlan::parse(const std::string& text) {
       RINGDP_FAIL("RINGDP_FAULT: unknown fault '", kind, "' in '", item,
                   "'; expected delay, skip, count, corrupt or kill");
     bool has_rank = false, has_op = false;
-    std::string field;
+    std::string field, seen_keys = ",";
     while (std::getline(fields, field, ':')) {
       const auto eq = field.find('=');
       RINGDP_CHECK(eq != std::string::npos, "RINGDP_FAULT: '", field, "' in '", item, "' is not key=value");
       const std::string key = field.substr(0, eq), value = field.substr(eq + 1);
+      // Given twice, one value would win in silence: the drill might not be the one meant.
+      RINGDP_CHECK(seen_keys.find("," + key + ",") == std::string::npos, "RINGDP_FAULT: key '", key,
+                   "' given twice in '", item, "'");
+      seen_keys += key + ",";
       if (key == "rank") {
         fault.rank = static_cast<int>(parse_number(value, item, 0, std::numeric_limits<int>::max()));
         has_rank = true;
@@ -71,6 +75,8 @@ FaultPlan FaultPlan::parse(const std::string& text) {
         RINGDP_FAIL("RINGDP_FAULT: unknown key '", key, "' in '", item, "'; expected rank, op, ms or delta");
     }
     RINGDP_CHECK(has_rank && has_op, "RINGDP_FAULT: '", item, "' needs rank=R and op=K");
+    RINGDP_CHECK(fault.kind != Fault::Kind::delay || fault.ms > 0, "RINGDP_FAULT: '", item,
+                 "': a delay needs ms=M with M >= 1 (a delay of ", fault.ms, " ms would rehearse nothing)");
     // A collective cannot run on more elements than its tensor holds, so the count is clamped to
     // it: a positive delta would change nothing and the drill would rehearse nothing.
     RINGDP_CHECK(fault.kind != Fault::Kind::count || fault.delta < 0, "RINGDP_FAULT: '", item,
@@ -87,6 +93,12 @@ const FaultPlan& FaultPlan::from_environment() {
     return text ? parse(*text) : FaultPlan{};
   }();
   return plan;
+}
+
+void FaultPlan::check_ranks(int size) const {
+  for (const Fault& f : faults_)
+    RINGDP_CHECK(f.rank < size, "RINGDP_FAULT: a fault for rank ", f.rank, ", but this job has ", size,
+                 " rank", size == 1 ? "" : "s", " (0..", size - 1, "): the drill would rehearse nothing");
 }
 
 FaultAction FaultPlan::action(int rank, uint64_t op) const {

@@ -44,6 +44,8 @@ class FaultPlan {
   /// Everything planned for `rank` at collective number `op` (all defaults when nothing is).
   FaultAction action(int rank, uint64_t op) const;
   bool empty() const { return faults_.empty(); }
+  /// Throws when a fault names a rank this job of `size` ranks does not have.
+  void check_ranks(int size) const;
 
  private:
   std::vector<Fault> faults_;

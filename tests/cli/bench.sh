@@ -75,6 +75,9 @@ case "$case_name" in
     echo "ok: docs/settings.md matches the table; --help-env lists it; a bad value and a misspelt name are named"
     ;;
   kill)
+    # A drill aimed at a rank the job does not have would rehearse nothing: refused at start-up.
+    RINGDP_FAULT=kill:rank=7:op=3 run 2 all_reduce -b 8 -e 8 -n 1 -w 0
+    expect 1 "RINGDP_FAULT: a fault for rank 7, but this job has 2 ranks (0..1)"
     RINGDP_FAULT=kill:rank=2:op=20 run 3 all_reduce -b 1K -e 64K -f 4
     [ $rc -ne 0 ] || fail "a killed rank left mpirun with exit 0"
     [ $seconds -le 20 ] || fail "the job took $seconds s to end after a rank died"

@@ -70,6 +70,11 @@ TEST_CASE("every malformed plan is an Error quoting what is wrong", "[fault]") {
       {"skip:rank=1:op=-1", "'-1' is out of range"},
       {"skip:rank=1:op=99999999999999999999", "'99999999999999999999' is out of range"},
       {"delay:rank=1:op=2:ms=-5", "'-5' is out of range"},
+      // Drills that would rehearse nothing, or not the one meant.
+      {"delay:rank=1:op=2", "a delay needs ms=M with M >= 1"},
+      {"delay:rank=1:op=2:ms=0", "a delay of 0 ms would rehearse nothing"},
+      {"skip:rank=1:op=2:rank=0", "key 'rank' given twice in 'skip:rank=1:op=2:rank=0'"},
+      {"kill:rank=1:op=2:op=3", "key 'op' given twice"},
   };
   for (const auto& [text, expected] : cases) {
     CAPTURE(text);
@@ -77,4 +82,11 @@ TEST_CASE("every malformed plan is an Error quoting what is wrong", "[fault]") {
     REQUIRE_THROWS_WITH(FaultPlan::parse(text), Catch::Contains(std::string("RINGDP_FAULT: ")) &&
                                                     Catch::Contains(std::string(expected)));
   }
+}
+
+TEST_CASE("a fault for a rank the job does not have is refused", "[fault]") {
+  const FaultPlan plan = FaultPlan::parse("kill:rank=7:op=3");
+  plan.check_ranks(8);
+  REQUIRE_THROWS_WITH(plan.check_ranks(2),
+                      Catch::Contains("RINGDP_FAULT: a fault for rank 7, but this job has 2 ranks (0..1)"));
 }

@@ -88,7 +88,8 @@ int MpiTransport::wire_tag(int tag) const {
 Request MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
   const bool user = tag >= kUserTagBase;
-  if (!user && bytes > kDirectMaxBytes) return post_two_part(peer, const_cast<void*>(data), bytes, tag, false);
+  if (!user && bytes > kDirectMaxBytes)
+    return post_two_part(peer, const_cast<void*>(data), bytes, tag, false);
   MPI_Request request;
   RINGDP_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag),
                              user ? user_comm_ : comm_, &request));
@@ -194,7 +195,8 @@ void MpiTransport::check_envelopes(std::span<Request> requests) {
     const MPI_Status& status = statuses_[i];
     RINGDP_CHECK(status.MPI_TAG != kEnvelopeTag, "rank ", rank_, " expected ", r.bytes, " bytes of ",
                  describe_tag(r.tag), " from rank ", r.peer, " and got the envelope of a message over ",
-                 kDirectMaxBytes, " bytes: the ranks passed different counts (or called different collectives)");
+                 kDirectMaxBytes,
+                 " bytes: the ranks passed different counts (or called different collectives)");
     RINGDP_CHECK(status.MPI_TAG == r.tag, "rank ", rank_, " is in ", describe_tag(r.tag), " but rank ",
                  r.peer, " sent it a message of ", describe_tag(status.MPI_TAG),
                  ": the ranks called different collectives");
@@ -252,8 +254,8 @@ void MpiTransport::check_envelope(const TwoPart& part, const MPI_Status& status)
   RINGDP_CHECK(status.MPI_TAG == kEnvelopeTag, "rank ", rank_, " expected ", part.bytes, " bytes of ",
                describe_tag(part.tag), " from rank ", part.peer, " and got ", received, " bytes of ",
                describe_tag(status.MPI_TAG), ": ", why);
-  RINGDP_CHECK(received == static_cast<int>(sizeof(Envelope)) && part.envelope.magic == kEnvelopeMagic, "rank ",
-               rank_, " got a malformed envelope from rank ", part.peer);
+  RINGDP_CHECK(received == static_cast<int>(sizeof(Envelope)) && part.envelope.magic == kEnvelopeMagic,
+               "rank ", rank_, " got a malformed envelope from rank ", part.peer);
   RINGDP_CHECK(part.envelope.tag == part.tag, "rank ", rank_, " is in ", describe_tag(part.tag), " but rank ",
                part.peer, " sent it a message of ", describe_tag(part.envelope.tag),
                ": the ranks called different collectives");
@@ -269,9 +271,10 @@ void MpiTransport::advance_two_part() {
     MPI_Status status;
     const int rc = MPI_Test(&part->envelope_request, &arrived, &status);
     // A message of another collective, longer than the envelope, is cut (it is sent eagerly).
-    RINGDP_CHECK(rc != MPI_ERR_TRUNCATE, "rank ", rank_, " expected ", part->bytes, " bytes of ",
-                 describe_tag(part->tag), " from rank ", part->peer,
-                 " and got a shorter message: the ranks passed different counts (or called different collectives)");
+    RINGDP_CHECK(
+        rc != MPI_ERR_TRUNCATE, "rank ", rank_, " expected ", part->bytes, " bytes of ",
+        describe_tag(part->tag), " from rank ", part->peer,
+        " and got a shorter message: the ranks passed different counts (or called different collectives)");
     RINGDP_MPI_CHECK(rc);
     if (!arrived) return;
     check_envelope(*part, status);
@@ -302,9 +305,10 @@ bool MpiTransport::test_one(Request& request) {
   int done = 0;
   statuses_.resize(1);
   const int rc = MPI_Test(&m, &done, statuses_.data());
-  RINGDP_CHECK(!(rc == MPI_ERR_TRUNCATE && request.receive), "rank ", rank_, " expected ", request.bytes,
-               " bytes of ", describe_tag(request.tag), " from rank ", request.peer,
-               " and got a longer message: the ranks passed different counts (or called different collectives)");
+  RINGDP_CHECK(
+      !(rc == MPI_ERR_TRUNCATE && request.receive), "rank ", rank_, " expected ", request.bytes, " bytes of ",
+      describe_tag(request.tag), " from rank ", request.peer,
+      " and got a longer message: the ranks passed different counts (or called different collectives)");
   RINGDP_MPI_CHECK(rc);
   if (!done) return false;
   check_envelopes(std::span<Request>(&request, 1));

@@ -46,6 +46,14 @@ CLI::Validator count_check(bool allow_zero) {
       },
       allow_zero ? "INTEGER >= 0" : "INTEGER > 0");
 }
+// CLI11 would wrap -1 to 2^64 - 1 for the unsigned seed.
+const CLI::Validator kSeed(
+    [](std::string& text) -> std::string {
+      return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos
+                 ? std::string()
+                 : "'" + text + "' is not a non-negative integer";
+    },
+    "INTEGER >= 0");
 const CLI::Validator kCount = count_check(false);
 const CLI::Validator kCountOrZero = count_check(true);
 // The collective timeout: at least a millisecond (the unit it is kept in) and at most
@@ -86,14 +94,7 @@ int main(int argc, char** argv) {
   app.add_option("--momentum", config.momentum, "SGD momentum")->check(kNonNegative);
   app.add_option("--weight-decay", config.weight_decay, "SGD weight decay")->check(kNonNegative);
   app.add_option("--seed", config.seed, "seed of the data, the initial weights and the shuffling")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            // CLI11 would wrap -1 to 2^64 - 1 for an unsigned seed.
-            return text.find_first_not_of("0123456789") == std::string::npos && !text.empty()
-                       ? std::string()
-                       : "'" + text + "' is not a non-negative integer";
-          },
-          "INTEGER >= 0"));
+      ->check(kSeed);
   bool no_shuffle = false;
   app.add_flag("--no-shuffle", no_shuffle, "keep the data order fixed across epochs");
   app.add_option("--data", config.data_path, "numeric CSV, last column the target (default: synthetic data)");

@@ -32,6 +32,10 @@ void check_peer_and_tag(CollectiveKind kind, const Tensor& tensor, int peer, int
 struct Pending {
   Tensor host;
   Request request;
+  /// A receive's bytes, from the host copy they landed in to the caller's tensor (itself on the host).
+  void deliver(CollectiveKind kind, Tensor& target) const {
+    if (kind == CollectiveKind::recv && !target.is_same(host)) target.copy_from(host);
+  }
 };
 
 }  // namespace
@@ -53,7 +57,7 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
                                                     : transport.irecv(peer, data, bytes, kUserTagBase + tag);
     if (async) return;
     transport.wait(pending->request);
-    if (kind == CollectiveKind::recv && !tensor.is_same(pending->host)) tensor.copy_from(pending->host);
+    pending->deliver(kind, tensor);
   };
   Work posted = executor_.submit(issue, tensor, tensor, post);
   if (!async) return posted;
@@ -77,7 +81,7 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
       if (Transport::Clock::now() > deadline) executor.report_deadline(where);
       std::this_thread::yield();
     }
-    if (kind == CollectiveKind::recv && !tensor.is_same(pending->host)) tensor.copy_from(pending->host);
+    pending->deliver(kind, tensor);
   };
   auto poll = [&executor, &transport, pending] {
     std::unique_lock exec(executor.queue().exec_mutex(), std::try_to_lock);

@@ -44,7 +44,7 @@ Route Routes::route_for(const Tensor& t) const {
   }
   if (!t.defined() || !t.device().is_cuda()) return Route::host;
   check_device(t);
-  return RINGDP_HAVE_NCCL && options_.backend == Backend::automatic ? Route::nccl : Route::mpi_cuda;
+  return route_for(t.device());
 }
 
 Transport& Routes::device_transport(Route route) {

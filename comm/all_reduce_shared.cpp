@@ -44,10 +44,20 @@ int64_t chunk_begin(int64_t n, int N, int r, size_t element) {
 }
 
 // Waits, under the collective's deadline, until `done` says rank r has published what comes next.
+// A wait that goes on a while looks at what rank r announced: in this collective by another
+// algorithm, it would never publish.
 template <typename F>
 void wait_for(CollectiveContext& ctx, const SharedSlots& slots, int r, F&& done) {
-  ctx.position.waiting_for_rank = r;  // for the watchdog's report
-  ctx.transport.poll_until(done, slots.yield_while_waiting());
+  if (done()) return;
+  ctx.position.waiting_for_rank = r;  // for the watchdog's report: only while r is late
+  uint32_t polls = 0;
+  ctx.transport.poll_until(
+      [&] {
+        if ((++polls & 1023u) == 0) slots.check_same_call(r);
+        return done();
+      },
+      slots.yield_while_waiting());
+  ctx.position.waiting_for_rank = -1;
 }
 
 // Waits for rank r's part of the round and checks its envelope.

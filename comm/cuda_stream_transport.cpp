@@ -57,15 +57,17 @@ void CudaStreamTransport::wait_for_compute() {
 
 void CudaStreamTransport::synchronize() {
   issue_pending();
+  bool late = false;  // the deadline passed; one more poll decides (Transport::poll_until says why)
   for (uint32_t polls = 0;; ++polls) {
     const cudaError_t state = cudaStreamQuery(stream_);
     if (state == cudaSuccess) return;
     if (state != cudaErrorNotReady) RINGDP_CUDA_CHECK(state);
     check_async();
-    if ((polls & 255u) == 255u && deadline_passed()) {
+    if (late) {
       on_stuck();
       expire();
     }
+    if ((polls & 255u) == 255u) late = deadline_passed();
   }
 }
 

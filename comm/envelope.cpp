@@ -1,6 +1,6 @@
 // Implements comm/envelope.h (the contract and the tag budget are documented there). Tested by
-// tests/mpi (the suite again under RINGDP_TAG_UB=32767) and tests/cli/bench.sh envelope; the
-// encoding by tests/unit/test_envelope.cpp.
+// tests/mpi (the suite again under RINGDP_TAG_UB=32767), tests/mpi/mismatch.sh and
+// tests/cli/bench.sh envelope; the encoding by tests/unit/test_envelope.cpp.
 #include "comm/envelope.h"
 
 #include "core/error.h"
@@ -9,13 +9,27 @@ namespace ringdp::comm {
 
 int sequence_bits_for(int tag_upper_bound) {
   int bits = 16;
-  // The largest tag with `bits` sequence bits is 1 + ((2^bits - 1) << 6 | 63) = 2^(bits + 6).
-  while (bits >= kMinSequenceBits && (int64_t{1} << (bits + 6)) > tag_upper_bound) --bits;
+  // The largest tag with `bits` sequence bits is 1 + ((2^bits - 1) << 12 | 4095) = 2^(bits + 12).
+  while (bits >= kMinSequenceBits && (int64_t{1} << (bits + kCallBits)) > tag_upper_bound) --bits;
   RINGDP_CHECK(bits >= kMinSequenceBits, "MPI's tag upper bound (MPI_TAG_UB) is ", tag_upper_bound,
-               "; ringdp's collective tags need at least ", int64_t{1} << (kMinSequenceBits + 6),
-               " (6 bits of kind and dtype, ", kMinSequenceBits,
+               "; ringdp's collective tags need at least ", int64_t{1} << (kMinSequenceBits + kCallBits),
+               " (", kCallBits, " bits of kind, dtype, op and algorithm, ", kMinSequenceBits,
                " of sequence; the MPI standard guarantees 32767)");
   return bits;
+}
+
+std::string describe_tag(int tag) {
+  const int v = tag - 1;
+  const auto kind = static_cast<CollectiveKind>((v >> 3) & 7);
+  std::string text = std::string(kind_name(kind)) + " #" + std::to_string(v >> kCallBits);
+  if (kind == CollectiveKind::send || kind == CollectiveKind::recv)
+    return text + " (" + dtype_name(static_cast<DType>(v & 7)) + ")";
+  text += " (";
+  if (kind != CollectiveKind::barrier) text += std::string(dtype_name(static_cast<DType>(v & 7))) + ", ";
+  if (kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce ||
+      kind == CollectiveKind::reduce_scatter)
+    text += std::string(reduce_op_name(static_cast<ReduceOp>((v >> 6) & 7))) + ", ";
+  return text + algorithm_name(static_cast<Algorithm>((v >> 9) & 7)) + ")";
 }
 
 }  // namespace ringdp::comm

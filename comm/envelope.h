@@ -1,19 +1,22 @@
 // The always-on check that ranks run the same collective: every message of an algorithm
-// carries, in its MPI tag, the collective's kind, dtype and sequence number (modulo 2^bits), and
-// the receiver posts its receive with MPI_ANY_TAG, then compares the tag and the byte count that
-// arrived with what it expected. A rank that called a different collective, another dtype or a
-// different count is reported at its first exchange instead of hanging or corrupting data. The
-// "header" is MPI's own envelope, so the check costs no extra message and no copy.
+// carries, in its MPI tag, the collective's kind, dtype, reduce op, algorithm and sequence number
+// (modulo 2^bits), and the receiver posts its receive with MPI_ANY_TAG, then compares the tag and
+// the byte count that arrived with what it expected. A rank that called a different collective,
+// another dtype, op, algorithm or count is reported at its first exchange instead of hanging or
+// corrupting data. The "header" is MPI's own envelope, so the check costs no extra message and no
+// copy. What it cannot see (an algorithm that sends no message to the rank that waits) is listed
+// in docs/errors.md, "What the always-on check covers".
 //
 // Tag budget. MPI guarantees tags up to MPI_TAG_UB, which may be as low as 32767 (the standard's
-// minimum; Open MPI's UCX transport gives 2^23 - 1, its ob1 transport 2^31 - 1). A tag is
-// 1 + (sequence mod 2^bits) << 6 | kind << 3 | dtype, so it stays below 2^(bits + 6) + 1: the
-// communicator picks bits = min(16, the largest that fits under MPI_TAG_UB) at init, and refuses
-// a bound that leaves fewer than kMinSequenceBits. Why wrap-around is safe: the tag does not
-// select which message a receive takes (it takes any tag; MPI's in-order delivery between a pair
-// of ranks on one communicator does), it only checks it. A skipped or extra collective is caught
-// unless a rank is a whole multiple of 2^bits collectives ahead of its peer at that exchange,
-// which a single skipped collective never is (bits >= 4: 16 collectives apart).
+// minimum; Open MPI's UCX transport gives 2^23 - 1, its ob1 transport and MPICH 2^31 - 1 or near).
+// A tag is 1 + ((sequence mod 2^bits) << 12 | algorithm << 9 | op << 6 | kind << 3 | dtype), so it
+// stays below 2^(bits + 12) + 1: the communicator picks bits = min(16, the largest that fits under
+// MPI_TAG_UB) at init, and refuses a bound that leaves fewer than kMinSequenceBits. At the
+// standard's minimum that is 2 bits; every MPI here gives 16. Why wrap-around is safe: the tag does
+// not select which message a receive takes (it takes any tag; MPI's in-order delivery between a
+// pair of ranks on one communicator does), it only checks it. A skipped or extra collective is
+// caught unless a rank is a whole multiple of 2^bits collectives ahead of its peer at that
+// exchange, which a single skipped collective never is.
 // User send/recv travel on a communicator of their own with the user's tag as it is; inside the
 // process they are marked by kUserTagBase, which never reaches MPI.
 #pragma once
@@ -23,6 +26,7 @@
 
 #include "comm/types.h"
 #include "core/dtype.h"
+#include "core/reduce_op.h"
 
 namespace ringdp::comm {
 
@@ -30,7 +34,9 @@ namespace ringdp::comm {
 /// communicator of its own.
 constexpr int kUserTagBase = 1 << 30;
 /// Fewer sequence bits than this and the envelope check could miss a rank 2^bits collectives off.
-constexpr int kMinSequenceBits = 4;
+constexpr int kMinSequenceBits = 2;
+/// Bits below the sequence: dtype, kind, op and algorithm, 3 each.
+constexpr int kCallBits = 12;
 
 /// Sequence bits that fit under MPI_TAG_UB (at most 16); fewer than kMinSequenceBits is an Error.
 int sequence_bits_for(int tag_upper_bound);
@@ -70,29 +76,58 @@ constexpr int largest_tag_dtype() {
   }
   return largest;
 }
+constexpr int largest_tag_op() {
+  int largest = -1;
+  for (int value = 0; value < 256; ++value) {
+    switch (static_cast<ReduceOp>(value)) {
+      case ReduceOp::sum:
+      case ReduceOp::prod:
+      case ReduceOp::min:
+      case ReduceOp::max:
+      case ReduceOp::avg: largest = value;
+    }
+  }
+  return largest;
+}
+constexpr int largest_tag_algorithm() {
+  int largest = -1;
+  for (int value = 0; value < 256; ++value) {
+    switch (static_cast<Algorithm>(value)) {
+      case Algorithm::automatic:
+      case Algorithm::ring:
+      case Algorithm::recursive_doubling:
+      case Algorithm::tree:
+      case Algorithm::native:
+      case Algorithm::hierarchical:
+      case Algorithm::rabenseifner:
+      case Algorithm::shared_memory: largest = value;
+    }
+  }
+  return largest;
+}
 #pragma GCC diagnostic pop
-// CollectiveKind already uses all 8 values. A 9th needs a 4-bit kind field: the sequence's shift of
-// 6 made 7 (encode_tag, describe_tag, sequence_bits_for), which costs every MPI_TAG_UB one
-// sequence bit and kMinSequenceBits a recheck against the standard's guaranteed 32767.
+// CollectiveKind and Algorithm already use all 8 values. A 9th needs a 4-bit field: kCallBits
+// grows by one, which costs every MPI_TAG_UB one sequence bit and the standard's guaranteed 32767
+// its last two (sequence_bits_for then refuses it: lower kMinSequenceBits or fold a field).
 static_assert(largest_tag_kind() <= 7,
               "CollectiveKind outgrew the tag's 3-bit kind field: widen it (comment above)");
 static_assert(largest_tag_dtype() <= 7,
               "DType outgrew the tag's 3-bit dtype field: widen it as the comment above says for kinds");
+static_assert(largest_tag_op() <= 7, "ReduceOp outgrew the tag's 3-bit op field: widen it (comment above)");
+static_assert(largest_tag_algorithm() <= 7,
+              "Algorithm outgrew the tag's 3-bit algorithm field: widen it (comment above)");
 
-inline int encode_tag(CollectiveKind kind, DType dtype, uint64_t sequence, int sequence_bits) {
+/// A collective's tag. Calls without a reduction pass ReduceOp::sum (every rank passes the same).
+inline int encode_tag(CollectiveKind kind, DType dtype, ReduceOp op, Algorithm algorithm, uint64_t sequence,
+                      int sequence_bits) {
   const uint64_t mask = (uint64_t{1} << sequence_bits) - 1;
-  return 1 + static_cast<int>(((sequence & mask) << 6) | (static_cast<uint64_t>(kind) << 3) |
+  return 1 + static_cast<int>(((sequence & mask) << kCallBits) | (static_cast<uint64_t>(algorithm) << 9) |
+                              (static_cast<uint64_t>(op) << 6) | (static_cast<uint64_t>(kind) << 3) |
                               static_cast<uint64_t>(dtype));
 }
 
-/// "all_reduce #8 (float32)" from a collective tag (the sequence number modulo 2^bits).
-inline std::string describe_tag(int tag) {
-  const int v = tag - 1;
-  const auto kind = static_cast<CollectiveKind>((v >> 3) & 7);
-  std::string text = std::string(kind_name(kind)) + " #" + std::to_string(v >> 6);
-  if (kind != CollectiveKind::barrier)
-    text += std::string(" (") + dtype_name(static_cast<DType>(v & 7)) + ")";
-  return text;
-}
+/// "all_reduce #8 (float32, sum, ring)" from a collective tag (the sequence number modulo 2^bits);
+/// the op only for the collectives that reduce, the dtype not for a barrier.
+std::string describe_tag(int tag);
 
 }  // namespace ringdp::comm

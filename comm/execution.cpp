@@ -8,6 +8,7 @@
 #include "comm/envelope.h"
 #include "comm/fingerprint.h"
 #include "comm/mpi_runtime.h"
+#include "comm/shared_slots.h"
 #include "core/settings.h"
 
 namespace ringdp::comm {
@@ -53,7 +54,8 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
   Transport& transport = issue.algorithm == Algorithm::native ? routed.native_transport() : routed;
   Call call{
       // MPI's own collectives block outside the watchdog (docs/errors.md): no clock read for them.
-      .ctx = armed(transport, issue.dtype, encode_tag(issue.kind, issue.dtype, sequence, sequence_bits_),
+      .ctx = armed(transport, issue.dtype,
+                   encode_tag(issue.kind, issue.dtype, issue.op, issue.algorithm, sequence, sequence_bits_),
                    issue.algorithm != Algorithm::native || transport.device_memory()),
       .algorithm = issue.algorithm,
       .executor = this,
@@ -63,9 +65,12 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
       .settled = false,
       .staged = {}};
   call.ctx.corrupt_next_receive = fault.corrupt;
+  announce(transport, issue, sequence, call.ctx.tag);
   transport.begin_collective();
   if (check_calls_ && size_ > 1 && issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv)
-    check_same_call(issue, sequence, call.effective(issue.count), call.ctx.tag);
+    check_same_call(
+        issue, sequence, call.effective(issue.count),
+        encode_tag(issue.kind, issue.dtype, ReduceOp::sum, Algorithm::automatic, sequence, sequence_bits_));
   timeline::Clock::time_point began{};
   if (timeline::enabled()) began = timeline::Clock::now();
   try {
@@ -80,14 +85,29 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
   if (began != timeline::Clock::time_point{}) record_collective(issue, sequence, began);
 }
 
+void Executor::announce(Transport& transport, const Issue& issue, uint64_t sequence, int tag) {
+  // Peers on this host that wait long on this rank look here for a call that differs.
+  SharedSlots* slots = transport.shared_slots();
+  if (slots && issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv)
+    slots->announce(sequence, tag);
+}
+
+void Executor::announce_direct(const Issue& issue, uint64_t sequence) {
+  announce(routes_.host(), issue, sequence,
+           encode_tag(issue.kind, issue.dtype, issue.op, issue.algorithm, sequence, sequence_bits_));
+}
+
 void Executor::check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag) {
   const Fingerprint mine{static_cast<int64_t>(issue.kind),
                          static_cast<int64_t>(issue.op),
                          static_cast<int64_t>(issue.dtype),
                          count,
                          issue.root,
-                         static_cast<int64_t>(sequence)};
+                         static_cast<int64_t>(sequence),
+                         static_cast<int64_t>(issue.algorithm)};
   // A host-side check: its exchange runs over the host transport whatever the tensors' device.
+  // Its tag leaves out op and algorithm, so that ranks which differ only there reach the
+  // comparison, which names both calls, instead of the envelope check, which names one field.
   CollectiveContext host = armed(routes_.host(), issue.dtype, tag);
   const std::string mismatch = compare_fingerprints(host, mine);
   if (!mismatch.empty()) {

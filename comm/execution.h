@@ -126,6 +126,9 @@ class Executor {
   void execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body);
   /// RINGDP_DEBUG=DETAIL: ends the job, naming both calls, when another rank issued another one.
   void check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag);
+  /// Publishes the call where peers on this host can compare it (SharedSlots::announce).
+  void announce(Transport& transport, const Issue& issue, uint64_t sequence, int tag);
+  void announce_direct(const Issue& issue, uint64_t sequence);
   /// The timeline event of one collective that began at `began` and ends now.
   void record_collective(const Issue& issue, uint64_t sequence, timeline::Clock::time_point began);
   /// Anything that must see each collective: asked once per call, under the execution lock.
@@ -179,6 +182,7 @@ bool Executor::run_direct(const Issue& issue, F&& library_call) {
     ran = true;
     position_ =
         Position{.kind = issue.kind, .sequence = sequence_++, .count = issue.count, .dtype = issue.dtype};
+    announce_direct(issue, position_.sequence);
     library_call();
   });
   return ran;

@@ -9,33 +9,35 @@ namespace ringdp::comm {
 
 std::string Fingerprint::describe() const {
   std::ostringstream out;
-  out << kind_name(static_cast<CollectiveKind>(kind)) << " #" << sequence;
-  if (kind == static_cast<int64_t>(CollectiveKind::barrier)) return out.str();
-  out << " (";
+  out << kind_name(static_cast<CollectiveKind>(kind)) << " #" << sequence << " (";
+  if (kind == static_cast<int64_t>(CollectiveKind::barrier))
+    return out.str() + algorithm_name(static_cast<Algorithm>(algorithm)) + ")";
   if (kind == static_cast<int64_t>(CollectiveKind::all_reduce) ||
       kind == static_cast<int64_t>(CollectiveKind::reduce) ||
       kind == static_cast<int64_t>(CollectiveKind::reduce_scatter))
     out << reduce_op_name(static_cast<ReduceOp>(op)) << ", ";
   out << count << " x " << dtype_name(static_cast<DType>(dtype));
   if (root >= 0) out << ", root " << root;
-  out << ")";
+  out << ", " << algorithm_name(static_cast<Algorithm>(algorithm)) << ")";
   return out.str();
 }
 
 std::string compare_fingerprints(CollectiveContext& ctx, const Fingerprint& mine) {
   const int N = ctx.size();
-  int64_t words[6] = {mine.kind, mine.op, mine.dtype, mine.count, mine.root, mine.sequence};
+  constexpr int kWords = 7;
+  int64_t words[kWords] = {mine.kind, mine.op,       mine.dtype,    mine.count,
+                           mine.root, mine.sequence, mine.algorithm};
   auto* all = static_cast<int64_t*>(ctx.transport.scratch(3, sizeof(words) * N));
   // The exchange itself must not be disturbed by an injected fault meant for the collective.
   CollectiveContext exchange = ctx;
   exchange.dtype = DType::int64;
   exchange.corrupt_next_receive = false;
-  all_gather_ring(exchange, words, all, 6);
+  all_gather_ring(exchange, words, all, kWords);
   for (int r = 0; r < N; ++r) {
-    if (std::memcmp(all + 6 * r, all, sizeof(words)) == 0) continue;
-    const Fingerprint first{all[0], all[1], all[2], all[3], all[4], all[5]};
-    const int64_t* w = all + 6 * r;
-    const Fingerprint other{w[0], w[1], w[2], w[3], w[4], w[5]};
+    if (std::memcmp(all + kWords * r, all, sizeof(words)) == 0) continue;
+    const Fingerprint first{all[0], all[1], all[2], all[3], all[4], all[5], all[6]};
+    const int64_t* w = all + kWords * r;
+    const Fingerprint other{w[0], w[1], w[2], w[3], w[4], w[5], w[6]};
     std::ostringstream out;
     out << "collective mismatch (RINGDP_DEBUG=DETAIL): rank 0 called " << first.describe() << ", rank " << r
         << " called " << other.describe();

@@ -1,5 +1,5 @@
 // RINGDP_DEBUG=DETAIL: before each collective the ranks exchange a fingerprint of the call
-// (kind, op, dtype, count, root, sequence number) with a ring all-gather over the same transport
+// (kind, op, dtype, count, root, sequence number, algorithm) with a ring all-gather over the same transport
 // (so it too has a deadline), and on any difference every rank reports the first one, naming the
 // ranks and both calls, then ends the job instead of hanging or corrupting data.
 #pragma once
@@ -12,7 +12,7 @@
 namespace ringdp::comm {
 
 struct Fingerprint {
-  int64_t kind, op, dtype, count, root, sequence;
+  int64_t kind, op, dtype, count, root, sequence, algorithm;
   std::string describe() const;
 };
 

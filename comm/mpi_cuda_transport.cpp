@@ -212,14 +212,16 @@ void MpiCudaTransport::finish(Message& m) {
 }
 
 void MpiCudaTransport::wait_all(std::span<Request> requests) {
+  bool late = false;  // the deadline passed; one more poll decides (Transport::poll_until says why)
   for (uint32_t polls = 0;; ++polls) {
     progress();
     bool all = true;
     for (const Request& r : requests)
       all = all && (r.handle == 0 || message_of(r).state == Message::State::done);
     if (all) break;
+    if (late) expire();
     if (host_.yields_when_idle()) std::this_thread::yield();  // the peer may need this core
-    if ((polls & 255u) == 255u && deadline_passed()) expire();
+    if ((polls & 255u) == 255u) late = deadline_passed();
   }
   for (Request& r : requests) {
     if (r.handle == 0) continue;

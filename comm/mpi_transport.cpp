@@ -116,6 +116,7 @@ void MpiTransport::wait_all(std::span<Request> requests) {
   for (const Request& r : requests) waiting_.push_back(to_mpi(r));
   statuses_.resize(waiting_.size());
   int done = 0;
+  bool late = false;  // the deadline passed; one more poll decides (Transport::poll_until says why)
   for (uint32_t polls = 0;; ++polls) {
     const int rc = MPI_Testall(static_cast<int>(waiting_.size()), waiting_.data(), &done, statuses_.data());
     if (rc == MPI_ERR_IN_STATUS) {
@@ -130,11 +131,13 @@ void MpiTransport::wait_all(std::span<Request> requests) {
     }
     RINGDP_MPI_CHECK(rc);
     if (done) break;
+    if (late) expire();
     // A payload this rank's peer is sending may wait for an envelope this rank has not checked yet.
     if (!receives_in_order_.empty()) advance_two_part();
     if (yield_when_idle_) std::this_thread::yield();
     // Reading the clock costs ~20 ns; every 256th poll keeps it off the fast path.
-    if ((polls & 255u) == 255u && deadline_passed()) expire();
+    if ((polls & 255u) == 255u) late = deadline_passed();
+    if ((polls & 1023u) == 1023u) check_peers_calls(requests);
   }
   check_envelopes(requests);
   for (Request& r : requests) r = from_mpi(MPI_REQUEST_NULL);
@@ -319,14 +322,23 @@ bool MpiTransport::test_one(Request& request) {
 // The general wait, for a set with a two-part message in it: one test per request per poll, and
 // the envelopes that arrived turned into posted payload receives, in order.
 void MpiTransport::wait_two_part(std::span<Request> requests) {
+  bool late = false;  // as in wait_all
   for (uint32_t polls = 0;; ++polls) {
     advance_two_part();
     bool all_done = true;
     for (Request& r : requests) all_done = (r.two_part ? finish_two_part(r) : test_one(r)) && all_done;
     if (all_done) return;
+    if (late) expire();
     if (yield_when_idle_) std::this_thread::yield();
-    if ((polls & 255u) == 255u && deadline_passed()) expire();
+    if ((polls & 255u) == 255u) late = deadline_passed();
+    if ((polls & 1023u) == 1023u) check_peers_calls(requests);
   }
+}
+
+void MpiTransport::check_peers_calls(std::span<const Request> requests) const {
+  if (!slots_) return;
+  for (const Request& r : requests)
+    if (r.receive && r.tag < kUserTagBase) slots_->check_same_call(r.peer);
 }
 
 void MpiTransport::reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {

@@ -74,6 +74,9 @@ class MpiTransport final : public Transport {
 
  private:
   void check_envelopes(std::span<Request> requests);
+  /// On one host: throws if a peer this rank waits to receive from announced the same collective
+  /// by another algorithm, op or dtype (SharedSlots::check_same_call), which may send nothing.
+  void check_peers_calls(std::span<const Request> requests) const;
   /// What travels ahead of a two-part message, and the record of one in flight.
   struct Envelope {
     uint64_t bytes = 0;

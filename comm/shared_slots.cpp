@@ -4,6 +4,9 @@
 #include <atomic>
 #include <new>
 
+#include "comm/envelope.h"
+#include "core/error.h"
+
 namespace ringdp::comm {
 
 // One rank's header, on a cache line of its own so that peers polling `published` do not share
@@ -13,6 +16,9 @@ struct alignas(64) SharedSlots::Header {
   uint64_t reduced;  // the last round whose reduced chunk this rank published (scattered rounds)
   int32_t tag[2];
   uint64_t bytes[2];
+  // The announced call: sequence mod 2^32 in the high half, its tag in the low (0: none yet). One
+  // word, so that a reader never pairs one call's sequence with another's tag.
+  uint64_t call;
 };
 
 // MPI's shared window places a rank's segment wherever its layout puts it (Open MPI: 8-byte
@@ -48,6 +54,7 @@ SharedSlots::SharedSlots(int rank, std::vector<void*> regions, size_t slot_bytes
   auto* mine = new (peers_[static_cast<size_t>(rank)].header) Header{};
   store_round(mine->published, 0);
   store_round(mine->reduced, 0);
+  store_round(mine->call, 0);
 }
 
 SharedSlots::~SharedSlots() {
@@ -82,5 +89,23 @@ const void* SharedSlots::part(int r) const {
 int SharedSlots::tag(int r) const { return header(r).tag[slot()]; }
 
 size_t SharedSlots::bytes(int r) const { return header(r).bytes[slot()]; }
+
+void SharedSlots::announce(uint64_t sequence, int tag) {
+  std::atomic_ref<uint64_t>(peers_[static_cast<size_t>(rank_)].header->call)
+      .store(sequence << 32 | static_cast<uint32_t>(tag), std::memory_order_relaxed);
+}
+
+void SharedSlots::check_same_call(int r) const {
+  const auto call = [this](int rank) {
+    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(header(rank).call))
+        .load(std::memory_order_relaxed);
+  };
+  const uint64_t mine = call(rank_), theirs = call(r);
+  const auto tag = [](uint64_t word) { return static_cast<int>(static_cast<uint32_t>(word)); };
+  if ((mine >> 32) != (theirs >> 32) || tag(theirs) == 0 || tag(theirs) == tag(mine)) return;
+  RINGDP_FAIL("rank ", rank_, " is in ", describe_tag(tag(mine)), " but rank ", r, " is in ",
+              describe_tag(tag(theirs)),
+              ": the ranks called different collectives or chose different algorithms");
+}
 
 }  // namespace ringdp::comm

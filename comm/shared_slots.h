@@ -15,6 +15,11 @@
 // byte count, so ranks in different collectives are reported, as over MPI, instead of reading
 // each other's data. Tested by tests/mpi/test_collectives.cpp (algorithm shared_memory, np=1-4)
 // and tests/unit/test_shared_slots.cpp (forked processes over plain shared memory).
+//
+// The header also carries what each rank is calling now (announce), for every collective and
+// whatever its algorithm: a rank waiting on a peer that is in the same collective by another
+// algorithm (the ring against shared memory or native) finds it there, where no message would
+// ever tell it (docs/errors.md, "What the always-on check covers").
 #pragma once
 
 #include <cstddef>
@@ -62,6 +67,13 @@ class SharedSlots {
   const void* part(int r) const;
   int tag(int r) const;
   size_t bytes(int r) const;
+
+  /// Says which collective this rank is in now: its sequence number and envelope tag. A store to
+  /// this rank's header, which peers read only when a wait has gone on a while.
+  void announce(uint64_t sequence, int tag);
+  /// Throws a ringdp::Error when rank r has announced the collective this rank announced (same
+  /// sequence number) under another tag: another kind, dtype, op or algorithm.
+  void check_same_call(int r) const;
 
  private:
   struct Header;

@@ -102,19 +102,20 @@ case "$case_name" in
     ;;
   envelope)
     # Without any debug mode: a rank that skips a collective, or passes another count, is caught
-    # at the first exchange by the MPI envelope check (tag = kind, dtype, sequence; byte count).
+    # at the first exchange by the MPI envelope check (tag = kind, dtype, op, algorithm, sequence;
+    # byte count).
     RINGDP_FAULT=skip:rank=2:op=5 run 3 all_reduce -b 1K -e 1K --algo ring
     [ $rc -ne 0 ] || fail "a skipped collective ended with exit 0"
-    grep -qF "rank 2 is in all_reduce #6 (float32) but rank 1 sent it a message of barrier #5: the ranks called different collectives" <<<"$out" ||
+    grep -qF "rank 2 is in all_reduce #6 (float32, sum, ring) but rank 1 sent it a message of barrier #5 (recursive_doubling): the ranks called different collectives" <<<"$out" ||
       fail "no envelope report for a skipped collective: $out"
     RINGDP_FAULT=count:rank=1:op=8:delta=-100 run 3 all_reduce -b 1K -e 1K --algo ring
     [ $rc -ne 0 ] || fail "a count mismatch ended with exit 0"
-    grep -qE "expected [0-9]+ bytes of all_reduce #8 \(float32\) from rank [0-9] and got" <<<"$out" || fail "no count report: $out"
+    grep -qE "expected [0-9]+ bytes of all_reduce #8 \(float32, sum, ring\) from rank [0-9] and got" <<<"$out" || fail "no count report: $out"
     # The same check on parts read from shared memory (comm/shared_slots.h): each part carries
     # the envelope, and a reader compares it before it reduces.
     RINGDP_FAULT=count:rank=1:op=8:delta=-100 run 3 all_reduce -b 1K -e 1K --algo shared_memory
     [ $rc -ne 0 ] || fail "a count mismatch over shared memory ended with exit 0"
-    grep -qE "expected [0-9]+ bytes of all_reduce #8 \(float32\) from rank [0-9] and got" <<<"$out" ||
+    grep -qE "expected [0-9]+ bytes of all_reduce #8 \(float32, sum, shared_memory\) from rank [0-9] and got" <<<"$out" ||
       fail "no count report over shared memory: $out"
     # Far below the 300 s watchdog: reported at the exchange, not by a timeout. (10 s failed once on a
     # machine loaded 3x over by a parallel sanitizer build.)
@@ -124,21 +125,67 @@ case "$case_name" in
   mismatch)
     RINGDP_DEBUG=DETAIL RINGDP_FAULT=count:rank=1:op=8:delta=-1 run 3 all_reduce -b 1K -e 1K
     [ $rc -ne 0 ] || fail "a count mismatch under RINGDP_DEBUG=DETAIL ended with exit 0"
-    grep -qF "collective mismatch (RINGDP_DEBUG=DETAIL): rank 0 called all_reduce #8 (sum, 256 x float32), rank 1 called all_reduce #8 (sum, 255 x float32)" <<<"$out" ||
+    grep -qF "collective mismatch (RINGDP_DEBUG=DETAIL): rank 0 called all_reduce #8 (sum, 256 x float32, shared_memory), rank 1 called all_reduce #8 (sum, 255 x float32, shared_memory)" <<<"$out" ||
       fail "no mismatch report: $out"
     [ $seconds -le 10 ] || fail "took $seconds s"
     RINGDP_DEBUG=DETAIL RINGDP_FAULT=skip:rank=2:op=5 run 3 all_reduce -b 1K -e 1K
     [ $rc -ne 0 ] || fail "a skipped collective under RINGDP_DEBUG=DETAIL ended with exit 0"
-    grep -qE "rank 0 called barrier #5, rank 2 called all_reduce #6 \(sum, 256 x float32\)|the ranks called different collectives" <<<"$out" ||
+    grep -qE "rank 0 called barrier #5 \([a-z_]+\), rank 2 called all_reduce #6 \(sum, 256 x float32, [a-z_]+\)|the ranks called different collectives" <<<"$out" ||
       fail "no skip report: $out"
     # Without any fault: two ranks given different sizes, calling MPI's own all_reduce (the short
     # path of a blocking native call, issue #20, must still be checked).
     RINGDP_DEBUG=DETAIL run 1 all_reduce -b 1K -e 1K --algo native : -n 1 "$bench" all_reduce -b 2K -e 2K --algo native
     [ $rc -ne 0 ] || fail "native all_reduces of different counts under RINGDP_DEBUG=DETAIL ended with exit 0"
-    grep -qE "collective mismatch \(RINGDP_DEBUG=DETAIL\): rank 0 called all_reduce #[0-9]+ \(sum, 256 x float32\), rank 1 called all_reduce #[0-9]+ \(sum, 512 x float32\)" <<<"$out" ||
+    grep -qE "collective mismatch \(RINGDP_DEBUG=DETAIL\): rank 0 called all_reduce #[0-9]+ \(sum, 256 x float32, native\), rank 1 called all_reduce #[0-9]+ \(sum, 512 x float32, native\)" <<<"$out" ||
       fail "no mismatch report for native all_reduce: $out"
+    # Ranks that chose different algorithms for the same call: the fingerprint carries the algorithm
+    # (it did not, and a ring rank against a shared-memory one waited for the watchdog, issue #33).
+    RINGDP_DEBUG=DETAIL run 1 all_reduce -b 1K -e 1K --algo ring : -n 1 "$bench" all_reduce -b 1K -e 1K --algo shared_memory
+    [ $rc -ne 0 ] || fail "different algorithms under RINGDP_DEBUG=DETAIL ended with exit 0"
+    grep -qE "collective mismatch \(RINGDP_DEBUG=DETAIL\): rank 0 called all_reduce #[0-9]+ \(sum, 256 x float32, ring\), rank 1 called all_reduce #[0-9]+ \(sum, 256 x float32, shared_memory\)" <<<"$out" ||
+      fail "no mismatch report for different algorithms: $out"
+    [ $seconds -le 10 ] || fail "took $seconds s"
     echo "ok: RINGDP_DEBUG=DETAIL reports a count mismatch and a skipped collective at once (${seconds}s):"
     grep -m1 -E "mismatch|different collectives" <<<"$out" || true
+    ;;
+  stopped)
+    # A rank stopped (SIGSTOP) mid-run, as a debugger or a swapped-out node would: every report
+    # must point at it. Over shared memory the stopped rank's own position said "waiting for rank 0"
+    # (issue #33), a loop in the chain of waits instead of an arrow to the rank that stalled.
+    for algo in shared_memory ring; do
+      RINGDP_TIMEOUT=2 timeout 60 "$mpiexec" -n 3 "${launch_args[@]}" "$bench" all_reduce -b 1K -e 1K -n 1000000 -w 0 \
+        --algo "$algo" >"$work/stopped.out" 2>&1 &
+      job=$!
+      victim=
+      for _ in $(seq 100); do
+        for p in $(pgrep -f "$bench all_reduce"); do
+          grep -qzxE "(OMPI_COMM_WORLD_RANK|PMI_RANK)=1" "/proc/$p/environ" 2>/dev/null && victim=$p
+        done
+        [ -n "$victim" ] && break
+        sleep 0.1
+      done
+      [ -n "$victim" ] || fail "$algo: found no rank 1 to stop"
+      sleep 1
+      kill -STOP "$victim"
+      sleep 4  # past the peers' 2 s deadline: they report and end the job
+      kill -CONT "$victim" 2>/dev/null
+      wait $job
+      out=$(cat "$work/stopped.out")
+      # The chain of "waiting for", followed from every report, must end at rank 1 (which cannot
+      # report), never loop, never end at another rank.
+      declare -A waits=()
+      while read -r who whom; do waits[$who]=$whom; done < <(sed -nE \
+        "s/^ringdp: rank ([0-9]+): all_reduce #[0-9]+ \($algo, .*waiting for (chunk [0-9]+ from )?rank ([0-9]+)\) exceeded 2 s.*/\1 \3/p" <<<"$out")
+      [ ${#waits[@]} -gt 0 ] || fail "$algo: no report of a wait: $out"
+      for start in "${!waits[@]}"; do
+        at=$start hops=0
+        while [ -n "${waits[$at]:-}" ] && [ $hops -le 3 ]; do at=${waits[$at]} hops=$((hops + 1)); done
+        [ "$at" = 1 ] || fail "$algo: the waits from rank $start lead to rank $at, not the stopped rank 1: $out"
+      done
+      unset waits
+      echo "ok: $algo: every chain of waits leads to the stopped rank 1:"
+      grep -m2 "exceeded" <<<"$out"
+    done
     ;;
   thread-level)
     # A blocking run asks MPI for MPI_THREAD_SINGLE (no worker thread; Open MPI's locks off,

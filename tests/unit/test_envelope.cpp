@@ -1,5 +1,5 @@
-// The collective tags of comm/envelope.h: every (kind, dtype, sequence mod 2^bits) its own tag,
-// every tag under the MPI_TAG_UB the bits were chosen for, and the sequence wrapping at 2^bits.
+// The collective tags of comm/envelope.h: every (kind, dtype, op, algorithm, sequence mod 2^bits) its own
+// tag, every tag under the MPI_TAG_UB the bits were chosen for, and the sequence wrapping at 2^bits.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -21,11 +21,21 @@ const CollectiveKind kKinds[] = {CollectiveKind::all_reduce,     CollectiveKind:
                                  CollectiveKind::reduce_scatter, CollectiveKind::barrier,
                                  CollectiveKind::send,           CollectiveKind::recv};
 const DType kDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
+const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
+const comm::Algorithm kAlgorithms[] = {
+    comm::Algorithm::automatic,    comm::Algorithm::ring,         comm::Algorithm::recursive_doubling,
+    comm::Algorithm::tree,         comm::Algorithm::native,       comm::Algorithm::hierarchical,
+    comm::Algorithm::rabenseifner, comm::Algorithm::shared_memory};
+// The tag of an all-reduce in float32 by the ring, summing: the call most tests vary one field of.
+int ring_tag(uint64_t sequence, int bits) {
+  return encode_tag(CollectiveKind::all_reduce, DType::float32, ReduceOp::sum, comm::Algorithm::ring,
+                    sequence, bits);
+}
 }  // namespace
 
 TEST_CASE("sequence_bits_for takes the most bits whose largest tag fits, at most 16", "[envelope]") {
-  // Bounds from the MPI standard's minimum up to ob1's, and each edge where one more bit fits.
-  for (int ub : {1024, 1500, 2047, 2048, 32767, 32768, 65535, 65536, (1 << 22) - 1, (1 << 22), (1 << 23) - 1,
+  // Bounds from the smallest that works up to ob1's, and each edge where one more bit fits.
+  for (int ub : {16384, 20000, 32767, 32768, 65535, 65536, (1 << 22) - 1, (1 << 22), (1 << 23) - 1, (1 << 28),
                  std::numeric_limits<int>::max()}) {
     CAPTURE(ub);
     const int bits = sequence_bits_for(ub);
@@ -34,18 +44,22 @@ TEST_CASE("sequence_bits_for takes the most bits whose largest tag fits, at most
     const uint64_t last_sequence = (uint64_t{1} << bits) - 1;
     int largest = 0;
     for (CollectiveKind kind : kKinds)
-      for (DType dtype : kDTypes) largest = std::max(largest, encode_tag(kind, dtype, last_sequence, bits));
+      for (DType dtype : kDTypes)
+        for (ReduceOp op : kOps)
+          for (comm::Algorithm algorithm : kAlgorithms)
+            largest = std::max(largest, encode_tag(kind, dtype, op, algorithm, last_sequence, bits));
     REQUIRE(largest <= ub);
     // Not one bit fewer than fits: a smaller window catches fewer skipped collectives.
-    if (bits < 16) REQUIRE((int64_t{1} << (bits + 7)) > ub);
+    if (bits < 16) REQUIRE((int64_t{1} << (bits + 1 + comm::kCallBits)) > ub);
   }
-  REQUIRE(sequence_bits_for(32767) == 8);
-  REQUIRE(sequence_bits_for(1024) == comm::kMinSequenceBits);
-  REQUIRE(sequence_bits_for((1 << 23) - 1) == 16);
+  REQUIRE(sequence_bits_for(32767) == comm::kMinSequenceBits);
+  REQUIRE(sequence_bits_for(16384) == comm::kMinSequenceBits);
+  REQUIRE(sequence_bits_for((1 << 23) - 1) == 10);
+  REQUIRE(sequence_bits_for(std::numeric_limits<int>::max()) == 16);
 }
 
 TEST_CASE("a tag bound too small for the minimum sequence bits is an error naming it", "[envelope]") {
-  for (int ub : {1023, 500, 0}) {
+  for (int ub : {16383, 1023, 0}) {
     CAPTURE(ub);
     REQUIRE_THROWS_AS(sequence_bits_for(ub), Error);
     REQUIRE_THROWS_WITH(sequence_bits_for(ub),
@@ -53,27 +67,31 @@ TEST_CASE("a tag bound too small for the minimum sequence bits is an error namin
   }
 }
 
-TEST_CASE("distinct kinds, dtypes and sequences give distinct tags, all above 0 and below user tags",
-          "[envelope]") {
-  for (int bits : {comm::kMinSequenceBits, 8, 16}) {
+TEST_CASE(
+    "distinct kinds, dtypes, ops, algorithms and sequences give distinct tags, all above 0 and below "
+    "user tags",
+    "[envelope]") {
+  for (int bits : {comm::kMinSequenceBits, 8}) {
     CAPTURE(bits);
-    // Counted, not REQUIREd, per tag: 2.6 million REQUIREs at 16 bits would take seconds.
-    std::vector<bool> taken(size_t{1} << (bits + 7));
+    // Counted, not REQUIREd, per tag: 400,000 REQUIREs at 8 bits would take seconds.
+    std::vector<bool> taken(size_t{1} << (bits + comm::kCallBits + 1));
     int64_t duplicates = 0, lowest = std::numeric_limits<int>::max(), highest = 0;
     const uint64_t sequences = uint64_t{1} << bits;
     for (CollectiveKind kind : kKinds)
       for (DType dtype : kDTypes)
-        for (uint64_t sequence = 0; sequence < sequences; ++sequence) {
-          const int tag = encode_tag(kind, dtype, sequence, bits);
-          lowest = std::min<int64_t>(lowest, tag);
-          highest = std::max<int64_t>(highest, tag);
-          if (tag < 0 || static_cast<size_t>(tag) >= taken.size()) continue;  // caught by highest/lowest
-          duplicates += taken[tag];
-          taken[tag] = true;
-        }
+        for (ReduceOp op : kOps)
+          for (comm::Algorithm algorithm : kAlgorithms)
+            for (uint64_t sequence = 0; sequence < sequences; ++sequence) {
+              const int tag = encode_tag(kind, dtype, op, algorithm, sequence, bits);
+              lowest = std::min<int64_t>(lowest, tag);
+              highest = std::max<int64_t>(highest, tag);
+              if (tag < 0 || static_cast<size_t>(tag) >= taken.size()) continue;  // caught by highest/lowest
+              duplicates += taken[tag];
+              taken[tag] = true;
+            }
     REQUIRE(duplicates == 0);
     REQUIRE(lowest > 0);  // MPI tags are non-negative
-    REQUIRE(highest <= int64_t{1} << (bits + 6));
+    REQUIRE(highest <= int64_t{1} << (bits + comm::kCallBits));
     REQUIRE(highest < comm::kUserTagBase);
   }
 }
@@ -84,22 +102,43 @@ TEST_CASE("the sequence wraps at 2^bits, and only there", "[envelope]") {
     const uint64_t period = uint64_t{1} << bits;
     for (uint64_t sequence : {uint64_t{0}, uint64_t{1}, period - 1, uint64_t{1} << 40}) {
       CAPTURE(sequence);
-      const int tag = encode_tag(CollectiveKind::all_reduce, DType::float32, sequence, bits);
-      REQUIRE(encode_tag(CollectiveKind::all_reduce, DType::float32, sequence + period, bits) == tag);
-      REQUIRE(encode_tag(CollectiveKind::all_reduce, DType::float32, sequence + 3 * period, bits) == tag);
+      const int tag = ring_tag(sequence, bits);
+      REQUIRE(ring_tag(sequence + period, bits) == tag);
+      REQUIRE(ring_tag(sequence + 3 * period, bits) == tag);
       // One skipped collective is never mistaken for the expected one (the envelope's promise).
       for (uint64_t ahead = 1; ahead < period; ahead = ahead * 2 + 1)
-        REQUIRE(encode_tag(CollectiveKind::all_reduce, DType::float32, sequence + ahead, bits) != tag);
+        REQUIRE(ring_tag(sequence + ahead, bits) != tag);
     }
   }
 }
 
-TEST_CASE("describe_tag reads back kind, sequence mod 2^bits and dtype", "[envelope]") {
-  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::all_reduce, DType::float32, 8, 16)) ==
-          "all_reduce #8 (float32)");
-  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::recv, DType::bfloat16, 65535, 16)) ==
-          "recv #65535 (bfloat16)");
-  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::reduce_scatter, DType::int64, 16 + 3, 4)) ==
-          "reduce_scatter #3 (int64)");
-  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::barrier, DType::float32, 2, 8)) == "barrier #2");
+TEST_CASE("describe_tag reads back kind, sequence mod 2^bits, dtype, op and algorithm", "[envelope]") {
+  using comm::Algorithm;
+  REQUIRE(comm::describe_tag(ring_tag(8, 16)) == "all_reduce #8 (float32, sum, ring)");
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::recv, DType::bfloat16, ReduceOp::sum,
+                                        Algorithm::native, 65535, 16)) == "recv #65535 (bfloat16)");
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::reduce_scatter, DType::int64, ReduceOp::max,
+                                        Algorithm::rabenseifner, 4 + 3, 2)) ==
+          "reduce_scatter #3 (int64, max, rabenseifner)");
+  // The op field of a call that does not reduce means nothing: it is not shown.
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::broadcast, DType::int32, ReduceOp::sum,
+                                        Algorithm::tree, 5, 8)) == "broadcast #5 (int32, tree)");
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::barrier, DType::float32, ReduceOp::sum,
+                                        Algorithm::recursive_doubling, 2, 8)) ==
+          "barrier #2 (recursive_doubling)");
+}
+
+TEST_CASE("one field different, the tag differs: op and algorithm are checked like kind and dtype",
+          "[envelope]") {
+  using comm::Algorithm;
+  for (int bits : {comm::kMinSequenceBits, 16}) {
+    const int base = ring_tag(5, bits);
+    for (ReduceOp op : kOps)
+      if (op != ReduceOp::sum)
+        REQUIRE(encode_tag(CollectiveKind::all_reduce, DType::float32, op, Algorithm::ring, 5, bits) != base);
+    for (Algorithm algorithm : kAlgorithms)
+      if (algorithm != Algorithm::ring)
+        REQUIRE(encode_tag(CollectiveKind::all_reduce, DType::float32, ReduceOp::sum, algorithm, 5, bits) !=
+                base);
+  }
 }

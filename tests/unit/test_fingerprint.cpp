@@ -10,6 +10,7 @@
 #include "core/error.h"
 
 using namespace ringdp;
+using comm::Algorithm;
 using comm::CollectiveKind;
 using comm::Fingerprint;
 
@@ -17,13 +18,14 @@ namespace {
 int64_t code(CollectiveKind kind) { return static_cast<int64_t>(kind); }
 int64_t code(ReduceOp op) { return static_cast<int64_t>(op); }
 int64_t code(DType dtype) { return static_cast<int64_t>(dtype); }
+int64_t code(Algorithm algorithm) { return static_cast<int64_t>(algorithm); }
 
 // Rank 0 of a world of two. Rank 1 is a script: each receive takes the next bytes of the words
 // rank 1 "sent"; sends go nowhere. Every request completes at once.
 class ScriptedPeer final : public comm::Transport {
  public:
   explicit ScriptedPeer(const Fingerprint& peer)
-      : words_{peer.kind, peer.op, peer.dtype, peer.count, peer.root, peer.sequence} {}
+      : words_{peer.kind, peer.op, peer.dtype, peer.count, peer.root, peer.sequence, peer.algorithm} {}
   int rank() const override { return 0; }
   int size() const override { return 2; }
   comm::Request isend(int peer, const void*, size_t bytes, int tag) override {
@@ -44,7 +46,7 @@ class ScriptedPeer final : public comm::Transport {
   size_t received() const { return received_; }
 
  private:
-  int64_t words_[6];
+  int64_t words_[7];
   size_t received_ = 0;
 };
 
@@ -63,34 +65,55 @@ std::string compare(const Fingerprint& mine, const Fingerprint& theirs, size_t* 
   return report;
 }
 
-const Fingerprint kAllReduce{
-    code(CollectiveKind::all_reduce), code(ReduceOp::sum), code(DType::float32), 1000, -1, 7};
+const Fingerprint kAllReduce{code(CollectiveKind::all_reduce),
+                             code(ReduceOp::sum),
+                             code(DType::float32),
+                             1000,
+                             -1,
+                             7,
+                             code(Algorithm::ring)};
 }  // namespace
 
 TEST_CASE("a fingerprint describes the call as the user wrote it", "[fingerprint]") {
-  REQUIRE(kAllReduce.describe() == "all_reduce #7 (sum, 1000 x float32)");
-  const Fingerprint reduce{code(CollectiveKind::reduce), code(ReduceOp::max), code(DType::int64), 3, 2, 0};
-  REQUIRE(reduce.describe() == "reduce #0 (max, 3 x int64, root 2)");
-  const Fingerprint scatter{
-      code(CollectiveKind::reduce_scatter), code(ReduceOp::avg), code(DType::bfloat16), 8, -1, 1};
-  REQUIRE(scatter.describe() == "reduce_scatter #1 (avg, 8 x bfloat16)");
+  REQUIRE(kAllReduce.describe() == "all_reduce #7 (sum, 1000 x float32, ring)");
+  const Fingerprint reduce{code(CollectiveKind::reduce), code(ReduceOp::max), code(DType::int64), 3, 2, 0,
+                           code(Algorithm::tree)};
+  REQUIRE(reduce.describe() == "reduce #0 (max, 3 x int64, root 2, tree)");
+  const Fingerprint scatter{code(CollectiveKind::reduce_scatter),
+                            code(ReduceOp::avg),
+                            code(DType::bfloat16),
+                            8,
+                            -1,
+                            1,
+                            code(Algorithm::native)};
+  REQUIRE(scatter.describe() == "reduce_scatter #1 (avg, 8 x bfloat16, native)");
   // Collectives without a reduction carry an op field that means nothing: it is not shown.
-  const Fingerprint broadcast{
-      code(CollectiveKind::broadcast), code(ReduceOp::prod), code(DType::float64), 5, 0, 4};
-  REQUIRE(broadcast.describe() == "broadcast #4 (5 x float64, root 0)");
-  const Fingerprint gather{
-      code(CollectiveKind::all_gather), code(ReduceOp::prod), code(DType::int32), 2, -1, 9};
-  REQUIRE(gather.describe() == "all_gather #9 (2 x int32)");
+  const Fingerprint broadcast{code(CollectiveKind::broadcast),
+                              code(ReduceOp::prod),
+                              code(DType::float64),
+                              5,
+                              0,
+                              4,
+                              code(Algorithm::tree)};
+  REQUIRE(broadcast.describe() == "broadcast #4 (5 x float64, root 0, tree)");
+  const Fingerprint gather{code(CollectiveKind::all_gather),
+                           code(ReduceOp::prod),
+                           code(DType::int32),
+                           2,
+                           -1,
+                           9,
+                           code(Algorithm::ring)};
+  REQUIRE(gather.describe() == "all_gather #9 (2 x int32, ring)");
   // A barrier moves no data: count and dtype would only mislead.
-  const Fingerprint barrier{code(CollectiveKind::barrier), 0, 0, 0, -1, 12};
-  REQUIRE(barrier.describe() == "barrier #12");
+  const Fingerprint barrier{code(CollectiveKind::barrier), 0, 0, 0, -1, 12, code(Algorithm::native)};
+  REQUIRE(barrier.describe() == "barrier #12 (native)");
 }
 
 TEST_CASE("identical calls on both ranks report nothing", "[fingerprint]") {
   size_t received = 0;
   REQUIRE(compare(kAllReduce, kAllReduce, &received) == "");
-  // All six words came across: the exchange runs on int64 whatever the collective's dtype.
-  REQUIRE(received == 6 * sizeof(int64_t));
+  // All seven words came across: the exchange runs on int64 whatever the collective's dtype.
+  REQUIRE(received == 7 * sizeof(int64_t));
 }
 
 TEST_CASE("a call that differs in any one field is reported with both ranks' calls", "[fingerprint]") {
@@ -101,6 +124,7 @@ TEST_CASE("a call that differs in any one field is reported with both ranks' cal
   SECTION("count") { other.count = 999; }
   SECTION("root") { other.root = 1; }
   SECTION("sequence") { other.sequence = 8; }
+  SECTION("algorithm") { other.algorithm = code(Algorithm::shared_memory); }
   const std::string report = compare(kAllReduce, other);
   CAPTURE(report);
   REQUIRE(report == "collective mismatch (RINGDP_DEBUG=DETAIL): rank 0 called " + kAllReduce.describe() +

@@ -29,6 +29,8 @@ CollectiveContext Call::context_on(Transport& transport) {
 Executor::Executor(Routes& routes, const CommOptions& options, int rank, int size, int tag_upper_bound)
     : routes_(routes), options_(options), rank_(rank), size_(size) {
   sequence_bits_ = sequence_bits_for(tag_upper_bound);
+  // A world of one has no peer to compare with.
+  host_slots_ = size > 1 ? routes.host().shared_slots() : nullptr;
   trace_ = settings::flag(settings::Id::trace).value_or(false);
   check_calls_ = settings::text(settings::Id::debug).value_or("OFF") == "DETAIL";
   watchers_ = check_calls_ || !faults_.empty();
@@ -65,12 +67,15 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
       .settled = false,
       .staged = {}};
   call.ctx.corrupt_next_receive = fault.corrupt;
-  announce(transport, issue, sequence, call.ctx.tag);
   transport.begin_collective();
-  if (check_calls_ && size_ > 1 && issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv)
+  const bool collective = issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv;
+  if (check_calls_ && size_ > 1 && collective)
     check_same_call(
         issue, sequence, call.effective(issue.count),
         encode_tag(issue.kind, issue.dtype, ReduceOp::sum, Algorithm::automatic, sequence, sequence_bits_));
+  // Peers on this host that wait long on this rank look here for a call that differs. After the
+  // DETAIL check, whose report names more, so that its exchange never meets this one's.
+  if (host_slots_ && !transport.device_memory() && collective) announce(sequence, call.ctx.tag);
   timeline::Clock::time_point began{};
   if (timeline::enabled()) began = timeline::Clock::now();
   try {
@@ -85,16 +90,11 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
   if (began != timeline::Clock::time_point{}) record_collective(issue, sequence, began);
 }
 
-void Executor::announce(Transport& transport, const Issue& issue, uint64_t sequence, int tag) {
-  // Peers on this host that wait long on this rank look here for a call that differs.
-  SharedSlots* slots = transport.shared_slots();
-  if (slots && issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv)
-    slots->announce(sequence, tag);
-}
+void Executor::announce(uint64_t sequence, int tag) { host_slots_->announce(sequence, tag); }
 
-void Executor::announce_direct(const Issue& issue, uint64_t sequence) {
-  announce(routes_.host(), issue, sequence,
-           encode_tag(issue.kind, issue.dtype, issue.op, issue.algorithm, sequence, sequence_bits_));
+void Executor::announce_direct(const Issue& issue) {
+  host_slots_->announce(position_.sequence, encode_tag(issue.kind, issue.dtype, issue.op, issue.algorithm,
+                                                       position_.sequence, sequence_bits_));
 }
 
 void Executor::check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag) {

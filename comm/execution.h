@@ -19,6 +19,7 @@
 #include "comm/algorithms.h"
 #include "comm/call_queue.h"
 #include "comm/comm_options.h"
+#include "comm/envelope.h"
 #include "comm/fault.h"
 #include "comm/position.h"
 #include "comm/routes.h"
@@ -127,8 +128,10 @@ class Executor {
   /// RINGDP_DEBUG=DETAIL: ends the job, naming both calls, when another rank issued another one.
   void check_same_call(const Issue& issue, uint64_t sequence, int64_t count, int tag);
   /// Publishes the call where peers on this host can compare it (SharedSlots::announce).
-  void announce(Transport& transport, const Issue& issue, uint64_t sequence, int tag);
-  void announce_direct(const Issue& issue, uint64_t sequence);
+  void announce(uint64_t sequence, int tag);
+  /// The same for a call on the direct path, out of line: only jobs of several ranks on one host
+  /// pay for it (measured in docs/benchmarks.md).
+  void announce_direct(const Issue& issue);
   /// The timeline event of one collective that began at `began` and ends now.
   void record_collective(const Issue& issue, uint64_t sequence, timeline::Clock::time_point began);
   /// Anything that must see each collective: asked once per call, under the execution lock.
@@ -145,6 +148,7 @@ class Executor {
   bool watchers_ = false;  // a fault plan, DETAIL or a step observer (the timeline is asked apart)
   uint64_t sequence_ = 0;  // collectives issued: every rank issues each one, so it is part of their tags
   uint64_t p2p_sequence_ = 0;  // sends and receives: between some ranks only, so numbered apart
+  SharedSlots* host_slots_ = nullptr;  // the host transport's, where all ranks share one host
   int sequence_bits_ = 16;  // of the sequence in a tag: what fits under MPI_TAG_UB (comm/envelope.h)
   Position position_;
   StepObserver observer_;
@@ -182,7 +186,7 @@ bool Executor::run_direct(const Issue& issue, F&& library_call) {
     ran = true;
     position_ =
         Position{.kind = issue.kind, .sequence = sequence_++, .count = issue.count, .dtype = issue.dtype};
-    announce_direct(issue, position_.sequence);
+    if (host_slots_) announce_direct(issue);
     library_call();
   });
   return ran;

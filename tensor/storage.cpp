@@ -25,7 +25,19 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
   }
 }
 
+std::shared_ptr<Storage> Storage::borrow(void* data, size_t bytes, Device device) {
+  RINGDP_CHECK(data != nullptr || bytes == 0, "cannot borrow ", bytes, " bytes at a null pointer");
+  std::shared_ptr<Storage> storage(new Storage(0, Device::cpu()));
+  std::free(storage->data_);
+  storage->data_ = data;
+  storage->bytes_ = bytes;
+  storage->device_ = device;
+  storage->owned_ = false;
+  return storage;
+}
+
 Storage::~Storage() {
+  if (!owned_) return;
   if (device_.is_cpu()) {
     std::free(data_);
   } else {

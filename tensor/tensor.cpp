@@ -44,6 +44,17 @@ Tensor::Tensor(Shape shape, DType dtype, Device device) {
   impl_ = std::move(impl);
 }
 
+Tensor Tensor::borrow(void* data, Shape shape, DType dtype, Device device) {
+  RINGDP_CHECK(shape.size() <= 8, "tensors have at most 8 dimensions, got shape ", shape_str(shape));
+  const int64_t n = shape_numel(shape);
+  auto impl = std::make_shared<Impl>();
+  impl->storage = Storage::borrow(data, static_cast<size_t>(n) * dtype_size(dtype), device);
+  impl->shape = std::move(shape);
+  impl->numel = n;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
 void Tensor::fail_undefined() { RINGDP_FAIL("operation on an undefined tensor"); }
 
 int64_t Tensor::size(int64_t d) const {

@@ -34,6 +34,9 @@ class Tensor {
  public:
   Tensor() = default;  ///< an undefined tensor; defined() is false
   Tensor(Shape shape, DType dtype, Device device = Device::cpu());  ///< uninitialised contents
+  /// A tensor over contiguous memory another library owns (Storage::borrow): nothing is copied,
+  /// and the owner must keep the memory alive while this tensor (or a view of it) is in use.
+  static Tensor borrow(void* data, Shape shape, DType dtype, Device device = Device::cpu());
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl().shape; }

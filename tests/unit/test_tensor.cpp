@@ -1,6 +1,8 @@
 // tensor/: factories, copies, dtype conversions, views, random streams and error messages.
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include <sstream>
 
 #include "kernels/device_memory.h"
@@ -115,4 +117,22 @@ TEST_CASE("operator<< is readable", "[tensor]") {
   std::ostringstream out;
   out << arange(3, DType::int32);
   CHECK(out.str() == "tensor([0, 1, 2], shape=[3], dtype=int32, device=cpu)");
+}
+
+TEST_CASE("a borrowed tensor reads and writes the owner's memory and never frees it", "[tensor]") {
+  // The torch backend reduces an at::Tensor in its own memory (issue #34): no copy on the way in.
+  std::vector<float> owner = {1, 2, 3, 4, 5, 6};
+  {
+    Tensor view = Tensor::borrow(owner.data(), {2, 3}, DType::float32);
+    REQUIRE(view.data_ptr() == owner.data());
+    REQUIRE(view.nbytes() == 6 * sizeof(float));
+    REQUIRE(view.at({1, 2}) == 6);
+    view.set_item(0, 10);
+    Tensor copy = view.clone();  // an owning copy: its own memory
+    REQUIRE(copy.data_ptr() != owner.data());
+  }  // the borrowed storage goes; the vector still owns its memory (ASan would see a double free)
+  REQUIRE(owner[0] == 10);
+  REQUIRE(Tensor::borrow(nullptr, {0}, DType::float32).numel() == 0);
+  REQUIRE_THROWS_WITH(Tensor::borrow(nullptr, {3}, DType::float32),
+                      Catch::StartsWith("cannot borrow 12 bytes at a null pointer"));
 }

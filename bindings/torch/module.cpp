@@ -1,0 +1,58 @@
+// The Python module ringdp_torch: importing it registers the torch.distributed backend "ringdp",
+// whose creator starts a ringdp Communicator over the MPI world and checks that torch's rank and
+// world size are MPI's. Launch with mpirun or mpiexec (docs/torch.md): torchrun and mp.spawn start
+// processes MPI does not know, and are refused with a message naming the launchers that work.
+#include <pybind11/chrono.h>
+#include <pybind11/pybind11.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <chrono>
+#include <memory>
+
+#include "bindings/torch/process_group.h"
+#include "core/error.h"
+
+namespace py = pybind11;
+
+namespace ringdp_torch {
+namespace {
+
+c10::intrusive_ptr<BackendBase> create(const c10::intrusive_ptr<::c10d::Store>&, int rank, int size,
+                                       const std::chrono::duration<float>& timeout) {
+  ringdp::comm::CommOptions options;
+  // torch's timeout (init_process_group(timeout=...), 30 min by default) is the watchdog's, unless
+  // RINGDP_TIMEOUT says otherwise.
+  options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  if (options.timeout > ringdp::comm::kMaxTimeout) options.timeout = ringdp::comm::kMaxTimeout;
+  auto communicator = ringdp::comm::Communicator::init(options);
+  RINGDP_CHECK(communicator->size() == size, "torch.distributed asks for world_size ", size, " but MPI has ",
+               communicator->size(), " rank", communicator->size() == 1 ? "" : "s",
+               communicator->size() == 1 && size > 1
+                   ? ": this process was not started by an MPI launcher. The ringdp backend needs one: "
+                     "mpirun -np N python3 script.py (Open MPI) or mpiexec.mpich -n N python3 script.py "
+                     "(MPICH); torchrun and mp.spawn start processes MPI does not know (docs/torch.md)"
+                   : "; pass world_size from OMPI_COMM_WORLD_SIZE or PMI_SIZE (docs/torch.md)");
+  RINGDP_CHECK(communicator->rank() == rank, "torch.distributed says this is rank ", rank, " but MPI says rank ",
+               communicator->rank(), "; pass rank from OMPI_COMM_WORLD_RANK or PMI_RANK (docs/torch.md)");
+  return c10::make_intrusive<ProcessGroupRingdp>(std::move(communicator));
+}
+
+}  // namespace
+}  // namespace ringdp_torch
+
+PYBIND11_MODULE(ringdp_torch, m) {
+  m.doc() = "torch.distributed backend 'ringdp': import this module, then init_process_group('ringdp')";
+  // Registers torch's ProcessGroup and Store with pybind11, which the creator's types need.
+  py::module::import("torch.distributed");
+  m.def("create_process_group", &ringdp_torch::create, py::arg("store"), py::arg("rank"), py::arg("size"),
+        py::arg("timeout"), py::call_guard<py::gil_scoped_release>(),
+        "The backend's creator, as torch.distributed calls it: (store, rank, world_size, timeout)");
+  py::object backend = py::module::import("torch.distributed").attr("Backend");
+  // PyTorch 2.x takes the devices a backend serves and warns when they are not given.
+  py::object parameters =
+      py::module::import("inspect").attr("signature")(backend.attr("register_backend")).attr("parameters");
+  if (parameters.contains("devices"))
+    backend.attr("register_backend")("ringdp", m.attr("create_process_group"), py::arg("devices") = py::make_tuple("cpu"));
+  else
+    backend.attr("register_backend")("ringdp", m.attr("create_process_group"));
+}

@@ -1,0 +1,80 @@
+// The "ringdp" backend of torch.distributed: a c10d process group whose collectives are ringdp's
+// own algorithms on a ringdp Communicator (auto by default; RINGDP_* settings apply as in any
+// ringdp program, docs/settings.md). One tensor per call, on the CPU (docs/torch.md).
+//
+// Every call runs to completion before it returns, also with async_op=True: the Work it returns is
+// already complete, and its future holds the output tensors (a list, as gloo's does), which DDP's
+// comm hooks read. Calls from several threads (DDP's autograd thread and the main thread) are
+// serialized here, since a Communicator takes calls from one thread at a time. A ringdp error (a
+// mismatched call, a bad argument) reaches Python as a RuntimeError carrying ringdp's message; the
+// watchdog's timeout and a dead peer end the job as in every ringdp program.
+//
+// Collectives ringdp does not have (gather, scatter, all_to_all, allgather_coalesced, receive from
+// any source) raise "<name> is not supported by ringdp". Tested by tests/torch/.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "bindings/torch/compat.h"
+#include "comm/communicator.h"
+
+namespace ringdp_torch {
+
+class ProcessGroupRingdp final : public BackendBase {
+ public:
+  ProcessGroupRingdp(std::shared_ptr<ringdp::comm::Communicator> communicator);
+
+  const std::string getBackendName() const override { return "ringdp"; }
+
+  c10::intrusive_ptr<::c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                             const ::c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                             const ::c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                       const ::c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                          const ::c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                             std::vector<at::Tensor>& inputs,
+                                             const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                   const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                       std::vector<at::Tensor>& inputs,
+                                                       const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const ::c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                           std::vector<std::vector<at::Tensor>>& inputs,
+                                           const ::c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                  std::vector<std::vector<at::Tensor>>& inputs,
+                                                  const ::c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                        const ::c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                 std::vector<int64_t>& output_split_sizes,
+                                                 std::vector<int64_t>& input_split_sizes,
+                                                 const ::c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                            const ::c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
+  c10::intrusive_ptr<::c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
+  c10::intrusive_ptr<::c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
+
+ private:
+  /// Runs `body` under the issue lock; a ringdp::Error becomes torch's RuntimeError naming `name`.
+  /// Returns a completed Work whose future holds `outputs`.
+  template <typename F>
+  c10::intrusive_ptr<::c10d::Work> run(const char* name, std::vector<at::Tensor> outputs, F&& body);
+  [[noreturn]] void refuse(const char* name) const;
+
+  std::shared_ptr<ringdp::comm::Communicator> comm_;
+  std::mutex issue_;
+};
+
+}  // namespace ringdp_torch

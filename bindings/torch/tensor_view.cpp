@@ -1,0 +1,37 @@
+// Implements bindings/torch/tensor_view.h (the contract is documented there).
+#include "bindings/torch/tensor_view.h"
+
+#include <c10/util/typeid.h>
+
+#include "core/error.h"
+
+namespace ringdp_torch {
+
+ringdp::DType to_ringdp(at::ScalarType type, const char* what) {
+  switch (type) {
+    case at::kFloat: return ringdp::DType::float32;
+    case at::kDouble: return ringdp::DType::float64;
+    case at::kInt: return ringdp::DType::int32;
+    case at::kLong: return ringdp::DType::int64;
+    case at::kBFloat16: return ringdp::DType::bfloat16;
+    default:
+      RINGDP_FAIL(what, " has dtype ", c10::toString(type),
+                  ", which ringdp does not support (float32, float64, int32, int64 and bfloat16 are)");
+  }
+}
+
+TensorView::TensorView(const at::Tensor& tensor, const char* what) : original_(tensor) {
+  RINGDP_CHECK(tensor.defined(), what, " is an undefined tensor");
+  RINGDP_CHECK(tensor.device().is_cpu(), what, " is on ", tensor.device().str(),
+               "; the ringdp backend takes CPU tensors (docs/torch.md)");
+  RINGDP_CHECK(!tensor.is_sparse(), what, " is sparse; the ringdp backend takes dense tensors");
+  const ringdp::DType dtype = to_ringdp(tensor.scalar_type(), what);
+  contiguous_ = tensor.is_contiguous() ? tensor : tensor.contiguous();
+  view_ = ringdp::Tensor::borrow(contiguous_.data_ptr(), {contiguous_.numel()}, dtype);
+}
+
+void TensorView::write_back() {
+  if (!contiguous_.is_same(original_)) original_.copy_(contiguous_);
+}
+
+}  // namespace ringdp_torch

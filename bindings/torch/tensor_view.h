@@ -1,0 +1,30 @@
+// An at::Tensor as the ringdp tensor a collective runs on. A contiguous CPU tensor is borrowed:
+// ringdp reads and writes its memory, nothing is copied (ringdp::Tensor::borrow). A non-contiguous
+// one goes through a contiguous copy, written back afterwards (docs/torch.md). CUDA tensors and
+// dtypes ringdp lacks are refused, naming them. Tested by tests/torch/test_collectives.py.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include "core/dtype.h"
+#include "tensor/tensor.h"
+
+namespace ringdp_torch {
+
+/// ringdp's dtype for torch's, or a ringdp::Error naming the dtype and `what` it was passed as.
+ringdp::DType to_ringdp(at::ScalarType type, const char* what);
+
+class TensorView {
+ public:
+  /// `what` names the argument in errors ("allreduce's tensor").
+  TensorView(const at::Tensor& tensor, const char* what);
+  ringdp::Tensor& ringdp() { return view_; }
+  /// Copies the result into the caller's tensor when it was not contiguous; else nothing.
+  void write_back();
+
+ private:
+  at::Tensor original_, contiguous_;
+  ringdp::Tensor view_;
+};
+
+}  // namespace ringdp_torch

@@ -32,8 +32,9 @@ c10::intrusive_ptr<BackendBase> create(const c10::intrusive_ptr<::c10d::Store>&,
                      "mpirun -np N python3 script.py (Open MPI) or mpiexec.mpich -n N python3 script.py "
                      "(MPICH); torchrun and mp.spawn start processes MPI does not know (docs/torch.md)"
                    : "; pass world_size from OMPI_COMM_WORLD_SIZE or PMI_SIZE (docs/torch.md)");
-  RINGDP_CHECK(communicator->rank() == rank, "torch.distributed says this is rank ", rank, " but MPI says rank ",
-               communicator->rank(), "; pass rank from OMPI_COMM_WORLD_RANK or PMI_RANK (docs/torch.md)");
+  RINGDP_CHECK(communicator->rank() == rank, "torch.distributed says this is rank ", rank,
+               " but MPI says rank ", communicator->rank(),
+               "; pass rank from OMPI_COMM_WORLD_RANK or PMI_RANK (docs/torch.md)");
   return c10::make_intrusive<ProcessGroupRingdp>(std::move(communicator));
 }
 
@@ -52,7 +53,8 @@ PYBIND11_MODULE(ringdp_torch, m) {
   py::object parameters =
       py::module::import("inspect").attr("signature")(backend.attr("register_backend")).attr("parameters");
   if (parameters.contains("devices"))
-    backend.attr("register_backend")("ringdp", m.attr("create_process_group"), py::arg("devices") = py::make_tuple("cpu"));
+    backend.attr("register_backend")("ringdp", m.attr("create_process_group"),
+                                     py::arg("devices") = py::make_tuple("cpu"));
   else
     backend.attr("register_backend")("ringdp", m.attr("create_process_group"));
 }

@@ -168,13 +168,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::barrier(const ::c10d::Barri
   return run("barrier", {}, [&] { comm_->barrier().wait(); });
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather_coalesced(std::vector<std::vector<at::Tensor>>&,
-                                                                         std::vector<at::Tensor>&,
-                                                                         const ::c10d::AllgatherOptions&) {
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>&, std::vector<at::Tensor>&, const ::c10d::AllgatherOptions&) {
   refuse("allgather_coalesced");
 }
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::gather(std::vector<std::vector<at::Tensor>>&,
-                                                            std::vector<at::Tensor>&, const ::c10d::GatherOptions&) {
+                                                            std::vector<at::Tensor>&,
+                                                            const ::c10d::GatherOptions&) {
   refuse("gather");
 }
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::scatter(std::vector<at::Tensor>&,
@@ -182,12 +182,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::scatter(std::vector<at::Ten
                                                              const ::c10d::ScatterOptions&) {
   refuse("scatter");
 }
-c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall_base(at::Tensor&, at::Tensor&, std::vector<int64_t>&,
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall_base(at::Tensor&, at::Tensor&,
+                                                                   std::vector<int64_t>&,
                                                                    std::vector<int64_t>&,
                                                                    const ::c10d::AllToAllOptions&) {
   refuse("all_to_all_single");
 }
-c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall(std::vector<at::Tensor>&, std::vector<at::Tensor>&,
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall(std::vector<at::Tensor>&,
+                                                              std::vector<at::Tensor>&,
                                                               const ::c10d::AllToAllOptions&) {
   refuse("all_to_all");
 }

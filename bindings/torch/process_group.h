@@ -32,8 +32,8 @@ class ProcessGroupRingdp final : public BackendBase {
                                              const ::c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                              const ::c10d::AllreduceOptions& opts) override;
-  c10::intrusive_ptr<::c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
-                                                       const ::c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> reduce(std::vector<at::Tensor>& tensors,
                                           const ::c10d::ReduceOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,

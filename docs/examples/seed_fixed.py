@@ -59,7 +59,9 @@ def load_data(args, world_size):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="The seed's job, corrected: DDP on the CPU with gloo")
+    ap = argparse.ArgumentParser(description="The seed's job, corrected: DDP on the CPU with gloo or ringdp")
+    ap.add_argument("--backend", choices=["gloo", "ringdp"], default="gloo",
+                    help="torch.distributed backend; ringdp needs mpirun or mpiexec and PYTHONPATH=build/python")
     ap.add_argument("--data", help="numeric CSV, last column the target (default: synthetic)")
     ap.add_argument("--samples", type=int, default=100, help="synthetic samples per rank")
     ap.add_argument("--features", type=int, default=10)
@@ -74,7 +76,9 @@ def main():
     rank, world_size = launcher_environment()
     # One process per rank (mistake 1: DataParallel is one process driving several GPUs).
     # gloo runs on the CPU; on GPUs: nccl, and torch.cuda.set_device(local_rank) first (mistake 7).
-    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    if args.backend == "ringdp":
+        import ringdp_torch  # noqa: F401  (its import registers the backend)
+    dist.init_process_group(args.backend, rank=rank, world_size=world_size)
 
     x, y = load_data(args, world_size)
     model = torch.nn.Linear(x.shape[1], 1)  # the seed's Net is this one layer

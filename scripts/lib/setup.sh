@@ -3,7 +3,8 @@
 # Tested by tests/cli/setup.sh (the package check against a recording apt-get, and the error line).
 
 RINGDP_PACKAGES=(meson ninja-build pkg-config g++ python3 catch2 libopenblas-dev libopenmpi-dev
-  openmpi-bin libcli11-dev nlohmann-json3-dev zlib1g-dev procps git iproute2 cmake)
+  openmpi-bin libcli11-dev nlohmann-json3-dev zlib1g-dev procps git iproute2 cmake
+  python3-torch libtorch-dev pybind11-dev)
 
 ringdp_log() { printf 'ringdp: %s\n' "$*" >&2; }
 

@@ -8,7 +8,7 @@ cd "$1" || exit 1
 format=$(command -v clang-format-14 || command -v clang-format) || { echo "SKIPPED: clang-format is not installed"; exit 77; }
 major=$("$format" --version | grep -oE 'version [0-9]+' | grep -oE '[0-9]+')
 [ "$major" = 14 ] || { echo "SKIPPED: $format is version $major; the check is pinned to 14"; exit 77; }
-mapfile -t sources < <(find core kernels tensor autograd comm apps tests perf \
+mapfile -t sources < <(find core kernels tensor autograd comm apps bindings tests perf \
   \( -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) -not -path 'tests/fuzz/corpus/*' | sort)
 bad=()
 for source in "${sources[@]}"; do

@@ -30,7 +30,7 @@ RULES = {
     r"\bstd::(deque)\b": "deque",
     r"\bstd::(pair)\b": "utility",
 }
-FOLDERS = ["core", "kernels", "tensor", "autograd", "comm", "apps", "tests", "bench"]
+FOLDERS = ["core", "kernels", "tensor", "autograd", "comm", "apps", "bindings", "tests", "bench"]
 SUFFIXES = {".h", ".cpp", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/|\"(\\.|[^\"\\\n])*\"", re.S)

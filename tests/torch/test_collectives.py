@@ -1,0 +1,119 @@
+"""Every collective of the ringdp backend against gloo's result in the same run (or, where Debian's
+gloo 1.13 lacks one, against a reference computed here from every rank's known input): every
+dtype ringdp takes, every op, counts 0, 1, one below the world size and one not divisible by it, in
+place and out of place, each root. Inputs are small integers, so every result is exact in every
+dtype and the comparison is bit-for-bit. Then the refusals: what ringdp lacks is a RuntimeError
+naming it, never a wrong result.
+    mpirun -n N python3 tests/torch/test_collectives.py RENDEZVOUS_DIR   (tests/torch/run.sh)"""
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.distributed import ReduceOp
+
+from common import Checks, init
+
+rank, size, gloo = init(sys.argv[1])
+check = Checks(rank)
+DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64]
+OPS = [ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX]
+OP_NAMES = {ReduceOp.SUM: "SUM", ReduceOp.PRODUCT: "PRODUCT", ReduceOp.MIN: "MIN", ReduceOp.MAX: "MAX"}
+COUNTS = sorted({0, 1, max(size - 1, 1), 10 * size + 1, 4099})
+
+
+def data(r, count, dtype):
+    """Rank r's input: small integers (products over 4 ranks stay exact), different per rank."""
+    return ((torch.arange(count) * (r + 3)) % 5 + 1).to(dtype)
+
+
+def local_reduce(op, count, dtype):
+    stack = torch.stack([data(r, count, torch.float64) for r in range(size)])
+    out = {ReduceOp.SUM: stack.sum(0), ReduceOp.PRODUCT: stack.prod(0), ReduceOp.MIN: stack.min(0).values,
+           ReduceOp.MAX: stack.max(0).values}[op]
+    return out.to(dtype)
+
+
+for dtype in DTYPES:
+    for count in COUNTS:
+        for op in OPS:
+            name = f"all_reduce {OP_NAMES[op]} {dtype} x{count}"
+            mine, theirs = data(rank, count, dtype), data(rank, count, dtype)
+            dist.all_reduce(mine, op=op)
+            dist.all_reduce(theirs, op=op, group=gloo)
+            check.equal(name, mine, theirs)
+            check.equal(name + " (reference)", mine, local_reduce(op, count, dtype))
+            for root in range(size):
+                mine = data(rank, count, dtype)
+                dist.reduce(mine, dst=root, op=op)
+                if rank == root:
+                    check.equal(f"reduce {OP_NAMES[op]} {dtype} x{count} root {root}", mine, local_reduce(op, count, dtype))
+            # reduce_scatter: Debian's gloo has none; its all_reduce's chunk is the reference.
+            inputs = [data(rank, count, dtype) + r for r in range(size)]
+            out = torch.empty(count, dtype=dtype)
+            dist.reduce_scatter(out, inputs, op=op)
+            whole = torch.cat(inputs)
+            dist.all_reduce(whole, op=op, group=gloo)
+            check.equal(f"reduce_scatter {OP_NAMES[op]} {dtype} x{count}", out, whole.chunk(size)[rank] if count else out)
+            flat_out = torch.empty(count, dtype=dtype)
+            dist.reduce_scatter_tensor(flat_out, torch.cat(inputs), op=op)
+            check.equal(f"reduce_scatter_tensor {OP_NAMES[op]} {dtype} x{count}", flat_out, out)
+        for root in range(size):
+            mine = data(rank, count, dtype)
+            dist.broadcast(mine, src=root)
+            check.equal(f"broadcast {dtype} x{count} root {root}", mine, data(root, count, dtype))
+        gathered = [torch.empty(count, dtype=dtype) for _ in range(size)]
+        reference = [torch.empty(count, dtype=dtype) for _ in range(size)]
+        dist.all_gather(gathered, data(rank, count, dtype))
+        if count:  # Debian's gloo 1.13 dies of SIGFPE on an empty all_gather; ringdp does not
+            dist.all_gather(reference, data(rank, count, dtype), group=gloo)
+        for r in range(size):
+            check.equal(f"all_gather {dtype} x{count} from rank {r}", gathered[r], reference[r])
+        flat = torch.empty(size * count, dtype=dtype)
+        dist.all_gather_into_tensor(flat, data(rank, count, dtype))
+        check.equal(f"all_gather_into_tensor {dtype} x{count}", flat, torch.cat(reference))
+
+# AVG (Debian's gloo has none) and bfloat16 (nor that): against the local reference.
+for count in COUNTS:
+    mine = data(rank, count, torch.float64)
+    dist.all_reduce(mine, op=ReduceOp.AVG)
+    # ringdp's avg multiplies by 1/N (kernels/reduce_into.h): one rounding more than a division.
+    check.close(f"all_reduce AVG float64 x{count}", mine, local_reduce(ReduceOp.SUM, count, torch.float64) / size, 1)
+    mine = data(rank, count, torch.bfloat16)
+    dist.all_reduce(mine, op=ReduceOp.MAX)
+    check.equal(f"all_reduce MAX bfloat16 x{count}", mine, local_reduce(ReduceOp.MAX, count, torch.bfloat16))
+
+# A non-contiguous tensor is reduced through a contiguous copy and written back in place.
+matrix = data(rank, 6 * 4, torch.float32).reshape(6, 4)
+column = matrix[:, 1]
+dist.all_reduce(column)
+check.equal("all_reduce of a non-contiguous column", matrix[:, 1], local_reduce(ReduceOp.SUM, 24, torch.float32).reshape(6, 4)[:, 1])
+check.equal("the rest of the matrix is untouched", matrix[:, 0], data(rank, 24, torch.float32).reshape(6, 4)[:, 0])
+
+# allreduce_coalesced, async_op, the future DDP's hooks read, send/recv around the ring, barrier.
+tensors = [data(rank, 3, torch.float32), data(rank, 5, torch.float32)]
+dist.all_reduce_coalesced(tensors)
+check.equal("all_reduce_coalesced", tensors[1], local_reduce(ReduceOp.SUM, 5, torch.float32))
+work = dist.all_reduce(data(rank, 7, torch.float32), async_op=True)
+work.wait()
+check.equal("async all_reduce's future", work.get_future().value()[0], local_reduce(ReduceOp.SUM, 7, torch.float32))
+if size > 1:
+    received = torch.empty(9, dtype=torch.int64)
+    if rank % 2 == 0:
+        dist.send(data(rank, 9, torch.int64), dst=(rank + 1) % size)
+        dist.recv(received, src=(rank - 1) % size)
+    else:
+        dist.recv(received, src=(rank - 1) % size)
+        dist.send(data(rank, 9, torch.int64), dst=(rank + 1) % size)
+    check.equal("recv from the left neighbour", received, data((rank - 1) % size, 9, torch.int64))
+dist.barrier()
+
+# What ringdp lacks is refused by name.
+t = torch.ones(4)
+check.raises("gather", "gather is not supported by ringdp", lambda: dist.gather(t, [torch.ones(4)] * size if rank == 0 else None))
+check.raises("all_to_all_single", "is not supported by ringdp", lambda: dist.all_to_all_single(torch.ones(size), torch.ones(size)))
+check.raises("BAND", "ReduceOp.BAND is not supported by ringdp", lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32), op=ReduceOp.BAND))
+check.raises("float16", "has dtype Half, which ringdp does not support", lambda: dist.all_reduce(torch.ones(4, dtype=torch.float16)))
+check.raises("wrong gather size", "all_gather_into_tensor's output has 3 elements; expected", lambda: dist.all_gather_into_tensor(torch.empty(3), torch.ones(4)))
+dist.barrier(group=gloo)
+print(f"ok: rank {rank} of {size}: {check.count} checks against gloo or the reference passed", flush=True)
+dist.destroy_process_group()

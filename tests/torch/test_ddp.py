@@ -1,0 +1,57 @@
+"""PyTorch's own DistributedDataParallel on the ringdp backend against DDP on gloo, in one run: the
+same MLP (two hidden layers) from the same initial weights, the same per-rank data, SGD with
+momentum, 20 steps, once with DDP's default all-reduce and once with its fp16-free allreduce_hook
+read through the future. Parameters must agree to float32 rounding: gloo and ringdp add the ranks'
+gradients in different orders, so a sum may differ in its last bit, and 20 steps of momentum carry
+that on (the largest difference is printed). Tolerance: 1e-5 relative, 1e-6 absolute.
+    mpirun -n N python3 tests/torch/test_ddp.py RENDEZVOUS_DIR   (tests/torch/run.sh)"""
+import copy
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from common import init
+
+rank, size, gloo = init(sys.argv[1])
+torch.manual_seed(0)
+base = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                           torch.nn.Linear(64, 1))
+g = torch.Generator().manual_seed(100 + rank)  # each rank its own shard
+batches = [(torch.randn(16, 32, generator=g), torch.randn(16, 1, generator=g)) for _ in range(20)]
+
+
+def train(group, hook):
+    model = DDP(copy.deepcopy(base), process_group=group, bucket_cap_mb=0.01)  # several buckets
+    if hook:
+        model.register_comm_hook(group, default_hooks.allreduce_hook)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    for x, y in batches:
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+worst = 0.0
+for hook in (False, True):
+    ours = train(dist.group.WORLD, hook)
+    theirs = train(gloo, hook)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        worst = max(worst, (a - b).abs().max().item())
+        if not torch.allclose(a, b, rtol=1e-5, atol=1e-6):
+            print(f"FAIL rank {rank}: parameter {i} (hook {hook}): ringdp and gloo differ by "
+                  f"{(a - b).abs().max().item():.3g}", flush=True)
+            sys.exit(1)
+    # Every rank holds the same parameters (DDP's promise): compare with rank 0's over gloo.
+    flat = torch.cat([p.flatten() for p in ours])
+    reference = flat.clone()
+    dist.broadcast(reference, src=0, group=gloo)
+    if not torch.equal(flat, reference):
+        print(f"FAIL rank {rank}: parameters differ from rank 0's (hook {hook})", flush=True)
+        sys.exit(1)
+print(f"ok: rank {rank} of {size}: DDP on ringdp matches DDP on gloo over 20 steps, with and without a comm "
+      f"hook; largest difference {worst:.2e}", flush=True)
+dist.destroy_process_group()

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# How the ringdp backend is launched (docs/torch.md): without an MPI launcher a job of several ranks
+# is refused at init_process_group, naming the launchers that work (torchrun and mp.spawn start
+# processes MPI does not know); under one, a rank or world size that disagrees with MPI's is refused
+# naming both; a world of one needs no launcher.
+#   tests/torch/test_launch.sh MPIEXEC BUILD_DIR
+set -uo pipefail
+mpiexec=$1 build=$2
+here=$(cd "$(dirname "$0")" && pwd)
+fail() { echo "FAIL: $*"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
+init() {  # init RANK_EXPR SIZE_EXPR: python that calls init_process_group("ringdp", ...)
+  cat <<PY
+import os, sys, torch.distributed as dist, ringdp_torch
+rank = $1
+size = $2
+try:
+    dist.init_process_group("ringdp", init_method="file://$work/store" + os.environ.get("STORE", ""), rank=rank, world_size=size)
+except RuntimeError as e:
+    print("RuntimeError:", e)
+    sys.exit(3)
+print("initialised rank", dist.get_rank(), "of", dist.get_world_size())
+PY
+}
+out=$(STORE=a timeout 60 /usr/bin/python3 -c "$(init 0 2)" 2>&1)
+rc=$?
+[ $rc -eq 3 ] || fail "2 ranks without a launcher: exit $rc, expected the RuntimeError: $out"
+grep -qF "torch.distributed asks for world_size 2 but MPI has 1 rank: this process was not started by an MPI launcher" <<<"$out" ||
+  fail "no launcher named: $out"
+grep -qF "mpirun -np N python3 script.py (Open MPI) or mpiexec.mpich -n N" <<<"$out" || fail "no launcher named: $out"
+echo "ok: without a launcher, world_size 2 is refused naming mpirun and mpiexec.mpich"
+out=$(STORE=b timeout 60 /usr/bin/python3 -c "$(init 0 1)" 2>&1)
+[ $? -eq 0 ] && grep -qF "initialised rank 0 of 1" <<<"$out" || fail "a world of one without a launcher: $out"
+echo "ok: a world of one needs no launcher"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_rank='int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK")))'
+out=$(STORE=c timeout 60 "$mpiexec" -n 2 /usr/bin/python3 -c "$(init "1 - $mpi_rank" 2)" 2>&1)
+grep -qE "torch.distributed says this is rank [01] but MPI says rank [01]; pass rank from OMPI_COMM_WORLD_RANK or PMI_RANK" <<<"$out" ||
+  fail "a rank that disagrees with MPI's: $out"
+echo "ok: a rank that disagrees with MPI's is refused naming both"

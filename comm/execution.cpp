@@ -70,9 +70,9 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
   transport.begin_collective();
   const bool collective = issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv;
   if (check_calls_ && size_ > 1 && collective)
-    check_same_call(
-        issue, sequence, call.effective(issue.count),
-        encode_tag(issue.kind, issue.dtype, ReduceOp::sum, Algorithm::automatic, sequence, sequence_bits_));
+    check_same_call(issue, sequence, call.effective(issue.count),
+                    encode_tag(CollectiveKind::all_gather, DType::int64, ReduceOp::sum, Algorithm::automatic,
+                               sequence, sequence_bits_));
   // Peers on this host that wait long on this rank look here for a call that differs. After the
   // DETAIL check, whose report names more, so that its exchange never meets this one's.
   if (host_slots_ && !transport.device_memory() && collective) announce(sequence, call.ctx.tag);
@@ -106,8 +106,8 @@ void Executor::check_same_call(const Issue& issue, uint64_t sequence, int64_t co
                          static_cast<int64_t>(sequence),
                          static_cast<int64_t>(issue.algorithm)};
   // A host-side check: its exchange runs over the host transport whatever the tensors' device.
-  // Its tag leaves out op and algorithm, so that ranks which differ only there reach the
-  // comparison, which names both calls, instead of the envelope check, which names one field.
+  // Its tag is that of what it is, an all-gather of int64 words, whatever the call: ranks in
+  // different calls reach the comparison, which names both, instead of the envelope check.
   CollectiveContext host = armed(routes_.host(), issue.dtype, tag);
   const std::string mismatch = compare_fingerprints(host, mine);
   if (!mismatch.empty()) {

@@ -1,7 +1,6 @@
 // Implements bindings/torch/process_group.h (the contract is documented there).
 #include "bindings/torch/process_group.h"
 
-#include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 
 #include "bindings/torch/reduce_op.h"
@@ -24,26 +23,24 @@ void check_like(const at::Tensor& t, const at::Tensor& like, int64_t numel, cons
   RINGDP_CHECK(t.numel() == numel, what, " has ", t.numel(), " elements; expected ", numel);
 }
 
-c10::intrusive_ptr<::c10d::Work> completed(std::vector<at::Tensor> outputs) {
-  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-  future->markCompleted(c10::IValue(std::move(outputs)));
-  return ::c10d::Work::create_from_future(future);
-}
+const ringdp::comm::CollectiveOptions kAsync{.algorithm = ringdp::comm::Algorithm::automatic, .async = true};
 }  // namespace
 
 ProcessGroupRingdp::ProcessGroupRingdp(std::shared_ptr<ringdp::comm::Communicator> communicator)
     : BackendBase(communicator->rank(), communicator->size()), comm_(std::move(communicator)) {}
 
 template <typename F>
-c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::run(const char* name, std::vector<at::Tensor> outputs,
-                                                         F&& body) {
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::issue(const char* name, std::vector<at::Tensor> outputs,
+                                                           F&& body) {
+  auto call = c10::make_intrusive<Call>(rank_, name, std::move(outputs));
   try {
     std::lock_guard lock(issue_);
-    body();
+    body(*call);
+    completions_.push(call);  // under the lock: calls complete in the order they were issued
   } catch (const ringdp::Error& e) {
     TORCH_CHECK(false, "ringdp: ", name, ": ", e.what());
   }
-  return completed(std::move(outputs));
+  return call;
 }
 
 void ProcessGroupRingdp::refuse(const char* name) const {
@@ -52,40 +49,36 @@ void ProcessGroupRingdp::refuse(const char* name) const {
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::broadcast(std::vector<at::Tensor>& tensors,
                                                                const ::c10d::BroadcastOptions& opts) {
-  return run("broadcast", tensors, [&] {
-    TensorView t(only(tensors, "broadcast"), "broadcast's tensor");
-    comm_->broadcast(t.ringdp(), static_cast<int>(opts.rootRank)).wait();
-    t.write_back();
+  return issue("broadcast", tensors, [&](Call& call) {
+    TensorView& t = call.view(only(tensors, "broadcast"), "broadcast's tensor", true);
+    call.add(comm_->broadcast(t.ringdp(), static_cast<int>(opts.rootRank), kAsync));
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allreduce(std::vector<at::Tensor>& tensors,
                                                                const ::c10d::AllreduceOptions& opts) {
-  return run("allreduce", tensors, [&] {
-    TensorView t(only(tensors, "allreduce"), "allreduce's tensor");
-    comm_->all_reduce(t.ringdp(), to_ringdp(opts.reduceOp)).wait();
-    t.write_back();
+  return issue("allreduce", tensors, [&](Call& call) {
+    TensorView& t = call.view(only(tensors, "allreduce"), "allreduce's tensor", true);
+    call.add(comm_->all_reduce(t.ringdp(), to_ringdp(opts.reduceOp), kAsync));
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
-  return run("allreduce_coalesced", tensors, [&] {
+  return issue("allreduce_coalesced", tensors, [&](Call& call) {
     const ringdp::ReduceOp op = to_ringdp(opts.reduceOp);
-    for (const at::Tensor& tensor : tensors) {
-      TensorView t(tensor, "allreduce_coalesced's tensor");
-      comm_->all_reduce(t.ringdp(), op).wait();
-      t.write_back();
-    }
+    std::vector<TensorView*> views;  // every argument checked before the first collective is posted
+    for (const at::Tensor& tensor : tensors)
+      views.push_back(&call.view(tensor, "allreduce_coalesced's tensor", true));
+    for (TensorView* t : views) call.add(comm_->all_reduce(t->ringdp(), op, kAsync));
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::reduce(std::vector<at::Tensor>& tensors,
                                                             const ::c10d::ReduceOptions& opts) {
-  return run("reduce", tensors, [&] {
-    TensorView t(only(tensors, "reduce"), "reduce's tensor");
-    comm_->reduce(t.ringdp(), static_cast<int>(opts.rootRank), to_ringdp(opts.reduceOp)).wait();
-    t.write_back();
+  return issue("reduce", tensors, [&](Call& call) {
+    TensorView& t = call.view(only(tensors, "reduce"), "reduce's tensor", true);
+    call.add(comm_->reduce(t.ringdp(), static_cast<int>(opts.rootRank), to_ringdp(opts.reduceOp), kAsync));
   });
 }
 
@@ -93,34 +86,37 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather(std::vector<std::
                                                                std::vector<at::Tensor>& inputs,
                                                                const ::c10d::AllgatherOptions&) {
   std::vector<at::Tensor> flat_outputs = outputs.size() == 1 ? outputs[0] : std::vector<at::Tensor>{};
-  return run("allgather", flat_outputs, [&] {
+  return issue("allgather", flat_outputs, [&](Call& call) {
     const at::Tensor& input = only(inputs, "allgather");
     RINGDP_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
                  "allgather needs one list of ", size_, " output tensors (one per rank)");
     for (const at::Tensor& out : outputs[0]) check_like(out, input, input.numel(), "an allgather output");
     // ringdp gathers into one buffer; torch's outputs are separate tensors, filled from it.
     at::Tensor gathered = at::empty({size_ * input.numel()}, input.options());
-    TensorView in(input, "allgather's input"), all(gathered, "allgather's buffer");
-    comm_->all_gather(in.ringdp(), all.ringdp()).wait();
-    for (int r = 0; r < size_; ++r)
-      outputs[0][r].copy_(gathered.narrow(0, r * input.numel(), input.numel()).view(outputs[0][r].sizes()));
+    TensorView& in = call.view(input, "allgather's input", false);
+    TensorView& all = call.view(gathered, "allgather's buffer", false);
+    call.add(comm_->all_gather(in.ringdp(), all.ringdp(), kAsync));
+    call.then([gathered, targets = outputs[0], n = input.numel()] {
+      for (size_t r = 0; r < targets.size(); ++r)
+        targets[r].copy_(gathered.narrow(0, static_cast<int64_t>(r) * n, n).view(targets[r].sizes()));
+    });
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                      const ::c10d::AllgatherOptions&) {
-  return run("all_gather_into_tensor", {output}, [&] {
+  return issue("all_gather_into_tensor", {output}, [&](Call& call) {
     check_like(output, input, size_ * input.numel(), "all_gather_into_tensor's output");
-    TensorView in(input, "all_gather_into_tensor's input"), out(output, "all_gather_into_tensor's output");
-    comm_->all_gather(in.ringdp(), out.ringdp()).wait();
-    out.write_back();
+    TensorView& in = call.view(input, "all_gather_into_tensor's input", false);
+    TensorView& out = call.view(output, "all_gather_into_tensor's output", true);
+    call.add(comm_->all_gather(in.ringdp(), out.ringdp(), kAsync));
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const ::c10d::ReduceScatterOptions& opts) {
-  return run("reduce_scatter", outputs, [&] {
+  return issue("reduce_scatter", outputs, [&](Call& call) {
     const at::Tensor& output = only(outputs, "reduce_scatter");
     RINGDP_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
                  "reduce_scatter needs one list of ", size_, " input tensors (one per rank)");
@@ -130,42 +126,40 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::reduce_scatter(
       flat.push_back(in.reshape({-1}));
     }
     // ringdp scatters chunks of one buffer; torch's inputs are separate tensors, joined into it.
-    at::Tensor joined = at::cat(flat);
-    TensorView in(joined, "reduce_scatter's buffer"), out(output, "reduce_scatter's output");
-    comm_->reduce_scatter(in.ringdp(), out.ringdp(), to_ringdp(opts.reduceOp)).wait();
-    out.write_back();
+    TensorView& in = call.view(at::cat(flat), "reduce_scatter's buffer", false);
+    TensorView& out = call.view(output, "reduce_scatter's output", true);
+    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), to_ringdp(opts.reduceOp), kAsync));
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
-  return run("reduce_scatter_tensor", {output}, [&] {
+  return issue("reduce_scatter_tensor", {output}, [&](Call& call) {
     check_like(input, output, size_ * output.numel(), "reduce_scatter_tensor's input");
-    TensorView in(input, "reduce_scatter_tensor's input"), out(output, "reduce_scatter_tensor's output");
-    comm_->reduce_scatter(in.ringdp(), out.ringdp(), to_ringdp(opts.reduceOp)).wait();
-    out.write_back();
+    TensorView& in = call.view(input, "reduce_scatter_tensor's input", false);
+    TensorView& out = call.view(output, "reduce_scatter_tensor's output", true);
+    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), to_ringdp(opts.reduceOp), kAsync));
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::send(std::vector<at::Tensor>& tensors, int dst_rank,
                                                           int tag) {
-  return run("send", tensors, [&] {
-    TensorView t(only(tensors, "send"), "send's tensor");
-    comm_->send(t.ringdp(), dst_rank, tag).wait();
+  return issue("send", tensors, [&](Call& call) {
+    TensorView& t = call.view(only(tensors, "send"), "send's tensor", false);
+    call.add(comm_->send(t.ringdp(), dst_rank, tag, kAsync));
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recv(std::vector<at::Tensor>& tensors, int src_rank,
                                                           int tag) {
-  return run("recv", tensors, [&] {
-    TensorView t(only(tensors, "recv"), "recv's tensor");
-    comm_->recv(t.ringdp(), src_rank, tag).wait();
-    t.write_back();
+  return issue("recv", tensors, [&](Call& call) {
+    TensorView& t = call.view(only(tensors, "recv"), "recv's tensor", true);
+    call.add(comm_->recv(t.ringdp(), src_rank, tag, kAsync));
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::barrier(const ::c10d::BarrierOptions&) {
-  return run("barrier", {}, [&] { comm_->barrier().wait(); });
+  return issue("barrier", {}, [&](Call& call) { call.add(comm_->barrier(kAsync)); });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather_coalesced(

@@ -2,12 +2,13 @@
 // own algorithms on a ringdp Communicator (auto by default; RINGDP_* settings apply as in any
 // ringdp program, docs/settings.md). One tensor per call, on the CPU (docs/torch.md).
 //
-// Every call runs to completion before it returns, also with async_op=True: the Work it returns is
-// already complete, and its future holds the output tensors (a list, as gloo's does), which DDP's
-// comm hooks read. Calls from several threads (DDP's autograd thread and the main thread) are
-// serialized here, since a Communicator takes calls from one thread at a time. A ringdp error (a
-// mismatched call, a bad argument) reaches Python as a RuntimeError carrying ringdp's message; the
-// watchdog's timeout and a dead peer end the job as in every ringdp program.
+// Every call posts its collectives on ringdp's worker and returns at once (bindings/torch/
+// completions.h completes them, in issue order); the Work's future holds the output tensors (a
+// list, as gloo's does), which DDP's comm hooks read. Calls from several threads (DDP's autograd
+// thread and the main thread) are serialized here, since a Communicator takes calls from one thread
+// at a time. A bad argument is a RuntimeError from the call; a ringdp error while the collective
+// runs (a mismatched call) is a RuntimeError from wait() and the future, carrying ringdp's message;
+// the watchdog's timeout and a dead peer end the job as in every ringdp program.
 //
 // Collectives ringdp does not have (gather, scatter, all_to_all, allgather_coalesced, receive from
 // any source) raise "<name> is not supported by ringdp". Tested by tests/torch/.
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "bindings/torch/compat.h"
+#include "bindings/torch/completions.h"
 #include "comm/communicator.h"
 
 namespace ringdp_torch {
@@ -67,14 +69,15 @@ class ProcessGroupRingdp final : public BackendBase {
   c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
 
  private:
-  /// Runs `body` under the issue lock; a ringdp::Error becomes torch's RuntimeError naming `name`.
-  /// Returns a completed Work whose future holds `outputs`.
+  /// Runs `body(call)` under the issue lock, which posts the call's collectives, and hands the call
+  /// to the completions; a ringdp::Error (a bad argument) becomes torch's RuntimeError naming `name`.
   template <typename F>
-  c10::intrusive_ptr<::c10d::Work> run(const char* name, std::vector<at::Tensor> outputs, F&& body);
+  c10::intrusive_ptr<::c10d::Work> issue(const char* name, std::vector<at::Tensor> outputs, F&& body);
   [[noreturn]] void refuse(const char* name) const;
 
   std::shared_ptr<ringdp::comm::Communicator> comm_;
   std::mutex issue_;
+  Completions completions_;  // declared last: it completes what is issued before comm_ goes
 };
 
 }  // namespace ringdp_torch

@@ -6,6 +6,7 @@ dtype and the comparison is bit-for-bit. Then the refusals: what ringdp lacks is
 naming it, never a wrong result.
     mpirun -n N python3 tests/torch/test_collectives.py RENDEZVOUS_DIR   (tests/torch/run.sh)"""
 import sys
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -96,6 +97,15 @@ check.equal("all_reduce_coalesced", tensors[1], local_reduce(ReduceOp.SUM, 5, to
 work = dist.all_reduce(data(rank, 7, torch.float32), async_op=True)
 work.wait()
 check.equal("async all_reduce's future", work.get_future().value()[0], local_reduce(ReduceOp.SUM, 7, torch.float32))
+# Several calls in flight at once, waited for in reverse order: they complete in issue order on
+# every rank, each into its own tensor.
+in_flight = [data(rank, 1000 + i, torch.float32) for i in range(6)]
+works = [dist.all_reduce(t, async_op=True) for t in in_flight]
+for work in reversed(works):
+    work.wait(timedelta(seconds=120))
+for i, (t, work) in enumerate(zip(in_flight, works)):
+    check.equal(f"in-flight all_reduce {i}", t, local_reduce(ReduceOp.SUM, 1000 + i, torch.float32))
+    check.equal(f"in-flight all_reduce {i} is complete", torch.tensor(work.is_completed()), torch.tensor(True))
 if size > 1:
     received = torch.empty(9, dtype=torch.int64)
     if rank % 2 == 0:

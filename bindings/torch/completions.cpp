@@ -1,0 +1,78 @@
+// Implements bindings/torch/completions.h (the contract is documented there).
+#include "bindings/torch/completions.h"
+
+#include <ATen/core/ivalue.h>
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "core/error.h"
+
+namespace ringdp_torch {
+
+Call::Call(int rank, const char* name, std::vector<at::Tensor> outputs)
+    : ::c10d::Work(rank),
+      name_(name),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+TensorView& Call::view(const at::Tensor& tensor, const char* what, bool output) {
+  views_.emplace_back(tensor, what);
+  write_back_.push_back(output);
+  return views_.back();
+}
+
+void Call::complete() {
+  std::exception_ptr error;
+  try {
+    for (ringdp::comm::Work& work : works_) work.wait();
+    for (size_t i = 0; i < views_.size(); ++i)
+      if (write_back_[i]) views_[i].write_back();
+    if (after_) after_();
+  } catch (const std::exception& e) {
+    // As a std::runtime_error, which torch's bindings raise in Python as RuntimeError.
+    error = std::make_exception_ptr(std::runtime_error(std::string("ringdp: ") + name_ + ": " + e.what()));
+  }
+  views_.clear();  // the borrowed memory is torch's again
+  if (error)
+    future_->setError(error);
+  else
+    future_->markCompleted(c10::IValue(outputs_));
+  finish(error);
+}
+
+Completions::Completions() : thread_([this] { run(); }) {}
+
+Completions::~Completions() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_one();
+  thread_.join();
+}
+
+void Completions::push(c10::intrusive_ptr<Call> call) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(call));
+  }
+  ready_.notify_one();
+}
+
+void Completions::run() {
+  for (;;) {
+    c10::intrusive_ptr<Call> call;
+    {
+      std::unique_lock lock(mutex_);
+      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and every call issued is complete
+      call = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    call->complete();
+  }
+}
+
+}  // namespace ringdp_torch

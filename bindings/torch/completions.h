@@ -1,0 +1,73 @@
+// Asynchronous calls of the ringdp backend: each call posts its collectives on ringdp's worker
+// (CollectiveOptions::async, which runs them in issue order) and returns a Work at once; a thread of
+// the process group's own then completes the Works in that same order: it waits for each one's
+// ringdp collectives, writes results back where torch wants them (non-contiguous tensors, the list
+// outputs of all_gather), completes the future that DDP's comm hooks read, and wakes whoever waits.
+// So the backward pass overlaps the all-reduce of the buckets it has finished, as on gloo.
+//
+// Why a thread and not completion on demand: DDP never calls wait() on a bucket's Work; it reads
+// the future, whose callbacks must run when the collective is done. Tested by tests/torch/.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bindings/torch/compat.h"
+#include "bindings/torch/tensor_view.h"
+#include "comm/work.h"
+
+namespace ringdp_torch {
+
+/// One call's state from its issue to its completion.
+class Call final : public ::c10d::Work {
+ public:
+  Call(int rank, const char* name, std::vector<at::Tensor> outputs);
+  /// A view of `tensor` (TensorView) that lives as long as the call; `output`: written back on
+  /// completion when the view had to copy.
+  TensorView& view(const at::Tensor& tensor, const char* what, bool output);
+  void add(ringdp::comm::Work work) { works_.push_back(std::move(work)); }
+  /// Runs on completion, after the write-backs (all_gather's copy into torch's list).
+  void then(std::function<void()> after) { after_ = std::move(after); }
+
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  std::vector<at::Tensor> result() override { return outputs_; }
+
+ private:
+  friend class Completions;
+  /// Waits for the collectives, writes back, completes the future and the Work; never throws.
+  void complete();
+
+  const char* name_;
+  std::vector<at::Tensor> outputs_;
+  std::deque<TensorView> views_;  // a deque: views stay where they are as more are added
+  std::vector<bool> write_back_;
+  std::vector<ringdp::comm::Work> works_;
+  std::function<void()> after_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class Completions {
+ public:
+  Completions();
+  ~Completions();  ///< completes every call issued, then stops the thread
+  Completions(const Completions&) = delete;
+  Completions& operator=(const Completions&) = delete;
+  /// Hands an issued call to the thread; calls complete in the order they are pushed.
+  void push(c10::intrusive_ptr<Call> call);
+
+ private:
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<c10::intrusive_ptr<Call>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ringdp_torch

@@ -2,14 +2,13 @@
 // checkpoint and the fuzz corpus replay (tests/fuzz/).
 #include "autograd/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "core/atomic_file.h"
 
 namespace ringdp::autograd {
 
@@ -110,34 +109,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   put<uint32_t>(out,
                 static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), out.size())));
 
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  RINGDP_CHECK(fd >= 0, "cannot write checkpoint '", temporary, "': ", std::strerror(errno));
-  size_t written = 0;
-  while (written < out.size()) {
-    const ssize_t n = ::write(fd, out.data() + written, out.size() - written);
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      RINGDP_FAIL("cannot write checkpoint '", temporary, "': ", std::strerror(err));
-    }
-    written += static_cast<size_t>(n);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temporary.c_str());
-    RINGDP_FAIL("cannot save checkpoint '", path, "': ", std::strerror(err));
-  }
-  // The rename is durable only once the directory entry is on disk.
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  write_file_atomically(path, out, "checkpoint");
 }
 
 Checkpoint parse_checkpoint(const std::string& bytes, const std::string& source) {

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/atomic_file.h"
+
 namespace ringdp::train {
 
 void write_state_json(const std::string& path, const autograd::StateDict& state) {
@@ -20,10 +22,7 @@ void write_state_json(const std::string& path, const autograd::StateDict& state)
                    " and JSON has no NaN or Inf");
     root[name] = {{"shape", tensor.shape()}, {"data", values}};
   }
-  std::ofstream out(path);
-  RINGDP_CHECK(out.good(), "cannot write '", path, "'");
-  out << root.dump(1) << "\n";
-  RINGDP_CHECK(out.good(), "error writing '", path, "'");
+  write_file_atomically(path, root.dump(1) + "\n", "--export");
 }
 
 autograd::StateDict read_state_json(const std::string& path) {

@@ -78,8 +78,19 @@ case "$case_name" in
   checkpoint)
     run 2 --epochs 10 --momentum 0.9 --export "$work/straight.json"
     [ $rc -eq 0 ] || fail "uninterrupted run failed: $out"
+    # A save killed midway leaves ck.bin.tmp.PID (up to 33 MB): the next save removes those of
+    # processes that are gone, never a live writer's ($$, this shell).
+    sleep 0 &
+    dead=$!
+    wait $dead
+    printf 'partial' >"$work/ck.bin.tmp.$dead"
+    printf 'partial' >"$work/ck.bin.tmp.$$"
     run 2 --epochs 5 --momentum 0.9 --checkpoint "$work/ck.bin"
     [ $rc -eq 0 ] || fail "first half failed: $out"
+    [ ! -e "$work/ck.bin.tmp.$dead" ] || fail "the temporary of process $dead, which is gone, was left"
+    [ -e "$work/ck.bin.tmp.$$" ] || fail "the temporary of process $$, which is alive, was removed"
+    rm "$work/ck.bin.tmp.$$"
+    echo "ok: a save removes the orphaned ck.bin.tmp.$dead and keeps a live writer's"
     run 2 --epochs 10 --momentum 0.9 --checkpoint "$work/ck.bin" --resume --export "$work/resumed.json"
     [ $rc -eq 0 ] || fail "resumed run failed: $out"
     grep -q '^epoch 6/10' <<<"$out" || fail "resume did not start at epoch 6: $out"
@@ -97,6 +108,34 @@ case "$case_name" in
     # The shards depend on the world size: a 2-rank checkpoint resumed on 3 ranks is refused.
     expect_error 1 "was written by a run of 2 ranks with shuffle on; this run has 3 ranks" 3 \
       --epochs 10 --momentum 0.9 --checkpoint "$work/ck.bin" --resume
+    ;;
+  full-disk)
+    # Every file ringdp-train writes, written past a file-size limit (EFBIG, as a full disk gives
+    # ENOSPC): an error with the reason, a non-zero exit, the previous file kept whole (#33:
+    # --export destroyed it and gave no reason; RINGDP_TIMELINE exited 0 with truncated JSON).
+    mlp=(--model mlp --hidden 64,64 --epochs 2 --bucket-mb 0.01)
+    printf '{"previous": 1}\n' >"$work/export.json"
+    run_app_limited 8 "$train" 60 2 "${mlp[@]}" --export "$work/export.json"
+    [ $rc -eq 1 ] || fail "--export past the limit: exit $rc, expected 1: $out"
+    grep -qF "cannot write --export '$work/export.json': File too large" <<<"$out" || fail "--export: no reason given: $out"
+    [ "$(cat "$work/export.json")" = '{"previous": 1}' ] || fail "--export destroyed the previous file"
+    RINGDP_TIMELINE="$work/tl" run_app_limited 8 "$train" 60 2 "${mlp[@]}"
+    [ $rc -ne 0 ] || fail "RINGDP_TIMELINE past the limit: exit 0: $out"
+    grep -qF "cannot write RINGDP_TIMELINE's trace '$work/tl.rank0.json': File too large" <<<"$out" ||
+      fail "RINGDP_TIMELINE: no reason given: $out"
+    for f in "$work"/tl.rank*.json; do
+      [ -e "$f" ] || continue
+      python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$f" || fail "RINGDP_TIMELINE left invalid JSON in $f"
+    done
+    run 2 "${mlp[@]}" --checkpoint "$work/ck.bin"
+    [ $rc -eq 0 ] || fail "a checkpointed run failed: $out"
+    cp "$work/ck.bin" "$work/ck.before"
+    run_app_limited 8 "$train" 60 2 "${mlp[@]}" --checkpoint "$work/ck.bin"
+    [ $rc -eq 1 ] || fail "--checkpoint past the limit: exit $rc, expected 1: $out"
+    grep -qF "cannot write checkpoint '$work/ck.bin': File too large" <<<"$out" || fail "--checkpoint: no reason given: $out"
+    cmp -s "$work/ck.bin" "$work/ck.before" || fail "a failed save changed the previous checkpoint"
+    ! ls "$work" | grep -q '\.tmp\.' || fail "temporary files were left: $(ls "$work")"
+    echo "ok: --export, RINGDP_TIMELINE and --checkpoint past a file-size limit exit non-zero with the reason, keeping the previous files"
     ;;
   rank-failure)
     # Rank 1 dies (SIGKILL) in the middle of training: the job must end, non-zero, promptly.

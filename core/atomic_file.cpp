@@ -114,14 +114,20 @@ void write_file_atomically(const std::string& path, const std::string& bytes, co
   write_and_rename(path, bytes, what);
 }
 
-void require_output_folder(const std::string& path, const std::string& what) {
+std::string output_folder_problem(const std::string& path) {
   const std::string folder = folder_of(path);
   struct stat st {};
-  RINGDP_CHECK(::stat(folder.c_str(), &st) == 0, what, " '", path, "': the folder '", folder,
-               "' does not exist (", std::strerror(errno), "); create it first");
-  RINGDP_CHECK(S_ISDIR(st.st_mode), what, " '", path, "': '", folder, "' is not a folder");
-  RINGDP_CHECK(::access(folder.c_str(), W_OK | X_OK) == 0, what, " '", path,
-               "': cannot write into the folder '", folder, "' (", std::strerror(errno), ")");
+  if (::stat(folder.c_str(), &st) != 0)
+    return "the folder '" + folder + "' does not exist (" + std::strerror(errno) + "); create it first";
+  if (!S_ISDIR(st.st_mode)) return "'" + folder + "' is not a folder";
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    return "cannot write into the folder '" + folder + "' (" + std::strerror(errno) + ")";
+  return {};
+}
+
+void require_output_folder(const std::string& path, const std::string& what) {
+  const std::string problem = output_folder_problem(path);
+  RINGDP_CHECK(problem.empty(), what, " '", path, "': ", problem);
 }
 
 }  // namespace ringdp

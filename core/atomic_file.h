@@ -15,8 +15,11 @@ namespace ringdp {
 /// (a pipe, /dev/stdout, /dev/full) is written in place, with the same checks.
 void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what);
 
-/// Throws, naming `what` and the folder, when the folder `path` would be written into does not
-/// exist or is not a folder: so a run finds out at start-up, not after its work is done.
+/// Why no file can be created at `path` for want of its folder ("the folder 'out' does not exist
+/// (...); create it first"), or "" when the folder is there and writable. Checked at start-up, so
+/// that a run finds out before its work is done rather than after.
+std::string output_folder_problem(const std::string& path);
+/// Throws "<what> '<path>': <the problem>" when output_folder_problem has one.
 void require_output_folder(const std::string& path, const std::string& what);
 
 /// Removes `<path>.tmp.<pid>` files whose process is gone; returns how many it removed.

@@ -95,6 +95,8 @@ std::string path_for_rank(const std::string& base, int rank) {
 void start_from_environment(int rank) {
   const auto base = settings::text(settings::Id::timeline);
   if (!base || enabled()) return;
+  // Checked as the communicator starts: the trace is written at exit, after all the work.
+  require_output_folder(*base, "RINGDP_TIMELINE");
   start(path_for_rank(*base, rank), rank);
 }
 

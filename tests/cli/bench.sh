@@ -64,6 +64,12 @@ case "$case_name" in
     expect 2 "unknown collective 'allreduce'"
     run 2 reduce --algo ring
     expect 1 "reduce has no ring algorithm"
+    # The rows are written after the whole sweep: a missing folder is named before it starts.
+    for flag in --csv --json; do
+      run 2 all_reduce -b 8 -e 8 "$flag" "$work/no/out"
+      expect 2 "$flag: '$work/no/out': the folder '$work/no' does not exist"
+      ! grep -q "Out of bounds" <<<"$out" || fail "$flag into a missing folder: the sweep ran first: $out"
+    done
     run 2 all_reduce -d int32 -o avg
     expect 2 "-o avg -d int32: avg is defined for floating-point types only"
     RINGDP_FAULT=count:rank=1:op=3:delta=2 run 2 all_reduce -b 1K -e 1K

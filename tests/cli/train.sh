@@ -54,6 +54,11 @@ case "$case_name" in
     RINGDP_TIMEOUT=9999999999 expect_error 1 "RINGDP_TIMEOUT='9999999999': expected a number of seconds from 1 to 100000000" 2
     RINGDP_TIMEOUT= expect_error 1 "RINGDP_TIMEOUT is set but empty" 2
     expect_error 1 "cannot open data file '$work/missing.csv'" 2 --data "$work/missing.csv"
+    # A missing output folder is found before training, not when the file is written after it.
+    expect_error 2 "--export: '$work/no/out.json': the folder '$work/no' does not exist" 2 --epochs 1 --export "$work/no/out.json"
+    expect_error 2 "--checkpoint: '$work/no/ck.bin': the folder '$work/no' does not exist" 2 --epochs 1 --checkpoint "$work/no/ck.bin"
+    RINGDP_TIMELINE="$work/no/tl" expect_error 1 "RINGDP_TIMELINE '$work/no/tl': the folder '$work/no' does not exist" 2 --epochs 1
+    ! grep -q '^epoch' <<<"$out" || fail "RINGDP_TIMELINE into a missing folder: trained first: $out"
     # A learning rate that blows the parameters up stops the run at that epoch, on every rank.
     expect_error 1 "training diverged in epoch" 3 --lr 1000
     grep -q "loss -\?nan\|loss inf" <<<"$out" && fail "a diverged run went on printing non-finite losses: $out"

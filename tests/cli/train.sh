@@ -66,6 +66,7 @@ case "$case_name" in
     expect_error 1 "line 3: column 2 ('x') is not a number" 2 --data "$work/bad.csv"
     printf '1,2,3\n4,5\n' >"$work/ragged.csv"
     expect_error 1 "line 2: 2 columns, expected 3" 2 --data "$work/ragged.csv"
+    expect_error 1 "data file '$work' is a directory; --data expects a CSV file" 2 --data "$work"
     printf '1,2,3\n4,nan,6\n' >"$work/nan.csv"
     expect_error 1 "is not a finite number" 2 --data "$work/nan.csv"
     printf '1,2,3\n4,5,6\n' >"$work/two.csv"

@@ -72,6 +72,9 @@ case "$case_name" in
     printf '1,2,3\n4,5,6\n' >"$work/two.csv"
     echo '{"weight": {"shape": [1, 10], "data": [0,0,0,0,0,0,0,0,0,0]}, "bias": {"shape": [1], "data": [0]}}' >"$work/init10.json"
     expect_error 1 "'weight' has shape [1, 10] in the state dict but [1, 2] in the model" 2 --data "$work/two.csv" --init "$work/init10.json"
+    # A fractional extent was truncated and loaded (#33): refused, as is a repeated key.
+    echo '{"weight": {"shape": [1.5, 10], "data": [0,0,0,0,0,0,0,0,0,0]}, "bias": {"shape": [1], "data": [0]}}' >"$work/frac.json"
+    expect_error 1 "entry 'weight': shape [1.5,10] is not a list of whole numbers" 2 --init "$work/frac.json"
     if [ ! -e /dev/nvidia0 ]; then
       expect_error 1 "--device cuda:" 2 --device cuda
     fi

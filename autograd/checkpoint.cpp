@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/atomic_file.h"
@@ -63,14 +64,21 @@ void write_dict(std::string& out, const StateDict& dict) {
   }
 }
 
-StateDict read_dict(Reader& in, const std::string& source) {
+// `part` ("model", "optimizer") names the dictionary in errors. Names are keys: one that is empty
+// or repeated would be matched to a parameter by whichever entry a loader happens to look at.
+StateDict read_dict(Reader& in, const std::string& source, const char* part) {
   StateDict dict;
+  std::set<std::string> names;
   const uint32_t entries = in.get<uint32_t>("the entry count");
   for (uint32_t e = 0; e < entries; ++e) {
     const uint32_t name_length = in.get<uint32_t>("a name length");
     RINGDP_CHECK(name_length < 4096, "checkpoint '", source, "' is corrupt: a name of ", name_length,
                  " bytes");
     std::string name = in.take(name_length, "a name");
+    RINGDP_CHECK(!name.empty(), "checkpoint '", source, "' is corrupt: an ", part,
+                 " entry has an empty name");
+    RINGDP_CHECK(names.insert(name).second, "checkpoint '", source, "' is corrupt: ", part, " entry '", name,
+                 "' appears twice");
     const uint8_t dtype = in.get<uint8_t>("a dtype");
     RINGDP_CHECK(dtype <= static_cast<uint8_t>(DType::bfloat16), "checkpoint '", source,
                  "' is corrupt: dtype code ", int(dtype), " for '", name, "'");
@@ -129,15 +137,20 @@ Checkpoint parse_checkpoint(const std::string& bytes, const std::string& source)
                "' is corrupt or truncated: checksum mismatch (stored ", stored_crc, ", computed ", actual_crc,
                ")");
   Checkpoint checkpoint;
+  // A valid checksum says the bytes are as written, not that what was written makes sense.
   checkpoint.next_epoch = in.get<int64_t>("the epoch");
-  checkpoint.seed = in.get<uint64_t>("the seed");
+  RINGDP_CHECK(checkpoint.next_epoch >= 0, "checkpoint '", source, "' has epoch ", checkpoint.next_epoch,
+               " (expected 0 or more)");
+  checkpoint.seed = in.get<uint64_t>("the seed");  // every value is a seed
   checkpoint.world_size = in.get<uint32_t>("the world size");
+  RINGDP_CHECK(checkpoint.world_size >= 1, "checkpoint '", source, "' has world size ", checkpoint.world_size,
+               " (expected 1 or more)");
   const uint8_t shuffle = in.get<uint8_t>("the shuffle setting");
   RINGDP_CHECK(shuffle <= 1, "checkpoint '", source, "' has shuffle setting ", int{shuffle},
                " (expected 0 or 1)");
   checkpoint.shuffle = shuffle == 1;
-  checkpoint.model = read_dict(in, source);
-  checkpoint.optimizer = read_dict(in, source);
+  checkpoint.model = read_dict(in, source, "model");
+  checkpoint.optimizer = read_dict(in, source, "optimizer");
   RINGDP_CHECK(in.position() + 4 == bytes.size(), "checkpoint '", source, "' has ",
                bytes.size() - 4 - in.position(), " unexpected trailing bytes");
   return checkpoint;

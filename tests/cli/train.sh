@@ -113,6 +113,16 @@ case "$case_name" in
     printf '\x55' | dd of="$work/flipped.bin" bs=1 seek=60 conv=notrunc status=none
     expect_error 1 "corrupt" 2 --checkpoint "$work/flipped.bin" --resume
     expect_error 1 "does not fit this model" 2 --checkpoint "$work/ck.bin" --resume --model mlp
+    # A valid checksum over nonsense: a crafted epoch of -2 trained "epoch -2/2" (#33).
+    python3 - "$work/ck.bin" "$work/negative.bin" <<'PY'
+import struct, sys, zlib
+data = bytearray(open(sys.argv[1], "rb").read())
+data[12:20] = struct.pack("<q", -2)  # after the magic and the version
+data[-4:] = struct.pack("<I", zlib.crc32(bytes(data[:-4])))
+open(sys.argv[2], "wb").write(data)
+PY
+    expect_error 1 "has epoch -2 (expected 0 or more)" 2 --epochs 2 --momentum 0.9 --checkpoint "$work/negative.bin" --resume
+    grep -q '^epoch' <<<"$out" && fail "a checkpoint at epoch -2 trained: $out"
     expect_error 1 "cannot open checkpoint" 2 --checkpoint "$work/none.bin" --resume
     # The shards depend on the world size: a 2-rank checkpoint resumed on 3 ranks is refused.
     expect_error 1 "was written by a run of 2 ranks with shuffle on; this run has 3 ranks" 3 \

@@ -101,7 +101,10 @@ Dataset parse_csv(const std::string& text, const std::string& source) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are skipped
     if (!parse_row(line, row, why)) {
-      if (rows == 0 && columns < 0 && line_number == 1) continue;  // a header line
+      // A first line that is not numbers is a header, but one with a NUL byte is not text at all.
+      const bool header =
+          rows == 0 && columns < 0 && line_number == 1 && line.find('\0') == std::string::npos;
+      if (header) continue;
       RINGDP_FAIL("data file '", source, "' line ", line_number, ": ", why);
     }
     if (columns < 0) columns = static_cast<int64_t>(row.size());

@@ -15,7 +15,10 @@ namespace ringdp::train {
 
 void write_state_json(const std::string& path, const autograd::StateDict& state) {
   nlohmann::ordered_json root = nlohmann::ordered_json::object();
-  for (const auto& [name, tensor] : state) {
+  // Not a structured binding: clang 14 cannot capture one in RINGDP_CHECK's lambda (scripts/fuzz).
+  for (const auto& entry : state) {
+    const std::string& name = entry.first;
+    const Tensor& tensor = entry.second;
     const std::vector<double> values = tensor.to_vector();
     // JSON has no NaN or Inf (nlohmann writes null, which --init then rejects): refuse here,
     // before the file exists, rather than write what cannot be read back.
@@ -29,6 +32,13 @@ void write_state_json(const std::string& path, const autograd::StateDict& state)
 
 namespace {
 using Json = nlohmann::ordered_json;
+
+// Names and values as errors quote them: whole when short, else their start and their length, so
+// that a 20 MB key is not echoed to stderr in full.
+std::string shown(const std::string& text, size_t most = 60) {
+  if (text.size() <= most) return text;
+  return text.substr(0, most) + "... (" + std::to_string(text.size()) + " bytes)";
+}
 
 // JSON leaves a repeated key to the reader, and nlohmann keeps one of the values without a word:
 // which one a file meant cannot be known, so it is refused.
@@ -47,16 +57,16 @@ Json parse_unique_keys(const std::string& text, const std::string& source) {
   try {
     root = Json::parse(text, callback);
   } catch (const std::exception& e) {
-    RINGDP_FAIL("'", source, "' is not valid JSON: ", e.what());
+    RINGDP_FAIL("'", source, "' is not valid JSON: ", shown(e.what(), 300));
   }
-  RINGDP_CHECK(repeated.empty(), "'", source, "': key '", repeated,
+  RINGDP_CHECK(repeated.empty(), "'", source, "': key '", shown(repeated),
                "' appears twice in one object; which value is meant cannot be known");
   return root;
 }
 
 // Whole numbers only: get<Shape>() would truncate 1.5 to 1. The product is bounded as the
-// checkpoint reader bounds it, dividing so that it cannot overflow.
-Shape shape_of(const Json& json, const std::string& source, const std::string& name) {
+// checkpoint reader bounds it, dividing so that it cannot overflow. `entry` names it in errors.
+Shape shape_of(const Json& json, const std::string& entry) {
   constexpr int64_t kMaxElements = int64_t{1} << 40;
   Shape shape;
   int64_t numel = 1;
@@ -67,20 +77,19 @@ Shape shape_of(const Json& json, const std::string& source, const std::string& n
     if (whole) shape.push_back(json[d].get<int64_t>());
     if (whole) numel *= shape.back();
   }
-  RINGDP_CHECK(whole, "'", source, "': entry '", name, "': shape ", json.dump(),
+  RINGDP_CHECK(whole, entry, ": shape ", shown(json.dump()),
                " is not a list of whole numbers from 0 (at most 8 of them, at most 2^40 elements in all)");
   return shape;
 }
 
-std::vector<double> data_of(const Json& json, const std::string& source, const std::string& name) {
-  RINGDP_CHECK(json.is_array(), "'", source, "': entry '", name, "': data ", json.dump().substr(0, 40),
-               " is not a list of numbers");
+std::vector<double> data_of(const Json& json, const std::string& entry) {
+  RINGDP_CHECK(json.is_array(), entry, ": data ", shown(json.dump()), " is not a list of numbers");
   std::vector<double> data;
   data.reserve(json.size());
   for (size_t i = 0; i < json.size(); ++i) {
     // get<double>() would read true as 1.
-    RINGDP_CHECK(json[i].is_number() && std::isfinite(json[i].get<double>()), "'", source, "': entry '", name,
-                 "': data[", i, "] is ", json[i].dump().substr(0, 40), ", not a finite number");
+    RINGDP_CHECK(json[i].is_number() && std::isfinite(json[i].get<double>()), entry, ": data[", i, "] is ",
+                 shown(json[i].dump()), ", not a finite number");
     data.push_back(json[i].get<double>());
   }
   return data;
@@ -91,17 +100,19 @@ autograd::StateDict parse_state_json(const std::string& text, const std::string&
   const Json root = parse_unique_keys(text, source);
   RINGDP_CHECK(root.is_object(), "'", source, "' must hold a JSON object of name -> {shape, data}");
   autograd::StateDict state;
-  for (const auto& [name, entry] : root.items()) {
-    RINGDP_CHECK(entry.is_object() && entry.contains("shape") && entry.contains("data"), "'", source,
-                 "': entry '", name, "' needs \"shape\" and \"data\"");
-    for (const auto& [key, value] : entry.items())
-      RINGDP_CHECK(key == "shape" || key == "data", "'", source, "': entry '", name, "' has key '", key,
+  for (const auto& item : root.items()) {
+    const std::string entry = "'" + source + "': entry '" + shown(item.key()) + "'";
+    const Json& value = item.value();
+    RINGDP_CHECK(value.is_object() && value.contains("shape") && value.contains("data"), entry,
+                 " needs \"shape\" and \"data\"");
+    for (const auto& field : value.items())
+      RINGDP_CHECK(field.key() == "shape" || field.key() == "data", entry, " has key '", shown(field.key()),
                    "'; expected only \"shape\" and \"data\"");
-    const Shape shape = shape_of(entry["shape"], source, name);
-    const std::vector<double> data = data_of(entry["data"], source, name);
-    RINGDP_CHECK(shape_numel(shape) == static_cast<int64_t>(data.size()), "'", source, "': entry '", name,
-                 "' has shape ", shape_str(shape), " but ", data.size(), " values");
-    state.emplace_back(name, from_vector(data, shape, DType::float64));
+    const Shape shape = shape_of(value["shape"], entry);
+    const std::vector<double> data = data_of(value["data"], entry);
+    RINGDP_CHECK(shape_numel(shape) == static_cast<int64_t>(data.size()), entry, " has shape ",
+                 shape_str(shape), " but ", data.size(), " values");
+    state.emplace_back(item.key(), from_vector(data, shape, DType::float64));
   }
   return state;
 }

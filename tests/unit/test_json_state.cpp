@@ -83,3 +83,16 @@ TEST_CASE("--init refuses what it would have to guess at", "[json]") {
   REQUIRE_THROWS_WITH(read_text(R"({"w": {"shape": [4294967296, 4294967296], "data": []}})"),
                       Contains("is not a list of whole numbers from 0"));
 }
+
+TEST_CASE("--init errors quote long names and values in part", "[json]") {
+  // The fuzz target found a 3000-byte key echoed whole; a 20 MB one would be 20 MB of stderr.
+  const std::string key(3000, 'k');
+  try {
+    read_text(R"({")" + key + R"(": {"shape": [1.5], "data": [1]}})");
+    FAIL("a fractional shape was accepted");
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    CHECK(message.size() < 400);
+    CHECK_THAT(message, Contains("entry 'kkkkkkkkkk") && Contains("... (3000 bytes)': shape [1.5]"));
+  }
+}

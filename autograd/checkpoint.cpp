@@ -2,14 +2,14 @@
 // checkpoint and the fuzz corpus replay (tests/fuzz/).
 #include "autograd/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <cstring>
-#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+
+#include "core/atomic_file.h"
 
 namespace ringdp::autograd {
 
@@ -64,14 +64,21 @@ void write_dict(std::string& out, const StateDict& dict) {
   }
 }
 
-StateDict read_dict(Reader& in, const std::string& source) {
+// `part` ("model", "optimizer") names the dictionary in errors. Names are keys: one that is empty
+// or repeated would be matched to a parameter by whichever entry a loader happens to look at.
+StateDict read_dict(Reader& in, const std::string& source, const char* part) {
   StateDict dict;
+  std::set<std::string> names;
   const uint32_t entries = in.get<uint32_t>("the entry count");
   for (uint32_t e = 0; e < entries; ++e) {
     const uint32_t name_length = in.get<uint32_t>("a name length");
     RINGDP_CHECK(name_length < 4096, "checkpoint '", source, "' is corrupt: a name of ", name_length,
                  " bytes");
     std::string name = in.take(name_length, "a name");
+    RINGDP_CHECK(!name.empty(), "checkpoint '", source, "' is corrupt: an ", part,
+                 " entry has an empty name");
+    RINGDP_CHECK(names.insert(name).second, "checkpoint '", source, "' is corrupt: ", part, " entry '", name,
+                 "' appears twice");
     const uint8_t dtype = in.get<uint8_t>("a dtype");
     RINGDP_CHECK(dtype <= static_cast<uint8_t>(DType::bfloat16), "checkpoint '", source,
                  "' is corrupt: dtype code ", int(dtype), " for '", name, "'");
@@ -110,34 +117,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   put<uint32_t>(out,
                 static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(out.data()), out.size())));
 
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  RINGDP_CHECK(fd >= 0, "cannot write checkpoint '", temporary, "': ", std::strerror(errno));
-  size_t written = 0;
-  while (written < out.size()) {
-    const ssize_t n = ::write(fd, out.data() + written, out.size() - written);
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      RINGDP_FAIL("cannot write checkpoint '", temporary, "': ", std::strerror(err));
-    }
-    written += static_cast<size_t>(n);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temporary.c_str());
-    RINGDP_FAIL("cannot save checkpoint '", path, "': ", std::strerror(err));
-  }
-  // The rename is durable only once the directory entry is on disk.
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  write_file_atomically(path, out, "checkpoint");
 }
 
 Checkpoint parse_checkpoint(const std::string& bytes, const std::string& source) {
@@ -157,15 +137,20 @@ Checkpoint parse_checkpoint(const std::string& bytes, const std::string& source)
                "' is corrupt or truncated: checksum mismatch (stored ", stored_crc, ", computed ", actual_crc,
                ")");
   Checkpoint checkpoint;
+  // A valid checksum says the bytes are as written, not that what was written makes sense.
   checkpoint.next_epoch = in.get<int64_t>("the epoch");
-  checkpoint.seed = in.get<uint64_t>("the seed");
+  RINGDP_CHECK(checkpoint.next_epoch >= 0, "checkpoint '", source, "' has epoch ", checkpoint.next_epoch,
+               " (expected 0 or more)");
+  checkpoint.seed = in.get<uint64_t>("the seed");  // every value is a seed
   checkpoint.world_size = in.get<uint32_t>("the world size");
+  RINGDP_CHECK(checkpoint.world_size >= 1, "checkpoint '", source, "' has world size ", checkpoint.world_size,
+               " (expected 1 or more)");
   const uint8_t shuffle = in.get<uint8_t>("the shuffle setting");
   RINGDP_CHECK(shuffle <= 1, "checkpoint '", source, "' has shuffle setting ", int{shuffle},
                " (expected 0 or 1)");
   checkpoint.shuffle = shuffle == 1;
-  checkpoint.model = read_dict(in, source);
-  checkpoint.optimizer = read_dict(in, source);
+  checkpoint.model = read_dict(in, source, "model");
+  checkpoint.optimizer = read_dict(in, source, "optimizer");
   RINGDP_CHECK(in.position() + 4 == bytes.size(), "checkpoint '", source, "' has ",
                bytes.size() - 4 - in.position(), " unexpected trailing bytes");
   return checkpoint;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace ringdp::timeline {
@@ -54,12 +55,24 @@ void push(Event event) {
   r.written = false;
 }
 
+// The program's own status is already decided when this runs, and returning would report it;
+// a trace that could not be written is a failure of the run, so the process ends with 1 here
+// (after flushing what it printed: _Exit skips that).
 void write_at_exit() {
   try {
     write();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ringdp: RINGDP_TIMELINE: %s\n", e.what());
+    std::fflush(nullptr);
+    std::_Exit(1);
   }
+}
+
+// Nanoseconds as the microseconds, to the nanosecond, that trace viewers read.
+std::string microseconds(int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", static_cast<double>(ns) / 1e3);
+  return text;
 }
 
 const char* row_name(int row) {
@@ -82,6 +95,8 @@ std::string path_for_rank(const std::string& base, int rank) {
 void start_from_environment(int rank) {
   const auto base = settings::text(settings::Id::timeline);
   if (!base || enabled()) return;
+  // Checked as the communicator starts: the trace is written at exit, after all the work.
+  require_output_folder(*base, "RINGDP_TIMELINE");
   start(path_for_rank(*base, rank), rank);
 }
 
@@ -147,30 +162,26 @@ void write() {
   Recorder& r = recorder();
   std::lock_guard lock(r.mutex);
   if (r.path.empty() || r.written) return;
-  FILE* f = std::fopen(r.path.c_str(), "w");
-  RINGDP_CHECK(f, "cannot write the timeline '", r.path, "' (RINGDP_TIMELINE names its folder and prefix)");
-  std::fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
-  std::fprintf(f,
-               "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
-               r.rank, r.rank);
+  std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  const std::string pid = std::to_string(r.rank);
+  out += "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + pid + ", \"args\": {\"name\": \"rank " +
+         pid + "\"}}";
   for (int row = 1; row <= 3; ++row)
-    std::fprintf(f,
-                 ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, \"args\": "
-                 "{\"name\": \"%s\"}}",
-                 r.rank, row, row_name(row));
+    out += ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + pid +
+           ", \"tid\": " + std::to_string(row) + ", \"args\": {\"name\": \"" + row_name(row) + "\"}}";
   for (const Event& e : r.events) {
-    std::fprintf(
-        f, ",\n{\"ph\": \"%c\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f",
-        e.phase, e.category, json_escape(e.name).c_str(), r.rank, e.row, static_cast<double>(e.ts_ns) / 1e3);
-    if (e.phase == 'X') std::fprintf(f, ", \"dur\": %.3f", static_cast<double>(e.dur_ns) / 1e3);
-    if (e.phase != 'X') std::fprintf(f, ", \"id\": %d", e.id);
-    if (!e.args.empty()) std::fprintf(f, ", \"args\": {%s}", e.args.c_str());
-    std::fputc('}', f);
+    out += ",\n{\"ph\": \"";
+    out += e.phase;
+    out += "\", \"cat\": \"" + std::string(e.category) + "\", \"name\": \"" + json_escape(e.name) +
+           "\", \"pid\": " + pid + ", \"tid\": " + std::to_string(e.row) +
+           ", \"ts\": " + microseconds(e.ts_ns);
+    if (e.phase == 'X') out += ", \"dur\": " + microseconds(e.dur_ns);
+    if (e.phase != 'X') out += ", \"id\": " + std::to_string(e.id);
+    if (!e.args.empty()) out += ", \"args\": {" + e.args + "}";
+    out += '}';
   }
-  std::fprintf(f, "\n]}\n");
-  const bool ok = std::fflush(f) == 0;
-  std::fclose(f);
-  RINGDP_CHECK(ok, "cannot write the timeline '", r.path, "': the disk may be full");
+  out += "\n]}\n";
+  write_file_atomically(r.path, out, "RINGDP_TIMELINE's trace");
   r.written = true;
 }
 

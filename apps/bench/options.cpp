@@ -10,6 +10,7 @@
 
 #include "comm/mpi_runtime.h"
 #include "config.h"
+#include "core/atomic_file.h"
 #include "core/settings.h"
 #include "kernels/device_memory.h"
 
@@ -33,6 +34,14 @@ int64_t parse_size(const std::string& text, const char* flag) {
     RINGDP_CHECK(suffix.empty(), flag, ": '", text, "' has an unknown suffix '", suffix, "' (K, M or G)");
   return static_cast<int64_t>(value * scale);
 }
+
+// The rows are written after the whole sweep: a missing folder is found before it starts.
+const CLI::Validator kOutputFile(
+    [](std::string& path) -> std::string {
+      const std::string problem = output_folder_problem(path);
+      return problem.empty() ? problem : "'" + path + "': " + problem;
+    },
+    "PATH");
 }  // namespace
 
 std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
@@ -69,8 +78,8 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
                              "tree", "hierarchical", "native", "auto", "all"}));
   app.add_option("--backend", o.backend, "mpi or nccl")->check(CLI::IsMember({"mpi", "nccl"}));
   app.add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--csv", o.csv_path, "write every row as CSV");
-  app.add_option("--json", o.json_path, "write every row as JSON");
+  app.add_option("--csv", o.csv_path, "write every row as CSV")->check(kOutputFile);
+  app.add_option("--json", o.json_path, "write every row as JSON")->check(kOutputFile);
   app.add_option("--soak", o.soak,
                  "instead of the table: N random checked collectives, and a memory-growth check")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}));

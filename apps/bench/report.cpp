@@ -4,10 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "apps/bench/fit.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace ringdp::bench {
@@ -70,8 +71,7 @@ void print_summary(const std::vector<Row>& rows, int64_t total_wrong, bool ratio
 }
 
 void write_csv(const std::string& path, const std::vector<Row>& rows, const RunInfo& run) {
-  std::ofstream csv(path);
-  RINGDP_CHECK(csv.good(), "--csv: cannot write '", path, "'");
+  std::ostringstream csv;
   csv << "collective,algorithm,backend,device,ranks,dtype,op,root,bytes,count,time_us_out,algbw_out,busbw_"
          "out,wrong_out,"
          "time_us_in,algbw_in,busbw_in,wrong_in\n";
@@ -80,6 +80,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const RunI
         << ',' << r.dtype << ',' << r.op << ',' << r.root << ',' << r.bytes << ',' << r.count << ','
         << r.time_us[0] << ',' << r.algbw[0] << ',' << r.busbw[0] << ',' << r.wrong[0] << ',' << r.time_us[1]
         << ',' << r.algbw[1] << ',' << r.busbw[1] << ',' << r.wrong[1] << '\n';
+  write_file_atomically(path, csv.str(), "--csv");
 }
 
 void write_json(const std::string& path, const std::vector<Row>& rows, const RunInfo& run) {
@@ -100,9 +101,7 @@ void write_json(const std::string& path, const std::vector<Row>& rows, const Run
           {{"time_us", r.time_us[0]}, {"algbw", r.algbw[0]}, {"busbw", r.busbw[0]}, {"wrong", r.wrong[0]}}},
          {"in_place",
           {{"time_us", r.time_us[1]}, {"algbw", r.algbw[1]}, {"busbw", r.busbw[1]}, {"wrong", r.wrong[1]}}}});
-  std::ofstream json(path);
-  RINGDP_CHECK(json.good(), "--json: cannot write '", path, "'");
-  json << out.dump(1) << "\n";
+  write_file_atomically(path, out.dump(1) + "\n", "--json");
 }
 
 }  // namespace ringdp::bench

@@ -1,5 +1,5 @@
 // The trainer's data: a synthetic regression set y = X·w* + b* + noise generated from a seed
-// (so every rank builds the same set and takes its own shard), or a numeric CSV file.
+// (so every rank builds the same set and takes its own shard), or a numeric CSV file (csv.h).
 #pragma once
 
 #include <string>
@@ -15,10 +15,6 @@ struct Dataset {
 
 /// samples × features, w* ~ N(0, 1), b* = 0.5, noise ~ N(0, 0.1²), all from `seed`.
 Dataset synthetic_dataset(int64_t samples, int64_t features, uint64_t seed);
-
-/// A numeric CSV: optional header line, last column the target. Errors name the file and the
-/// line: a missing file, a malformed or ragged row, NaN/Inf, an empty data set.
-Dataset load_csv(const std::string& path);
 
 /// Rows `indices` of the data set, as `dtype` tensors on `device`.
 void gather_batch(const Dataset& data, const std::vector<int64_t>& indices, DType dtype, Device device,

@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "apps/train/dataset.h"
+#include "apps/train/csv.h"
 #include "autograd/functions.h"
 #include "autograd/optim/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"

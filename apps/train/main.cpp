@@ -9,6 +9,7 @@
 #include "apps/train/explain.h"
 #include "apps/train/trainer.h"
 #include "comm/mpi_runtime.h"
+#include "core/atomic_file.h"
 #include "core/settings.h"
 
 using namespace ringdp;
@@ -70,6 +71,13 @@ const CLI::Validator kTimeout(
     },
     "SECONDS");
 const CLI::Validator kNonNegative = number_check(true);
+// The folder of a file written after training must be there before it, not found missing after.
+const CLI::Validator kOutputFile(
+    [](std::string& path) -> std::string {
+      const std::string problem = output_folder_problem(path);
+      return problem.empty() ? problem : "'" + path + "': " + problem;
+    },
+    "PATH");
 
 bool is_rank_zero() { return comm::launcher_rank() == 0; }
 }  // namespace
@@ -104,16 +112,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   app.add_option("--algo", algo,
                  "all-reduce algorithm: auto, ring, recursive_doubling, rabenseifner, shared_memory, native, "
-                 "or hierarchical "
-                 "(across hosts; host tensors)")
+                 "or hierarchical (across hosts; host tensors)")
       ->check(CLI::IsMember(
           {"auto", "ring", "recursive_doubling", "rabenseifner", "shared_memory", "native", "hierarchical"}));
   app.add_option("--bucket-mb", config.bucket_mb, "DDP gradient bucket capacity in MiB")->check(kPositive);
-  app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0");
+  app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0")
+      ->check(kOutputFile);
   app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kCount);
   app.add_flag("--resume", config.resume, "continue from --checkpoint");
   app.add_option("--init", config.init_path, "initial parameters (JSON)");
-  app.add_option("--export", config.export_path, "write final parameters (JSON) from rank 0");
+  app.add_option("--export", config.export_path, "write final parameters (JSON) from rank 0")
+      ->check(kOutputFile);
   app.add_option("--timeout", timeout, "seconds before a stuck collective ends the job")->check(kTimeout);
   app.add_flag("--verbose", config.verbose, "every rank reports");
   bool no_overlap = false;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "apps/train/dataset.h"
+#include "apps/train/csv.h"
 #include "apps/train/json_state.h"
 #include "autograd/checkpoint.h"
 #include "autograd/layers.h"

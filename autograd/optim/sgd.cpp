@@ -2,6 +2,9 @@
 // (hand-computed steps).
 #include "autograd/optim/sgd.h"
 
+#include <set>
+#include <string>
+
 #include "tensor/ops.h"
 
 namespace ringdp::optim {
@@ -51,9 +54,15 @@ autograd::StateDict SGD::state_dict() const {
 
 void SGD::load_state_dict(const autograd::StateDict& state) {
   for (auto& buffer : momentum_buffers_) buffer = Tensor();
+  std::set<size_t> seen;
   for (const auto& [name, tensor] : state) {
-    RINGDP_CHECK(name.rfind("momentum_buffer.", 0) == 0, "SGD state: unexpected entry '", name, "'");
-    const size_t index = std::stoul(name.substr(16));
+    // The whole suffix is the index: stoul alone read "1abc" as 1 and threw its own error for "x".
+    const std::string digits = name.rfind("momentum_buffer.", 0) == 0 ? name.substr(16) : std::string();
+    RINGDP_CHECK(
+        !digits.empty() && digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string::npos,
+        "SGD state: unexpected entry '", name, "' (expected momentum_buffer.<parameter index>)");
+    const size_t index = std::stoul(digits);
+    RINGDP_CHECK(seen.insert(index).second, "SGD state: '", name, "' appears twice");
     RINGDP_CHECK(index < params_.size(), "SGD state: '", name, "' but only ", params_.size(), " parameters");
     RINGDP_CHECK(tensor.shape() == params_[index].shape(), "SGD state: '", name, "' has shape ",
                  shape_str(tensor.shape()), ", parameter has ", shape_str(params_[index].shape()));

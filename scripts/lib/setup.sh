@@ -5,6 +5,9 @@
 RINGDP_PACKAGES=(meson ninja-build pkg-config g++ python3 catch2 libopenblas-dev libopenmpi-dev
   openmpi-bin libcli11-dev nlohmann-json3-dev zlib1g-dev procps git iproute2 cmake
   python3-torch libtorch-dev pybind11-dev)
+# The fuzz suite: clang with its libFuzzer runtime, which Debian 12 splits into libclang-rt-dev (only
+# recommended by clang, and recommendations are not installed here). Without them it is skipped.
+RINGDP_PACKAGES+=(clang libclang-rt-dev)
 
 ringdp_log() { printf 'ringdp: %s\n' "$*" >&2; }
 

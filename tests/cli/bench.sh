@@ -28,6 +28,23 @@ case "$case_name" in
       fail "JSON rows missing or wrong"
     echo "ok: every collective, dtype, op and algorithm on 3 ranks checks clean; CSV and JSON written"
     ;;
+  full-disk)
+    # A write that fails is an error with the OS's reason and a non-zero exit, and the files of the
+    # last run stay whole (#33: exit 0 with the CSV cut at 4096 bytes and the JSON empty).
+    printf 'previous\n' >"$work/out.csv"
+    printf '["previous"]\n' >"$work/out.json"
+    args=(all -b 8 -e 64K -f 2 --algo all -n 1 -w 0)
+    run_app_limited 8 "$bench" 120 2 "${args[@]}" --csv "$work/out.csv"
+    expect 1 "cannot write --csv '$work/out.csv': File too large"
+    run_app_limited 8 "$bench" 120 2 "${args[@]}" --json "$work/out.json"
+    expect 1 "cannot write --json '$work/out.json': File too large"
+    [ "$(cat "$work/out.csv")" = previous ] || fail "the previous CSV was not kept: $(head -c 200 "$work/out.csv")"
+    [ "$(cat "$work/out.json")" = '["previous"]' ] || fail "the previous JSON was not kept: $(head -c 200 "$work/out.json")"
+    ! ls "$work" | grep -q '\.tmp\.' || fail "temporary files were left: $(ls "$work")"
+    run 2 all_reduce -b 8 -e 8 -n 1 -w 0 --csv /dev/full
+    expect 1 "cannot write --csv '/dev/full': No space left on device"
+    echo "ok: a write past a file-size limit or to a full device exits 1 with the reason; the previous files are kept"
+    ;;
   corrupt)
     RINGDP_FAULT=corrupt:rank=1:op=9 run 3 all_reduce -b 1K -e 1K -w 2 -n 5 --algo ring
     expect 1 "# Out of bounds values : "
@@ -47,6 +64,12 @@ case "$case_name" in
     expect 2 "unknown collective 'allreduce'"
     run 2 reduce --algo ring
     expect 1 "reduce has no ring algorithm"
+    # The rows are written after the whole sweep: a missing folder is named before it starts.
+    for flag in --csv --json; do
+      run 2 all_reduce -b 8 -e 8 "$flag" "$work/no/out"
+      expect 2 "$flag: '$work/no/out': the folder '$work/no' does not exist"
+      ! grep -q "Out of bounds" <<<"$out" || fail "$flag into a missing folder: the sweep ran first: $out"
+    done
     run 2 all_reduce -d int32 -o avg
     expect 2 "-o avg -d int32: avg is defined for floating-point types only"
     RINGDP_FAULT=count:rank=1:op=3:delta=2 run 2 all_reduce -b 1K -e 1K

@@ -15,12 +15,13 @@ launch_args=(--oversubscribe)
 [ "${RINGDP_MPI_IMPL:-openmpi}" = mpich ] && launch_args=()
 
 fail() { echo "FAIL: $*"; exit 1; }
+rank_prefix=()  # what each rank's command starts with (run_app_limited's wrapper)
 
 run_app() {
   local binary=$1 limit=$2 np=$3
   shift 3
   local start=$SECONDS
-  out=$(timeout "$limit" "$mpiexec" -n "$np" "${launch_args[@]}" "$binary" "$@" 2>&1)
+  out=$(timeout "$limit" "$mpiexec" -n "$np" "${launch_args[@]}" "${rank_prefix[@]}" "$binary" "$@" 2>&1)
   rc=$?
   seconds=$((SECONDS - start))
   [ $rc -ne 124 ] || fail "$(basename "$binary") $* hung (killed after $limit s)"
@@ -31,4 +32,17 @@ run_app() {
     sleep 0.1
     waited=$((waited + 1))
   done
+}
+
+# run_app_limited KIB BINARY LIMIT NP ARGS...: run_app with every rank's writes past KIB KiB
+# failing with EFBIG ("File too large"), as a full disk's fail with ENOSPC: a file-size limit needs
+# neither root nor a mount. SIGXFSZ is ignored (and stays so across exec) so that the write reports
+# the error instead of the signal killing the rank. The limit would also stop the MPIs' own
+# shared-memory files, so both talk over TCP here and ringdp's shared slots are made small.
+run_app_limited() {
+  local kib=$1
+  shift
+  rank_prefix=(bash -c "trap '' XFSZ; ulimit -f $kib; exec \"\$@\"" limited)
+  OMPI_MCA_btl=self,tcp UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1 RINGDP_SHM_SLOT_BYTES=64 run_app "$@"
+  rank_prefix=()
 }

@@ -54,6 +54,11 @@ case "$case_name" in
     RINGDP_TIMEOUT=9999999999 expect_error 1 "RINGDP_TIMEOUT='9999999999': expected a number of seconds from 1 to 100000000" 2
     RINGDP_TIMEOUT= expect_error 1 "RINGDP_TIMEOUT is set but empty" 2
     expect_error 1 "cannot open data file '$work/missing.csv'" 2 --data "$work/missing.csv"
+    # A missing output folder is found before training, not when the file is written after it.
+    expect_error 2 "--export: '$work/no/out.json': the folder '$work/no' does not exist" 2 --epochs 1 --export "$work/no/out.json"
+    expect_error 2 "--checkpoint: '$work/no/ck.bin': the folder '$work/no' does not exist" 2 --epochs 1 --checkpoint "$work/no/ck.bin"
+    RINGDP_TIMELINE="$work/no/tl" expect_error 1 "RINGDP_TIMELINE '$work/no/tl': the folder '$work/no' does not exist" 2 --epochs 1
+    ! grep -q '^epoch' <<<"$out" || fail "RINGDP_TIMELINE into a missing folder: trained first: $out"
     # A learning rate that blows the parameters up stops the run at that epoch, on every rank.
     expect_error 1 "training diverged in epoch" 3 --lr 1000
     grep -q "loss -\?nan\|loss inf" <<<"$out" && fail "a diverged run went on printing non-finite losses: $out"
@@ -61,11 +66,15 @@ case "$case_name" in
     expect_error 1 "line 3: column 2 ('x') is not a number" 2 --data "$work/bad.csv"
     printf '1,2,3\n4,5\n' >"$work/ragged.csv"
     expect_error 1 "line 2: 2 columns, expected 3" 2 --data "$work/ragged.csv"
+    expect_error 1 "data file '$work' is a directory; --data expects a CSV file" 2 --data "$work"
     printf '1,2,3\n4,nan,6\n' >"$work/nan.csv"
     expect_error 1 "is not a finite number" 2 --data "$work/nan.csv"
     printf '1,2,3\n4,5,6\n' >"$work/two.csv"
     echo '{"weight": {"shape": [1, 10], "data": [0,0,0,0,0,0,0,0,0,0]}, "bias": {"shape": [1], "data": [0]}}' >"$work/init10.json"
     expect_error 1 "'weight' has shape [1, 10] in the state dict but [1, 2] in the model" 2 --data "$work/two.csv" --init "$work/init10.json"
+    # A fractional extent was truncated and loaded (#33): refused, as is a repeated key.
+    echo '{"weight": {"shape": [1.5, 10], "data": [0,0,0,0,0,0,0,0,0,0]}, "bias": {"shape": [1], "data": [0]}}' >"$work/frac.json"
+    expect_error 1 "entry 'weight': shape [1.5,10] is not a list of whole numbers" 2 --init "$work/frac.json"
     if [ ! -e /dev/nvidia0 ]; then
       expect_error 1 "--device cuda:" 2 --device cuda
     fi
@@ -78,8 +87,19 @@ case "$case_name" in
   checkpoint)
     run 2 --epochs 10 --momentum 0.9 --export "$work/straight.json"
     [ $rc -eq 0 ] || fail "uninterrupted run failed: $out"
+    # A save killed midway leaves ck.bin.tmp.PID (up to 33 MB): the next save removes those of
+    # processes that are gone, never a live writer's ($$, this shell).
+    sleep 0 &
+    dead=$!
+    wait $dead
+    printf 'partial' >"$work/ck.bin.tmp.$dead"
+    printf 'partial' >"$work/ck.bin.tmp.$$"
     run 2 --epochs 5 --momentum 0.9 --checkpoint "$work/ck.bin"
     [ $rc -eq 0 ] || fail "first half failed: $out"
+    [ ! -e "$work/ck.bin.tmp.$dead" ] || fail "the temporary of process $dead, which is gone, was left"
+    [ -e "$work/ck.bin.tmp.$$" ] || fail "the temporary of process $$, which is alive, was removed"
+    rm "$work/ck.bin.tmp.$$"
+    echo "ok: a save removes the orphaned ck.bin.tmp.$dead and keeps a live writer's"
     run 2 --epochs 10 --momentum 0.9 --checkpoint "$work/ck.bin" --resume --export "$work/resumed.json"
     [ $rc -eq 0 ] || fail "resumed run failed: $out"
     grep -q '^epoch 6/10' <<<"$out" || fail "resume did not start at epoch 6: $out"
@@ -93,10 +113,48 @@ case "$case_name" in
     printf '\x55' | dd of="$work/flipped.bin" bs=1 seek=60 conv=notrunc status=none
     expect_error 1 "corrupt" 2 --checkpoint "$work/flipped.bin" --resume
     expect_error 1 "does not fit this model" 2 --checkpoint "$work/ck.bin" --resume --model mlp
+    # A valid checksum over nonsense: a crafted epoch of -2 trained "epoch -2/2" (#33).
+    python3 - "$work/ck.bin" "$work/negative.bin" <<'PY'
+import struct, sys, zlib
+data = bytearray(open(sys.argv[1], "rb").read())
+data[12:20] = struct.pack("<q", -2)  # after the magic and the version
+data[-4:] = struct.pack("<I", zlib.crc32(bytes(data[:-4])))
+open(sys.argv[2], "wb").write(data)
+PY
+    expect_error 1 "has epoch -2 (expected 0 or more)" 2 --epochs 2 --momentum 0.9 --checkpoint "$work/negative.bin" --resume
+    grep -q '^epoch' <<<"$out" && fail "a checkpoint at epoch -2 trained: $out"
     expect_error 1 "cannot open checkpoint" 2 --checkpoint "$work/none.bin" --resume
     # The shards depend on the world size: a 2-rank checkpoint resumed on 3 ranks is refused.
     expect_error 1 "was written by a run of 2 ranks with shuffle on; this run has 3 ranks" 3 \
       --epochs 10 --momentum 0.9 --checkpoint "$work/ck.bin" --resume
+    ;;
+  full-disk)
+    # Every file ringdp-train writes, written past a file-size limit (EFBIG, as a full disk gives
+    # ENOSPC): an error with the reason, a non-zero exit, the previous file kept whole (#33:
+    # --export destroyed it and gave no reason; RINGDP_TIMELINE exited 0 with truncated JSON).
+    mlp=(--model mlp --hidden 64,64 --epochs 2 --bucket-mb 0.01)
+    printf '{"previous": 1}\n' >"$work/export.json"
+    run_app_limited 8 "$train" 60 2 "${mlp[@]}" --export "$work/export.json"
+    [ $rc -eq 1 ] || fail "--export past the limit: exit $rc, expected 1: $out"
+    grep -qF "cannot write --export '$work/export.json': File too large" <<<"$out" || fail "--export: no reason given: $out"
+    [ "$(cat "$work/export.json")" = '{"previous": 1}' ] || fail "--export destroyed the previous file"
+    RINGDP_TIMELINE="$work/tl" run_app_limited 8 "$train" 60 2 "${mlp[@]}"
+    [ $rc -ne 0 ] || fail "RINGDP_TIMELINE past the limit: exit 0: $out"
+    grep -qF "cannot write RINGDP_TIMELINE's trace '$work/tl.rank0.json': File too large" <<<"$out" ||
+      fail "RINGDP_TIMELINE: no reason given: $out"
+    for f in "$work"/tl.rank*.json; do
+      [ -e "$f" ] || continue
+      python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$f" || fail "RINGDP_TIMELINE left invalid JSON in $f"
+    done
+    run 2 "${mlp[@]}" --checkpoint "$work/ck.bin"
+    [ $rc -eq 0 ] || fail "a checkpointed run failed: $out"
+    cp "$work/ck.bin" "$work/ck.before"
+    run_app_limited 8 "$train" 60 2 "${mlp[@]}" --checkpoint "$work/ck.bin"
+    [ $rc -eq 1 ] || fail "--checkpoint past the limit: exit $rc, expected 1: $out"
+    grep -qF "cannot write checkpoint '$work/ck.bin': File too large" <<<"$out" || fail "--checkpoint: no reason given: $out"
+    cmp -s "$work/ck.bin" "$work/ck.before" || fail "a failed save changed the previous checkpoint"
+    ! ls "$work" | grep -q '\.tmp\.' || fail "temporary files were left: $(ls "$work")"
+    echo "ok: --export, RINGDP_TIMELINE and --checkpoint past a file-size limit exit non-zero with the reason, keeping the previous files"
     ;;
   rank-failure)
     # Rank 1 dies (SIGKILL) in the middle of training: the job must end, non-zero, promptly.

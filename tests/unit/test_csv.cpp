@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "apps/train/dataset.h"
+#include "apps/train/csv.h"
 
 using namespace ringdp;
 using Catch::Contains;
@@ -48,6 +48,53 @@ TEST_CASE("malformed CSV is an error that names the file and the line", "[csv]")
   REQUIRE_THROWS_WITH(train::load_csv(write_temp("1,2,3\n1,2,\n")), Contains("line 2: empty last column"));
   REQUIRE_THROWS_WITH(train::load_csv("/nonexistent/data.csv"),
                       Contains("cannot open data file '/nonexistent/data.csv'"));
+}
+
+TEST_CASE("a UTF-8 byte order mark is not taken for a header", "[csv]") {
+  // Spreadsheets write one; before, it made the first row "a header" and dropped it unsaid.
+  const auto data =
+      train::load_csv(write_temp("\xEF\xBB\xBF"
+                                 "1,2,3\n4,5,6\n"));
+  CHECK(data.features.to_vector() == std::vector<double>{1, 2, 4, 5});
+  CHECK(train::load_csv(write_temp("\xEF\xBB\xBF"
+                                   "1,2,3\n"))
+            .targets.to_vector() == std::vector<double>{3});
+  CHECK(train::load_csv(write_temp("\xEF\xBB\xBF"
+                                   "x,y\n7,8\n"))
+            .targets.to_vector() == std::vector<double>{8});
+}
+
+TEST_CASE("subnormal and underflowing numbers are numbers", "[csv]") {
+  const auto data = train::load_csv(write_temp("1e-310,-4.9e-324,1e-400\n"));
+  CHECK(data.features.to_vector() == std::vector<double>{1e-310, -4.9e-324});
+  CHECK(data.targets.to_vector() == std::vector<double>{0});
+}
+
+TEST_CASE("a NUL inside a cell is an error, not the number before it", "[csv]") {
+  const std::string text(
+      "1,2,3\n4,5\0"
+      "9,6\n",
+      14);
+  REQUIRE_THROWS_WITH(train::load_csv(write_temp(text)),
+                      Contains("line 2: column 2 ('5\\x009') holds a NUL byte"));
+  // Not in a header either: the fuzz target found a first line of NULs taken for one.
+  REQUIRE_THROWS_WITH(train::load_csv(write_temp(std::string("\0\0\n5,6\n", 7))),
+                      Contains("line 1: column 1 ('\\x00\\x00') holds a NUL byte"));
+}
+
+TEST_CASE("a huge cell is cut in the error, and a folder is named as one", "[csv]") {
+  const std::string cell(20 << 20, 'x');
+  try {
+    train::load_csv(write_temp("1,2,3\n4," + cell + ",6\n"));
+    FAIL("a 20 MB non-numeric cell was accepted");
+  } catch (const Error& e) {
+    // Judged by size first: Catch would take minutes to print a 20 MB message.
+    const std::string message = e.what();
+    REQUIRE(message.size() < 1000);
+    CHECK_THAT(message, Contains("line 2: column 2 ('xxxxxxxx") &&
+                            Contains("...' of 20971520 bytes) is not a number"));
+  }
+  REQUIRE_THROWS_WITH(train::load_csv("/tmp"), Contains("data file '/tmp' is a directory"));
 }
 
 TEST_CASE("random bytes never crash the CSV reader", "[csv][fuzz]") {

@@ -45,3 +45,54 @@ TEST_CASE("NaN or Inf is refused at export, naming where it is", "[json]") {
     CHECK_FALSE(std::ifstream(path).good());  // nothing half-written is left behind
   }
 }
+
+namespace {
+// Reads `text` as an --init file.
+autograd::StateDict read_text(const std::string& text) {
+  const std::string path = temp_path();
+  std::ofstream(path) << text;
+  autograd::StateDict state;
+  try {
+    state = train::read_state_json(path);
+  } catch (...) {
+    std::remove(path.c_str());
+    throw;
+  }
+  std::remove(path.c_str());
+  return state;
+}
+}  // namespace
+
+TEST_CASE("--init refuses what it would have to guess at", "[json]") {
+  const std::string ten = "[0,1,2,3,4,5,6,7,8,9]";
+  CHECK(read_text(R"({"w": {"shape": [1, 10], "data": )" + ten + "}}")[0].second.shape() == Shape{1, 10});
+  // A fractional extent was truncated to 1 and loaded.
+  REQUIRE_THROWS_WITH(read_text(R"({"w": {"shape": [1.5, 10], "data": )" + ten + "}}"),
+                      Contains("entry 'w': shape [1.5,10] is not a list of whole numbers from 0"));
+  REQUIRE_THROWS_WITH(read_text(R"({"w": {"shape": [-1, -10], "data": )" + ten + "}}"),
+                      Contains("entry 'w': shape [-1,-10] is not a list of whole numbers from 0"));
+  // JSON leaves duplicate keys to the reader; nlohmann kept one of them without a word.
+  REQUIRE_THROWS_WITH(read_text(R"({"w": {"shape": [1], "data": [1]}, "w": {"shape": [1], "data": [2]}})"),
+                      Contains("key 'w' appears twice in one object"));
+  REQUIRE_THROWS_WITH(read_text(R"({"w": {"shape": [1], "shape": [2], "data": [1]}})"),
+                      Contains("key 'shape' appears twice in one object"));
+  REQUIRE_THROWS_WITH(read_text(R"({"w": {"shape": [2], "data": [1, true]}})"),
+                      Contains("entry 'w': data[1] is true, not a finite number"));
+  REQUIRE_THROWS_WITH(read_text(R"({"w": {"shape": [1], "data": [1], "dtype": "float32"}})"),
+                      Contains("entry 'w' has key 'dtype'; expected only \"shape\" and \"data\""));
+  REQUIRE_THROWS_WITH(read_text(R"({"w": {"shape": [4294967296, 4294967296], "data": []}})"),
+                      Contains("is not a list of whole numbers from 0"));
+}
+
+TEST_CASE("--init errors quote long names and values in part", "[json]") {
+  // The fuzz target found a 3000-byte key echoed whole; a 20 MB one would be 20 MB of stderr.
+  const std::string key(3000, 'k');
+  try {
+    read_text(R"({")" + key + R"(": {"shape": [1.5], "data": [1]}})");
+    FAIL("a fractional shape was accepted");
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    CHECK(message.size() < 400);
+    CHECK_THAT(message, Contains("entry 'kkkkkkkkkk") && Contains("... (3000 bytes)': shape [1.5]"));
+  }
+}

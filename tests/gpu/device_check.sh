@@ -170,6 +170,11 @@ build=build-device
 options=(-Dcuda=enabled -Dtests=enabled -Dbuildtype=release)
 if [ -n "$nccl_home" ]; then options+=(-Dnccl=enabled "-Dnccl_home=$nccl_home"); else options+=(-Dnccl=disabled); fi
 if [ -n "$mpi" ]; then options+=(-Dmpi=enabled); else options+=(-Dmpi=disabled); fi
+# The torch backend against this image's pip PyTorch 2.x (bindings/torch/compat.h's other branch):
+# built when /usr/bin/python3 imports torch and MPI is here; it carries CPU tensors only.
+torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || true)
+if [ -n "$torch_version" ] && [ -n "$mpi" ]; then options+=(-Dtorch=enabled); else options+=(-Dtorch=disabled); fi
+note "- PyTorch for the torch backend: ${torch_version:-none in /usr/bin/python3}"
 t0=$SECONDS
 rm -rf "$build"
 timeout 120 meson setup "$build" "${options[@]}" >"$logs/configure.log" 2>&1 ||
@@ -178,6 +183,8 @@ targets=(tests/cuda/test_kernels_cuda apps/bench/ringdp-bench apps/train/ringdp-
 [ -n "$nccl_home" ] && targets+=(tests/cuda/test_nccl_local)
 [ -n "$mpi" ] && targets+=(tests/mpi/test_mpi_collectives tests/mpi/test_device_placement)
 grep -q ringdp-kernel-bench "$build/build.ninja" && targets+=(perf/ringdp-kernel-bench)
+torch_module=$(cd "$build" && ls python/ringdp_torch*.so 2>/dev/null || ninja -t targets all 2>/dev/null | grep -o '^python/ringdp_torch[^:]*' | head -1)
+[ -n "$torch_module" ] && targets+=("$torch_module")
 timeout "$(left)" ninja -C "$build" -j"$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1 ||
   { grep -m5 -B2 -A6 'error' "$logs/build.log"; die "build failed (build.log)"; }
 note "- configured and built ${#targets[@]} targets in $((SECONDS - t0)) s: ${targets[*]}"
@@ -280,6 +287,15 @@ print('max relative difference %.2e: %s' % (d, 'match' if d < 1e-4 else 'MISMATC
   else
     row "ringdp-train --device cuda vs cpu" "SKIPPED: no CUDA device" 0
   fi
+fi
+if [ -n "$torch_module" ]; then
+  # The same scripts as the torch suite here (tests/torch/): every collective against gloo, DDP.
+  for script in test_collectives test_ddp; do
+    step "torch $torch_version: tests/torch/$script.py, 2 ranks (CPU tensors, against gloo)" 120 torch-$script.log \
+      env RINGDP_LAUNCH_ARGS="-x PYTHONPATH" bash tests/torch/run.sh mpirun "$build" 2 "tests/torch/$script.py"
+  done
+else
+  row "torch backend (tests/torch/)" "SKIPPED: ${torch_version:+no MPI for it}${torch_version:-no torch in /usr/bin/python3}" 0
 fi
 if [ -s "$logs/kernel-bench.log" ]; then
   note ""

@@ -84,7 +84,10 @@ constexpr int largest_tag_op() {
       case ReduceOp::prod:
       case ReduceOp::min:
       case ReduceOp::max:
-      case ReduceOp::avg: largest = value;
+      case ReduceOp::avg:
+      case ReduceOp::band:
+      case ReduceOp::bor:
+      case ReduceOp::bxor: largest = value;
     }
   }
   return largest;

@@ -46,6 +46,9 @@ MPI_Op mpi_op(ReduceOp op, DType dtype) {
     case ReduceOp::prod: return MPI_PROD;
     case ReduceOp::min: return MPI_MIN;
     case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::band: return MPI_BAND;
+    case ReduceOp::bor: return MPI_BOR;
+    case ReduceOp::bxor: return MPI_BXOR;
   }
   return MPI_OP_NULL;
 }

@@ -22,6 +22,10 @@ ncclRedOp_t nccl_op(ReduceOp op) {
     case ReduceOp::prod: return ncclProd;
     case ReduceOp::min: return ncclMin;
     case ReduceOp::max: return ncclMax;
+    case ReduceOp::band:
+    case ReduceOp::bor:
+    case ReduceOp::bxor:
+      RINGDP_FAIL("NCCL has no bitwise reduction (", reduce_op_name(op), "): use ringdp's own algorithms");
     default: return ncclSum;
   }
 }

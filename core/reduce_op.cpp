@@ -13,6 +13,9 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::min: return "min";
     case ReduceOp::max: return "max";
     case ReduceOp::avg: return "avg";
+    case ReduceOp::band: return "band";
+    case ReduceOp::bor: return "bor";
+    case ReduceOp::bxor: return "bxor";
   }
   return "unknown";
 }
@@ -23,7 +26,10 @@ ReduceOp parse_reduce_op(std::string_view name) {
   if (name == "min") return ReduceOp::min;
   if (name == "max") return ReduceOp::max;
   if (name == "avg") return ReduceOp::avg;
-  RINGDP_FAIL("unknown reduce op '", name, "'; expected sum, prod, min, max or avg");
+  if (name == "band") return ReduceOp::band;
+  if (name == "bor") return ReduceOp::bor;
+  if (name == "bxor") return ReduceOp::bxor;
+  RINGDP_FAIL("unknown reduce op '", name, "'; expected sum, prod, min, max, avg, band, bor or bxor");
 }
 
 }  // namespace ringdp

@@ -89,6 +89,13 @@ void print_preamble(const Options& o, const Sweep& sweep, comm::Communicator& co
       if (!is_floating(d)) skipped += std::string(skipped.empty() ? "" : ", ") + short_type(d);
   if (!skipped.empty())
     std::printf("# avg is skipped for %s: it is defined for floating-point types only\n", skipped.c_str());
+  skipped.clear();
+  if (std::any_of(sweep.ops.begin(), sweep.ops.end(), [](ReduceOp op) { return is_bitwise(op); }))
+    for (DType d : sweep.dtypes)
+      if (is_floating(d)) skipped += std::string(skipped.empty() ? "" : ", ") + short_type(d);
+  if (!skipped.empty())
+    std::printf("# bitwise ops are skipped for %s: they are defined for integer types only\n",
+                skipped.c_str());
   std::printf("#\n");
 }
 
@@ -136,6 +143,7 @@ int main(int argc, char** argv) {
         for (DType dtype : sweep.dtypes) {
           for (ReduceOp op : spec->has_op ? sweep.ops : std::vector<ReduceOp>{ReduceOp::sum}) {
             if (op == ReduceOp::avg && !is_floating(dtype)) continue;
+            if (is_bitwise(op) && is_floating(dtype)) continue;
             for (int64_t bytes = sweep.min_bytes; bytes <= sweep.max_bytes; bytes = sweep.next(bytes)) {
               const Case c{comm, dtype, op, o.root, algo};
               const Row row = time_row(*spec, c, bytes / static_cast<int64_t>(dtype_size(dtype)), timing);

@@ -59,8 +59,8 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
   app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 1000000));
   app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations first")->check(CLI::Range(0, 1000000));
   app.add_option("-c,--check", o.check, "check results (0: off)")->check(CLI::Range(0, 1000000));
-  app.add_option("-o,--op", o.op, "sum, prod, min, max, avg or all")
-      ->check(CLI::IsMember({"sum", "prod", "min", "max", "avg", "all"}));
+  app.add_option("-o,--op", o.op, "sum, prod, min, max, avg, band, bor, bxor or all (the first five)")
+      ->check(CLI::IsMember({"sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "all"}));
   app.add_option("-d,--datatype", o.dtype, "float, double, int32, int64, bfloat16 or all")
       ->check(CLI::IsMember({"float", "double", "int32", "int64", "bfloat16", "float32", "float64", "all"}));
   app.add_option("-r,--root", o.root, "root of reduce and broadcast");
@@ -133,6 +133,9 @@ Sweep make_sweep(const Options& o) {
   RINGDP_CHECK(!reduces || o.op != "avg" || o.dtype == "all" || is_floating(sweep.dtypes.front()),
                "-o avg -d ", o.dtype,
                ": avg is defined for floating-point types only (float, double, bfloat16)");
+  RINGDP_CHECK(!reduces || o.op == "all" || !is_bitwise(sweep.ops.front()) || o.dtype == "all" ||
+                   !is_floating(sweep.dtypes.front()),
+               "-o ", o.op, " -d ", o.dtype, ": ", o.op, " is defined for integer types only (int32, int64)");
   RINGDP_CHECK(o.device == "cpu" || kernels::cuda_device_count() > 0,
                "--device cuda: no CUDA device is visible",
                kernels::built_with_cuda() ? "" : " (ringdp was built without CUDA)");

@@ -16,6 +16,11 @@ inline double verifiable_input(int rank, int64_t index, ReduceOp op) {
     case ReduceOp::prod: return static_cast<double>((rank + index) % 2 + 1);
     case ReduceOp::min:
     case ReduceOp::max: return static_cast<double>((rank * 13 + index * 7) % 101 - 50);
+    // Bit patterns that differ by rank and index, so a misplaced chunk shows; under 2^24, exact
+    // as a double.
+    case ReduceOp::band:
+    case ReduceOp::bor:
+    case ReduceOp::bxor: return static_cast<double>(((rank + 1) * 0x9E37 + index * 0x51) & 0xFFFFFF);
     default: return static_cast<double>((rank * 7 + index) % 31 - 10);
   }
 }
@@ -28,6 +33,15 @@ inline double verifiable_result(int size, int64_t index, ReduceOp op) {
       case ReduceOp::prod: acc *= v; break;
       case ReduceOp::min: acc = std::min(acc, v); break;
       case ReduceOp::max: acc = std::max(acc, v); break;
+      case ReduceOp::band:
+        acc = static_cast<double>(static_cast<int64_t>(acc) & static_cast<int64_t>(v));
+        break;
+      case ReduceOp::bor:
+        acc = static_cast<double>(static_cast<int64_t>(acc) | static_cast<int64_t>(v));
+        break;
+      case ReduceOp::bxor:
+        acc = static_cast<double>(static_cast<int64_t>(acc) ^ static_cast<int64_t>(v));
+        break;
       default: acc += v; break;
     }
   }

@@ -12,9 +12,9 @@ ringdp::ReduceOp to_ringdp(const ::c10d::ReduceOp& op) {
     case ::c10d::ReduceOp::MIN: return ringdp::ReduceOp::min;
     case ::c10d::ReduceOp::MAX: return ringdp::ReduceOp::max;
     case ::c10d::ReduceOp::AVG: return ringdp::ReduceOp::avg;
-    case ::c10d::ReduceOp::BAND: RINGDP_FAIL("ReduceOp.BAND is not supported by ringdp");
-    case ::c10d::ReduceOp::BOR: RINGDP_FAIL("ReduceOp.BOR is not supported by ringdp");
-    case ::c10d::ReduceOp::BXOR: RINGDP_FAIL("ReduceOp.BXOR is not supported by ringdp");
+    case ::c10d::ReduceOp::BAND: return ringdp::ReduceOp::band;
+    case ::c10d::ReduceOp::BOR: return ringdp::ReduceOp::bor;
+    case ::c10d::ReduceOp::BXOR: return ringdp::ReduceOp::bxor;
     case ::c10d::ReduceOp::PREMUL_SUM: RINGDP_FAIL("ReduceOp.PREMUL_SUM is not supported by ringdp");
     default: break;
   }

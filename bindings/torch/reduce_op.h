@@ -1,5 +1,6 @@
-// torch's ReduceOp as ringdp's. SUM, PRODUCT, MIN, MAX and AVG map one to one; BAND, BOR, BXOR and
-// PREMUL_SUM are refused with a ringdp::Error naming them (docs/torch.md). Tested by
+// torch's ReduceOp as ringdp's. SUM, PRODUCT, MIN, MAX, AVG, BAND, BOR and BXOR map one to one
+// (ringdp refuses the bitwise ones on floating dtypes); PREMUL_SUM is refused with a ringdp::Error
+// naming it (docs/torch.md). Tested by
 // tests/torch/test_collectives.py.
 #pragma once
 

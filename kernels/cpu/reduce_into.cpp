@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/error.h"
 #include "kernels/reduce_into.h"
 
 namespace ringdp {
@@ -33,6 +34,12 @@ T symmetric_max(T a, T b) {
   return std::numeric_limits<T>::quiet_NaN();
 }
 
+// The communicator refuses bitwise ops on floating dtypes before any kernel runs; this is the
+// backstop for a caller of the kernel itself.
+[[noreturn]] void fail_bitwise(ReduceOp op) {
+  RINGDP_FAIL("reduce op ", reduce_op_name(op), " is defined on integer dtypes only");
+}
+
 template <typename T, typename Combine>
 void apply(T* __restrict dst, const T* __restrict src, int64_t count, Combine combine) {
   for (int64_t i = 0; i < count; ++i) dst[i] = combine(dst[i], src[i]);
@@ -53,6 +60,9 @@ void reduce_typed(T* dst, const T* src, int64_t count, ReduceOp op) {
                      [](T a, T b) { return static_cast<T>(static_cast<U>(a) * static_cast<U>(b)); });
       case ReduceOp::min: return apply(dst, src, count, [](T a, T b) { return b < a ? b : a; });
       case ReduceOp::max: return apply(dst, src, count, [](T a, T b) { return a < b ? b : a; });
+      case ReduceOp::band: return apply(dst, src, count, [](T a, T b) { return static_cast<T>(a & b); });
+      case ReduceOp::bor: return apply(dst, src, count, [](T a, T b) { return static_cast<T>(a | b); });
+      case ReduceOp::bxor: return apply(dst, src, count, [](T a, T b) { return static_cast<T>(a ^ b); });
     }
   } else {
     switch (op) {
@@ -61,6 +71,9 @@ void reduce_typed(T* dst, const T* src, int64_t count, ReduceOp op) {
       case ReduceOp::prod: return apply(dst, src, count, [](T a, T b) { return a * b; });
       case ReduceOp::min: return apply(dst, src, count, symmetric_min<T>);
       case ReduceOp::max: return apply(dst, src, count, symmetric_max<T>);
+      case ReduceOp::band:
+      case ReduceOp::bor:
+      case ReduceOp::bxor: fail_bitwise(op);
     }
   }
 }
@@ -76,6 +89,9 @@ void reduce_bf16(bfloat16* dst, const bfloat16* src, int64_t count, ReduceOp op)
     case ReduceOp::prod: return run([](float a, float b) { return a * b; });
     case ReduceOp::min: return run(symmetric_min<float>);
     case ReduceOp::max: return run(symmetric_max<float>);
+    case ReduceOp::band:
+    case ReduceOp::bor:
+    case ReduceOp::bxor: fail_bitwise(op);
   }
 }
 

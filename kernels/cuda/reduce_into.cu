@@ -59,10 +59,12 @@ __global__ void reduce_into_kernel(Storage* __restrict__ dst, const Storage* __r
       // Wrap-around through the unsigned type, matching the CPU twin.
       using U = std::make_unsigned_t<T>;
       const U a = static_cast<U>(dst[i]), b = static_cast<U>(src[i]);
-      dst[i] = static_cast<T>(op == ReduceOp::prod ? a * b
-                              : (op == ReduceOp::sum || op == ReduceOp::avg)
-                                  ? a + b
-                                  : static_cast<U>(combine(dst[i], src[i])));
+      dst[i] = static_cast<T>(op == ReduceOp::prod                           ? a * b
+                              : (op == ReduceOp::sum || op == ReduceOp::avg) ? a + b
+                              : op == ReduceOp::band                         ? a & b
+                              : op == ReduceOp::bor                          ? a | b
+                              : op == ReduceOp::bxor                         ? a ^ b
+                                                     : static_cast<U>(combine(dst[i], src[i])));
     } else {
       dst[i] = combine(dst[i], src[i]);
     }

@@ -19,7 +19,8 @@ using comm::Algorithm;
 namespace {
 
 const DType kDtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
-const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
+const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
+                         ReduceOp::avg, ReduceOp::band, ReduceOp::bor, ReduceOp::bxor};
 
 std::vector<int64_t> counts() {
   const int64_t N = world().size();
@@ -28,7 +29,7 @@ std::vector<int64_t> counts() {
   return c;
 }
 
-bool applies(ReduceOp op, DType dtype) { return op != ReduceOp::avg || is_floating(dtype); }
+bool applies(ReduceOp op, DType dtype) { return is_floating(dtype) ? !is_bitwise(op) : op != ReduceOp::avg; }
 
 // Large counts run for one op per dtype: the step structure does not depend on the op, and
 // the full op × dtype matrix at 1M elements would dominate the suite's time.

@@ -39,6 +39,10 @@ inline double input_value(int rank, int64_t index, ReduceOp op) {
     case ReduceOp::prod: return static_cast<double>((rank + index) % 3 + 1);
     case ReduceOp::min:
     case ReduceOp::max: return static_cast<double>((rank * 13 + index * 7) % 101 - 50);
+    // Bit patterns that differ per rank and index (negative ones too: two's complement).
+    case ReduceOp::band:
+    case ReduceOp::bor:
+    case ReduceOp::bxor: return static_cast<double>(((rank * 37 + index * 11) % 251) - 100);
     default: return static_cast<double>((rank * 7 + index) % 31 - 10);
   }
 }
@@ -60,6 +64,15 @@ inline double expected_value(int size, int64_t index, ReduceOp op) {
       case ReduceOp::prod: acc *= v; break;
       case ReduceOp::min: acc = std::min(acc, v); break;
       case ReduceOp::max: acc = std::max(acc, v); break;
+      case ReduceOp::band:
+        acc = static_cast<double>(static_cast<int64_t>(acc) & static_cast<int64_t>(v));
+        break;
+      case ReduceOp::bor:
+        acc = static_cast<double>(static_cast<int64_t>(acc) | static_cast<int64_t>(v));
+        break;
+      case ReduceOp::bxor:
+        acc = static_cast<double>(static_cast<int64_t>(acc) ^ static_cast<int64_t>(v));
+        break;
       default: acc += v; break;
     }
   }

@@ -73,6 +73,16 @@ for dtype in DTYPES:
         dist.all_gather_into_tensor(flat, data(rank, count, dtype))
         check.equal(f"all_gather_into_tensor {dtype} x{count}", flat, torch.cat(reference))
 
+# BAND, BOR, BXOR on integers, against gloo's (bit patterns that differ per rank, negatives too).
+for dtype in (torch.int32, torch.int64):
+    for count in COUNTS:
+        for op, name in ((ReduceOp.BAND, "BAND"), (ReduceOp.BOR, "BOR"), (ReduceOp.BXOR, "BXOR")):
+            bits = ((torch.arange(count) * 11 + rank * 37) % 251 - 100).to(dtype)
+            mine, theirs = bits.clone(), bits.clone()
+            dist.all_reduce(mine, op=op)
+            dist.all_reduce(theirs, op=op, group=gloo)
+            check.equal(f"all_reduce {name} {dtype} x{count}", mine, theirs)
+
 # AVG (Debian's gloo has none) and bfloat16 (nor that): against the local reference.
 for count in COUNTS:
     mine = data(rank, count, torch.float64)
@@ -121,7 +131,9 @@ dist.barrier()
 t = torch.ones(4)
 check.raises("gather", "gather is not supported by ringdp", lambda: dist.gather(t, [torch.ones(4)] * size if rank == 0 else None))
 check.raises("all_to_all_single", "is not supported by ringdp", lambda: dist.all_to_all_single(torch.ones(size), torch.ones(size)))
-check.raises("BAND", "ReduceOp.BAND is not supported by ringdp", lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32), op=ReduceOp.BAND))
+check.raises("BAND on float32", "reduce op band is not defined for float32 tensors", lambda: dist.all_reduce(torch.ones(4), op=ReduceOp.BAND))
+check.raises("PREMUL_SUM", "ReduceOp.PREMUL_SUM is not supported by ringdp",
+             lambda: dist.all_reduce(torch.ones(4), op=dist._make_nccl_premul_sum(2.0)))
 check.raises("float16", "has dtype Half, which ringdp does not support", lambda: dist.all_reduce(torch.ones(4, dtype=torch.float16)))
 check.raises("wrong gather size", "all_gather_into_tensor's output has 3 elements; expected", lambda: dist.all_gather_into_tensor(torch.empty(3), torch.ones(4)))
 dist.barrier(group=gloo)

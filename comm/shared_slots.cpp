@@ -105,7 +105,8 @@ void SharedSlots::check_same_call(int r) const {
   if ((mine >> 32) != (theirs >> 32) || tag(theirs) == 0 || tag(theirs) == tag(mine)) return;
   RINGDP_FAIL("rank ", rank_, " is in ", describe_tag(tag(mine)), " but rank ", r, " is in ",
               describe_tag(tag(theirs)),
-              ": the ranks called different collectives or chose different algorithms");
+              ": the ranks called different collectives or chose different algorithms (auto chooses by size: "
+              "compare the counts too)");
 }
 
 }  // namespace ringdp::comm

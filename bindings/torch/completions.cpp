@@ -2,8 +2,10 @@
 #include "bindings/torch/completions.h"
 
 #include <ATen/core/ivalue.h>
+#include <pybind11/pybind11.h>
 
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -25,13 +27,25 @@ TensorView& Call::view(const at::Tensor& tensor, const char* what, bool output) 
 
 void Call::complete() {
   std::exception_ptr error;
+  // Every collective is waited for, even after one failed: a later one may still be running on the
+  // memory the views keep alive.
+  for (ringdp::comm::Work& work : works_) {
+    try {
+      work.wait();
+    } catch (const std::exception& e) {
+      // As a std::runtime_error, which torch's bindings raise in Python as RuntimeError.
+      if (!error)
+        error =
+            std::make_exception_ptr(std::runtime_error(std::string("ringdp: ") + name_ + ": " + e.what()));
+    }
+  }
   try {
-    for (ringdp::comm::Work& work : works_) work.wait();
-    for (size_t i = 0; i < views_.size(); ++i)
-      if (write_back_[i]) views_[i].write_back();
-    if (after_) after_();
+    if (!error) {
+      for (size_t i = 0; i < views_.size(); ++i)
+        if (write_back_[i]) views_[i].write_back();
+      if (after_) after_();
+    }
   } catch (const std::exception& e) {
-    // As a std::runtime_error, which torch's bindings raise in Python as RuntimeError.
     error = std::make_exception_ptr(std::runtime_error(std::string("ringdp: ") + name_ + ": " + e.what()));
   }
   views_.clear();  // the borrowed memory is torch's again
@@ -42,15 +56,21 @@ void Call::complete() {
   finish(error);
 }
 
-Completions::Completions() : thread_([this] { run(); }) {}
+Completions::Completions() {
+  for (int i = 0; i < kThreads; ++i) threads_.emplace_back([this] { run(); });
+}
 
 Completions::~Completions() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
-  ready_.notify_one();
-  thread_.join();
+  ready_.notify_all();
+  // Python may drop the last reference to the group with the GIL held, while a pending future's
+  // Python callback, on one of these threads, waits for the GIL.
+  std::optional<pybind11::gil_scoped_release> no_gil;
+  if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
+  for (std::thread& thread : threads_) thread.join();
 }
 
 void Completions::push(c10::intrusive_ptr<Call> call) {

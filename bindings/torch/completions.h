@@ -1,12 +1,16 @@
 // Asynchronous calls of the ringdp backend: each call posts its collectives on ringdp's worker
-// (CollectiveOptions::async, which runs them in issue order) and returns a Work at once; a thread of
-// the process group's own then completes the Works in that same order: it waits for each one's
-// ringdp collectives, writes results back where torch wants them (non-contiguous tensors, the list
-// outputs of all_gather), completes the future that DDP's comm hooks read, and wakes whoever waits.
-// So the backward pass overlaps the all-reduce of the buckets it has finished, as on gloo.
+// (CollectiveOptions::async, which runs them in issue order) and returns a Work at once; threads of
+// the process group's own then complete the Works, taking them in issue order: each waits for one
+// call's ringdp collectives, writes results back where torch wants them (non-contiguous tensors, the
+// list outputs of all_gather), completes the future that DDP's comm hooks read, and wakes whoever
+// waits. So the backward pass overlaps the all-reduce of the buckets it has finished, as on gloo.
 //
-// Why a thread and not completion on demand: DDP never calls wait() on a bucket's Work; it reads
-// the future, whose callbacks must run when the collective is done. Tested by tests/torch/.
+// Why threads and not completion on demand: DDP never calls wait() on a bucket's Work; it reads the
+// future, whose callbacks must run when the collective is done. Why several (kThreads): a future's
+// callbacks run on the thread that completes it and may wait for a later call (PowerSGD's hook
+// does), and a receive waits for its peer, who may send only after a later call of ours completes:
+// with one thread either would wait on itself. Each blocked thread leaves the others free.
+// Tested by tests/torch/.
 #pragma once
 
 #include <condition_variable>
@@ -31,6 +35,8 @@ class Call final : public ::c10d::Work {
   /// completion when the view had to copy.
   TensorView& view(const at::Tensor& tensor, const char* what, bool output);
   void add(ringdp::comm::Work work) { works_.push_back(std::move(work)); }
+  /// Whether a collective was posted (an argument error after one must still let it finish).
+  bool posted() const { return !works_.empty(); }
   /// Runs on completion, after the write-backs (all_gather's copy into torch's list).
   void then(std::function<void()> after) { after_ = std::move(after); }
 
@@ -53,6 +59,7 @@ class Call final : public ::c10d::Work {
 
 class Completions {
  public:
+  static constexpr int kThreads = 4;
   Completions();
   ~Completions();  ///< completes every call issued, then stops the thread
   Completions(const Completions&) = delete;
@@ -67,7 +74,7 @@ class Completions {
   std::condition_variable ready_;
   std::deque<c10::intrusive_ptr<Call>> queue_;
   bool stopping_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace ringdp_torch

@@ -31,15 +31,24 @@ ProcessGroupRingdp::ProcessGroupRingdp(std::shared_ptr<ringdp::comm::Communicato
 
 template <typename F>
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::issue(const char* name, std::vector<at::Tensor> outputs,
-                                                           F&& body) {
+                                                           F&& body, Completions& to) {
   auto call = c10::make_intrusive<Call>(rank_, name, std::move(outputs));
+  std::lock_guard lock(issue_);
   try {
-    std::lock_guard lock(issue_);
     body(*call);
-    completions_.push(call);  // under the lock: calls complete in the order they were issued
   } catch (const ringdp::Error& e) {
+    // What was posted before the error still runs on the call's memory: complete it first.
+    if (call->posted()) {
+      to.push(call);
+      try {
+        call->wait();
+      } catch (const std::exception&) {
+        // The argument error below is what the caller must hear of.
+      }
+    }
     TORCH_CHECK(false, "ringdp: ", name, ": ", e.what());
   }
+  to.push(call);  // under the lock: calls are taken in the order they were issued
   return call;
 }
 
@@ -144,18 +153,24 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::_reduce_scatter_base(
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::send(std::vector<at::Tensor>& tensors, int dst_rank,
                                                           int tag) {
-  return issue("send", tensors, [&](Call& call) {
-    TensorView& t = call.view(only(tensors, "send"), "send's tensor", false);
-    call.add(comm_->send(t.ringdp(), dst_rank, tag, kAsync));
-  });
+  return issue(
+      "send", tensors,
+      [&](Call& call) {
+        TensorView& t = call.view(only(tensors, "send"), "send's tensor", false);
+        call.add(comm_->send(t.ringdp(), dst_rank, tag, kAsync));
+      },
+      point_to_point_);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recv(std::vector<at::Tensor>& tensors, int src_rank,
                                                           int tag) {
-  return issue("recv", tensors, [&](Call& call) {
-    TensorView& t = call.view(only(tensors, "recv"), "recv's tensor", true);
-    call.add(comm_->recv(t.ringdp(), src_rank, tag, kAsync));
-  });
+  return issue(
+      "recv", tensors,
+      [&](Call& call) {
+        TensorView& t = call.view(only(tensors, "recv"), "recv's tensor", true);
+        call.add(comm_->recv(t.ringdp(), src_rank, tag, kAsync));
+      },
+      point_to_point_);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::barrier(const ::c10d::BarrierOptions&) {

@@ -72,12 +72,19 @@ class ProcessGroupRingdp final : public BackendBase {
   /// Runs `body(call)` under the issue lock, which posts the call's collectives, and hands the call
   /// to the completions; a ringdp::Error (a bad argument) becomes torch's RuntimeError naming `name`.
   template <typename F>
-  c10::intrusive_ptr<::c10d::Work> issue(const char* name, std::vector<at::Tensor> outputs, F&& body);
+  c10::intrusive_ptr<::c10d::Work> issue(const char* name, std::vector<at::Tensor> outputs, F&& body,
+                                         Completions& to);
+  template <typename F>
+  c10::intrusive_ptr<::c10d::Work> issue(const char* name, std::vector<at::Tensor> outputs, F&& body) {
+    return issue(name, std::move(outputs), std::forward<F>(body), completions_);
+  }
   [[noreturn]] void refuse(const char* name) const;
 
   std::shared_ptr<ringdp::comm::Communicator> comm_;
   std::mutex issue_;
-  Completions completions_;  // declared last: it completes what is issued before comm_ goes
+  // Declared last: they complete what was issued before comm_ goes. Sends and receives apart, so
+  // that a receive whose peer sends only after a later collective never holds that collective up.
+  Completions completions_, point_to_point_;
 };
 
 }  // namespace ringdp_torch

@@ -83,6 +83,9 @@ void launch(void* dst, const void* src, int64_t count, ReduceOp op, Stream strea
 }  // namespace
 
 void reduce_into_cuda(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op, Stream stream) {
+  // As the CPU twin: the device code has no bitwise op on floats (it would add them).
+  RINGDP_CHECK(!is_bitwise(op) || !is_floating(dtype), "reduce op ", reduce_op_name(op),
+               " is defined on integer dtypes only");
   if (count == 0) return;
   switch (dtype) {
     case DType::float32: return launch<float, float>(dst, src, count, op, stream);

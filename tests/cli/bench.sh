@@ -176,8 +176,10 @@ case "$case_name" in
     # must point at it. Over shared memory the stopped rank's own position said "waiting for rank 0"
     # (issue #33), a loop in the chain of waits instead of an arrow to the rank that stalled.
     for algo in shared_memory ring; do
-      RINGDP_TIMEOUT=2 timeout 60 "$mpiexec" -n 3 "${launch_args[@]}" "$bench" all_reduce -b 1K -e 1K -n 1000000 -w 0 \
-        --algo "$algo" >"$work/stopped.out" 2>&1 &
+      # Line-buffered, so that the table's header shows when the ranks are past MPI_Init and the
+      # communicator's start-up, which block outside the watchdog: stopped there, no one would report.
+      RINGDP_TIMEOUT=2 timeout 60 "$mpiexec" -n 3 "${launch_args[@]}" stdbuf -oL "$bench" all_reduce -b 1K -e 1K \
+        -n 1000000 -w 0 --algo "$algo" >"$work/stopped.out" 2>&1 &
       job=$!
       victim=
       for _ in $(seq 100); do
@@ -188,6 +190,11 @@ case "$case_name" in
         sleep 0.1
       done
       [ -n "$victim" ] || fail "$algo: found no rank 1 to stop"
+      for _ in $(seq 300); do
+        grep -qE "^# +size" "$work/stopped.out" && break
+        sleep 0.1
+      done
+      grep -qE "^# +size" "$work/stopped.out" || fail "$algo: the run never reached its table: $(cat "$work/stopped.out")"
       sleep 1
       kill -STOP "$victim"
       sleep 4  # past the peers' 2 s deadline: they report and end the job

@@ -117,6 +117,15 @@ for i, (t, work) in enumerate(zip(in_flight, works)):
     check.equal(f"in-flight all_reduce {i}", t, local_reduce(ReduceOp.SUM, 1000 + i, torch.float32))
     check.equal(f"in-flight all_reduce {i} is complete", torch.tensor(work.is_completed()), torch.tensor(True))
 if size > 1:
+    # A receive posted before a collective whose peer sends only after that collective: the
+    # collective's completion must not wait behind the receive (it did, and the job hung).
+    early = torch.empty(5, dtype=torch.int64)
+    pending = dist.irecv(early, src=(rank - 1) % size)
+    total = data(rank, 3, torch.float32)
+    dist.all_reduce(total)
+    dist.send(data(rank, 5, torch.int64), dst=(rank + 1) % size)
+    pending.wait(timedelta(seconds=120))
+    check.equal("a receive posted before an all_reduce, sent after it", early, data((rank - 1) % size, 5, torch.int64))
     received = torch.empty(9, dtype=torch.int64)
     if rank % 2 == 0:
         dist.send(data(rank, 9, torch.int64), dst=(rank + 1) % size)

@@ -10,7 +10,7 @@ import sys
 
 import torch
 import torch.distributed as dist
-from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from common import init
@@ -25,8 +25,14 @@ batches = [(torch.randn(16, 32, generator=g), torch.randn(16, 1, generator=g)) f
 
 def train(group, hook):
     model = DDP(copy.deepcopy(base), process_group=group, bucket_cap_mb=0.01)  # several buckets
-    if hook:
+    if hook == "allreduce":
         model.register_comm_hook(group, default_hooks.allreduce_hook)
+    elif hook == "powerSGD":
+        # Its callbacks wait for further all-reduces from inside a future's callback: a backend that
+        # completes futures on one thread waits on itself there.
+        state = powerSGD_hook.PowerSGDState(process_group=group, matrix_approximation_rank=1, start_powerSGD_iter=2,
+                                            min_compression_rate=0.5, random_seed=0)
+        model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     for x, y in batches:
         opt.zero_grad()
@@ -36,12 +42,15 @@ def train(group, hook):
 
 
 worst = 0.0
-for hook in (False, True):
+for hook in (None, "allreduce", "powerSGD"):
     ours = train(dist.group.WORLD, hook)
     theirs = train(gloo, hook)
     for i, (a, b) in enumerate(zip(ours, theirs)):
-        worst = max(worst, (a - b).abs().max().item())
-        if not torch.allclose(a, b, rtol=1e-5, atol=1e-6):
+        if hook != "powerSGD":
+            worst = max(worst, (a - b).abs().max().item())
+        # PowerSGD orthogonalises low-rank factors: a last-bit difference in a sum grows there.
+        rtol, atol = (1e-3, 1e-4) if hook == "powerSGD" else (1e-5, 1e-6)
+        if not torch.allclose(a, b, rtol=rtol, atol=atol):
             print(f"FAIL rank {rank}: parameter {i} (hook {hook}): ringdp and gloo differ by "
                   f"{(a - b).abs().max().item():.3g}", flush=True)
             sys.exit(1)
@@ -52,6 +61,6 @@ for hook in (False, True):
     if not torch.equal(flat, reference):
         print(f"FAIL rank {rank}: parameters differ from rank 0's (hook {hook})", flush=True)
         sys.exit(1)
-print(f"ok: rank {rank} of {size}: DDP on ringdp matches DDP on gloo over 20 steps, with and without a comm "
-      f"hook; largest difference {worst:.2e}", flush=True)
+print(f"ok: rank {rank} of {size}: DDP on ringdp matches DDP on gloo over 20 steps, with no comm hook, "
+      f"allreduce_hook and PowerSGD; largest difference without PowerSGD {worst:.2e}", flush=True)
 dist.destroy_process_group()

@@ -323,6 +323,15 @@ void print_algorithm_notes(comm::Algorithm used, const std::vector<comm::Phase>&
 // Chapter 3's table: the followed element before the all-reduce, after each step, averaged.
 void tell_all_reduce(const TrainConfig& config, comm::Communicator& comm, const StepRecord& step,
                      const Observed& seen) {
+  // A world of one exchanges nothing: no step to tabulate (the table's loops assumed one, and
+  // --explain on one rank crashed).
+  if (seen.steps == 0) {
+    if (comm.rank() == 0)
+      std::printf(
+          "\n   one rank, so the all-reduce has nothing to exchange: the average is %s, this rank's own\n",
+          number(step.averaged).c_str());
+    return;
+  }
   const StepTable table = gather_step_table(comm, seen);
   const std::vector<double> finals = gather(comm, {step.averaged});
   if (comm.rank() != 0) return;

@@ -218,6 +218,12 @@ PY
     expect_four_ranks_in_and_out
     expect_row "after step 1/1 shared memory" 1111 1111 1111 1111
     echo "ok: --explain on 4 ranks: 1 10 100 1000 -> 1111 -> 277.75 in one shared-memory step, and why"
+    # One rank: nothing to exchange, said so (it crashed: the step table assumed a step).
+    args=(--explain)
+    run 1 "${args[@]}"
+    [ $rc -eq 0 ] || fail "--explain on 1 rank exited $rc: $out"
+    grep -qF "one rank, so the all-reduce has nothing to exchange" <<<"$out" || fail "--explain on 1 rank: $out"
+    echo "ok: --explain on 1 rank says there is nothing to exchange"
     args=(--explain --algo recursive_doubling)
     run 4 "${args[@]}"
     [ $rc -eq 0 ] || fail "--explain --algo recursive_doubling exited $rc: $out"

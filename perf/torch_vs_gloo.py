@@ -46,10 +46,11 @@ def time_allreduce(group, tensor, iters):
 
 
 def allreduce():
+    # 8 B, then x8 to 1 MiB, then x4 up to MAX: 8 B ... 1 MiB, 4, 16, 64 MiB.
     sizes, b = [], 8
     while b <= max_bytes:
         sizes.append(b)
-        b *= 8 if b < 1 << 20 else 4
+        b = b * 8 if b < 1 << 18 else (1 << 20 if b < 1 << 20 else b * 4)
     times = {(name, b): [] for name in groups for b in sizes}
     for r in range(rounds):
         for b in sizes:

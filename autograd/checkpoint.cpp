@@ -5,11 +5,10 @@
 #include <zlib.h>
 
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/whole_file.h"
 
 namespace ringdp::autograd {
 
@@ -157,11 +156,7 @@ Checkpoint parse_checkpoint(const std::string& bytes, const std::string& source)
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  RINGDP_CHECK(in.good(), "cannot open checkpoint '", path, "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return parse_checkpoint(bytes.str(), path);
+  return parse_checkpoint(read_whole_file(path, "checkpoint"), path);
 }
 
 }  // namespace ringdp::autograd

@@ -5,10 +5,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string_view>
 #include <vector>
+
+#include "core/whole_file.h"
 
 namespace ringdp::train {
 
@@ -124,11 +125,7 @@ Dataset load_csv(const std::string& path) {
   std::error_code ec;
   RINGDP_CHECK(!std::filesystem::is_directory(path, ec), "data file '", path,
                "' is a directory; --data expects a CSV file");
-  std::ifstream in(path, std::ios::binary);
-  RINGDP_CHECK(in.good(), "cannot open data file '", path, "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_csv(text.str(), path);
+  return parse_csv(read_whole_file(path, "data file"), path);
 }
 
 }  // namespace ringdp::train

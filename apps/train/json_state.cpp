@@ -3,13 +3,12 @@
 #include "apps/train/json_state.h"
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "core/whole_file.h"
 
 namespace ringdp::train {
 
@@ -118,11 +117,7 @@ autograd::StateDict parse_state_json(const std::string& text, const std::string&
 }
 
 autograd::StateDict read_state_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  RINGDP_CHECK(in.good(), "cannot open '", path, "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_state_json(text.str(), path);
+  return parse_state_json(read_whole_file(path, ""), path);
 }
 
 }  // namespace ringdp::train

@@ -27,26 +27,29 @@ TensorView& Call::view(const at::Tensor& tensor, const char* what, bool output) 
 
 void Call::complete() {
   std::exception_ptr error;
+  // As a std::runtime_error, which torch's bindings raise in Python as RuntimeError; the first
+  // failure is the one reported.
+  const auto keep = [&](const std::exception& e) {
+    if (!error)
+      error = std::make_exception_ptr(std::runtime_error(std::string("ringdp: ") + name_ + ": " + e.what()));
+  };
   // Every collective is waited for, even after one failed: a later one may still be running on the
   // memory the views keep alive.
   for (ringdp::comm::Work& work : works_) {
     try {
       work.wait();
     } catch (const std::exception& e) {
-      // As a std::runtime_error, which torch's bindings raise in Python as RuntimeError.
-      if (!error)
-        error =
-            std::make_exception_ptr(std::runtime_error(std::string("ringdp: ") + name_ + ": " + e.what()));
+      keep(e);
     }
   }
-  try {
-    if (!error) {
+  if (!error) {
+    try {
       for (size_t i = 0; i < views_.size(); ++i)
         if (write_back_[i]) views_[i].write_back();
       if (after_) after_();
+    } catch (const std::exception& e) {
+      keep(e);
     }
-  } catch (const std::exception& e) {
-    error = std::make_exception_ptr(std::runtime_error(std::string("ringdp: ") + name_ + ": " + e.what()));
   }
   views_.clear();  // the borrowed memory is torch's again
   if (error)

@@ -18,7 +18,7 @@ void check_op(ReduceOp op, DType dtype) {
   RINGDP_CHECK(op != ReduceOp::avg || is_floating(dtype), "reduce op avg is not defined for ",
                dtype_name(dtype), " tensors; use sum and divide, or a floating-point dtype");
   RINGDP_CHECK(!is_bitwise(op) || !is_floating(dtype), "reduce op ", reduce_op_name(op),
-               " is not defined for ", dtype_name(dtype), " tensors; it takes int32 or int64");
+               " is not defined for ", dtype_name(dtype), " tensors; it takes integers or bool");
 }
 
 void check_root(int root, int size, const char* what) {

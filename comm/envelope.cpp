@@ -20,15 +20,20 @@ int sequence_bits_for(int tag_upper_bound) {
 
 std::string describe_tag(int tag) {
   const int v = tag - 1;
-  const auto kind = static_cast<CollectiveKind>((v >> 3) & 7);
+  const int call = (v >> 4) & 31;
+  static constexpr CollectiveKind kReducing[] = {CollectiveKind::all_reduce, CollectiveKind::reduce,
+                                                 CollectiveKind::reduce_scatter};
+  static constexpr CollectiveKind kOthers[] = {CollectiveKind::broadcast, CollectiveKind::all_gather,
+                                               CollectiveKind::barrier, CollectiveKind::send,
+                                               CollectiveKind::recv};
+  if (call > 28) return "an unknown collective (tag " + std::to_string(tag) + ")";
+  const CollectiveKind kind = call < 24 ? kReducing[call / 8] : kOthers[call - 24];
+  const auto dtype = static_cast<DType>(v & 15);
   std::string text = std::string(kind_name(kind)) + " #" + std::to_string(v >> kCallBits);
-  if (kind == CollectiveKind::send || kind == CollectiveKind::recv)
-    return text + " (" + dtype_name(static_cast<DType>(v & 7)) + ")";
+  if (kind == CollectiveKind::send || kind == CollectiveKind::recv) return text + " (" + dtype_name(dtype) + ")";
   text += " (";
-  if (kind != CollectiveKind::barrier) text += std::string(dtype_name(static_cast<DType>(v & 7))) + ", ";
-  if (kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce ||
-      kind == CollectiveKind::reduce_scatter)
-    text += std::string(reduce_op_name(static_cast<ReduceOp>((v >> 6) & 7))) + ", ";
+  if (kind != CollectiveKind::barrier) text += std::string(dtype_name(dtype)) + ", ";
+  if (kind_reduces(kind)) text += std::string(reduce_op_name(static_cast<ReduceOp>(call % 8))) + ", ";
   return text + algorithm_name(static_cast<Algorithm>((v >> 9) & 7)) + ")";
 }
 

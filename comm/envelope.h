@@ -9,8 +9,13 @@
 //
 // Tag budget. MPI guarantees tags up to MPI_TAG_UB, which may be as low as 32767 (the standard's
 // minimum; Open MPI's UCX transport gives 2^23 - 1, its ob1 transport and MPICH 2^31 - 1 or near).
-// A tag is 1 + ((sequence mod 2^bits) << 12 | algorithm << 9 | op << 6 | kind << 3 | dtype), so it
-// stays below 2^(bits + 12) + 1: the communicator picks bits = min(16, the largest that fits under
+// A tag is 1 + ((sequence mod 2^bits) << 12 | algorithm << 9 | call << 4 | dtype), so it stays
+// below 2^(bits + 12) + 1. `call` is kind and op in 5 bits: 8 × kind + op for the three kinds that
+// reduce (0..23), 24 + the kind's place among the others (broadcast, all_gather, barrier, send,
+// recv: 24..28). Kind and op apart would take 6 bits, and dtype, with 9 values, needs 4: folding
+// the op into the kinds that have one keeps the call in 12 bits, so the standard's 32767 still
+// leaves kMinSequenceBits.
+// The rest of the budget: the communicator picks bits = min(16, the largest that fits under
 // MPI_TAG_UB) at init, and refuses a bound that leaves fewer than kMinSequenceBits. At the
 // standard's minimum that is 2 bits; every MPI here gives 16. Why wrap-around is safe: the tag does
 // not select which message a receive takes (it takes any tag; MPI's in-order delivery between a
@@ -35,14 +40,14 @@ namespace ringdp::comm {
 constexpr int kUserTagBase = 1 << 30;
 /// Fewer sequence bits than this and the envelope check could miss a rank 2^bits collectives off.
 constexpr int kMinSequenceBits = 2;
-/// Bits below the sequence: dtype, kind, op and algorithm, 3 each.
+/// Bits below the sequence: dtype (4), kind and op (5), algorithm (3).
 constexpr int kCallBits = 12;
 
 /// Sequence bits that fit under MPI_TAG_UB (at most 16); fewer than kMinSequenceBits is an Error.
 int sequence_bits_for(int tag_upper_bound);
 
-// The tag's low 6 bits are kind (3 bits) and dtype (3 bits): a value past 7 would carry into the
-// field beside it, and two different calls could carry one tag. Each function below lists every
+// Each field has a fixed width: a value past it would carry into the field beside it, and two
+// different calls could carry one tag. Each function below lists every
 // enumerator with -Wswitch an error, so a new one stops the build there until it is listed, and
 // the static_asserts then check that it still fits.
 #pragma GCC diagnostic push
@@ -71,7 +76,11 @@ constexpr int largest_tag_dtype() {
       case DType::float64:
       case DType::int32:
       case DType::int64:
-      case DType::bfloat16: largest = value;
+      case DType::bfloat16:
+      case DType::float16:
+      case DType::int8:
+      case DType::uint8:
+      case DType::boolean: largest = value;
     }
   }
   return largest;
@@ -108,25 +117,46 @@ constexpr int largest_tag_algorithm() {
   }
   return largest;
 }
+/// Whether a collective of this kind carries a reduce op (it is in its tag and its messages).
+constexpr bool kind_reduces(CollectiveKind kind) {
+  return kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce ||
+         kind == CollectiveKind::reduce_scatter;
+}
+
+/// The tag's 5-bit call field: kind and, for the kinds that reduce, op (the comment at the top).
+constexpr int call_code(CollectiveKind kind, ReduceOp op) {
+  switch (kind) {
+    case CollectiveKind::all_reduce: return static_cast<int>(op);
+    case CollectiveKind::reduce: return 8 + static_cast<int>(op);
+    case CollectiveKind::reduce_scatter: return 16 + static_cast<int>(op);
+    case CollectiveKind::broadcast: return 24;
+    case CollectiveKind::all_gather: return 25;
+    case CollectiveKind::barrier: return 26;
+    case CollectiveKind::send: return 27;
+    case CollectiveKind::recv: return 28;
+  }
+  return 31;
+}
 #pragma GCC diagnostic pop
-// CollectiveKind and Algorithm already use all 8 values. A 9th needs a 4-bit field: kCallBits
-// grows by one, which costs every MPI_TAG_UB one sequence bit and the standard's guaranteed 32767
-// its last two (sequence_bits_for then refuses it: lower kMinSequenceBits or fold a field).
-static_assert(largest_tag_kind() <= 7,
-              "CollectiveKind outgrew the tag's 3-bit kind field: widen it (comment above)");
-static_assert(largest_tag_dtype() <= 7,
-              "DType outgrew the tag's 3-bit dtype field: widen it as the comment above says for kinds");
-static_assert(largest_tag_op() <= 7, "ReduceOp outgrew the tag's 3-bit op field: widen it (comment above)");
+
+// CollectiveKind and Algorithm use all 8 values; a 9th kind that reduces needs 8 more call codes,
+// past 31. Widening a field costs every MPI_TAG_UB one sequence bit, and the standard's
+// guaranteed 32767 its last (sequence_bits_for then refuses it: lower kMinSequenceBits or fold a
+// field, as the call field folds op into kind).
+static_assert(largest_tag_kind() <= 7 && largest_tag_op() <= 7,
+              "CollectiveKind or ReduceOp outgrew the tag's call field: list the new kind in call_code and "
+              "check it still fits 5 bits (comment above)");
+static_assert(call_code(CollectiveKind::recv, ReduceOp::sum) <= 31, "the call field is 5 bits");
+static_assert(largest_tag_dtype() <= 15, "DType outgrew the tag's 4-bit dtype field: widen it (comment above)");
 static_assert(largest_tag_algorithm() <= 7,
               "Algorithm outgrew the tag's 3-bit algorithm field: widen it (comment above)");
 
-/// A collective's tag. Calls without a reduction pass ReduceOp::sum (every rank passes the same).
+/// A collective's tag. Calls without a reduction may pass any op: it is not part of their tag.
 inline int encode_tag(CollectiveKind kind, DType dtype, ReduceOp op, Algorithm algorithm, uint64_t sequence,
                       int sequence_bits) {
   const uint64_t mask = (uint64_t{1} << sequence_bits) - 1;
   return 1 + static_cast<int>(((sequence & mask) << kCallBits) | (static_cast<uint64_t>(algorithm) << 9) |
-                              (static_cast<uint64_t>(op) << 6) | (static_cast<uint64_t>(kind) << 3) |
-                              static_cast<uint64_t>(dtype));
+                              (static_cast<uint64_t>(call_code(kind, op)) << 4) | static_cast<uint64_t>(dtype));
 }
 
 /// "all_reduce #8 (float32, sum, ring)" from a collective tag (the sequence number modulo 2^bits);

@@ -6,6 +6,9 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "comm/mpi_transport.h"
@@ -13,6 +16,9 @@
 namespace ringdp::comm::native {
 namespace {
 
+// bfloat16, float16 and bool travel as raw 16- and 8-bit words and reduce through ringdp's CPU
+// kernel in a user-defined op: MPI has no 16-bit float type, and MPI_LOR on bytes would accept
+// bool's sum but not give PyTorch's meaning to all of bool's ops (kernels/reduce_into.h).
 MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
     case DType::float32: return MPI_FLOAT;
@@ -20,26 +26,79 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::int32: return MPI_INT32_T;
     case DType::int64: return MPI_INT64_T;
     case DType::bfloat16: return MPI_UINT16_T;
+    case DType::float16: return MPI_UINT16_T;
+    case DType::int8: return MPI_INT8_T;
+    case DType::uint8: return MPI_UINT8_T;
+    case DType::boolean: return MPI_UINT8_T;
   }
   return MPI_DATATYPE_NULL;
 }
 
-template <ReduceOp kOp>
-void bf16_op(void* in, void* inout, int* len, MPI_Datatype*) {
-  kernels::reduce_into_cpu(inout, in, *len, DType::bfloat16, kOp);
+template <DType kDType, ReduceOp kOp>
+void kernel_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  kernels::reduce_into_cpu(inout, in, *len, kDType, kOp);
 }
 
-MPI_Op bf16_mpi_op(ReduceOp op) {
-  static MPI_Op ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
-  static MPI_User_function* fns[4] = {bf16_op<ReduceOp::sum>, bf16_op<ReduceOp::prod>, bf16_op<ReduceOp::min>,
-                                      bf16_op<ReduceOp::max>};
-  const int index = op == ReduceOp::avg ? 0 : static_cast<int>(op);
+// One MPI_Op per (dtype, op), created on first use, indexed by ReduceOp's value; avg reduces as
+// sum (it is divided afterwards).
+template <DType kDType>
+MPI_Op user_op(ReduceOp op) {
+  static MPI_Op ops[8] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL,
+                          MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  static MPI_User_function* const fns[8] = {
+      kernel_op<kDType, ReduceOp::sum>, kernel_op<kDType, ReduceOp::prod>, kernel_op<kDType, ReduceOp::min>,
+      kernel_op<kDType, ReduceOp::max>, kernel_op<kDType, ReduceOp::sum>,  kernel_op<kDType, ReduceOp::band>,
+      kernel_op<kDType, ReduceOp::bor>, kernel_op<kDType, ReduceOp::bxor>};
+  static_assert(static_cast<int>(ReduceOp::bxor) == 7 && static_cast<int>(ReduceOp::avg) == 4,
+                "the table above follows ReduceOp's order");
+  const auto index = static_cast<size_t>(op);
   if (ops[index] == MPI_OP_NULL) RINGDP_MPI_CHECK(MPI_Op_create(fns[index], /*commute=*/1, &ops[index]));
   return ops[index];
 }
 
+// Whether MPI's built-in op wraps around on overflow as C's unsigned arithmetic (and ringdp's
+// kernel) does. Open MPI 4.1.4's op/avx component saturates 8- and 16-bit sums from 16 elements
+// up (255 + 1 gives 255 for MPI_UINT8_T, 127 + 1 gives 127 for MPI_INT8_T; found by the mpi suite,
+// Debian 12); MPICH wraps. MPI_Reduce_local runs the same op component as the collectives, so one
+// probe per (dtype, op), on 64 elements that overflow, tells; a disagreeing built-in is replaced
+// by ringdp's kernel in a user op, so the native baseline's answer is the same everywhere.
+bool builtin_op_wraps(DType dtype, ReduceOp op, MPI_Op builtin) {
+  static std::mutex mutex;
+  static std::map<std::pair<DType, ReduceOp>, bool> known;
+  const std::lock_guard lock(mutex);
+  const auto found = known.find({dtype, op});
+  if (found != known.end()) return found->second;
+  constexpr int kCount = 64;
+  std::vector<unsigned char> in(kCount * dtype_size(dtype)), mpi_result(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    in[i] = static_cast<unsigned char>(0xF0 + i * 7);
+    mpi_result[i] = static_cast<unsigned char>(0x7F + i * 13);
+  }
+  std::vector<unsigned char> ours = mpi_result;
+  RINGDP_MPI_CHECK(MPI_Reduce_local(in.data(), mpi_result.data(), kCount, mpi_type(dtype), builtin));
+  kernels::reduce_into_cpu(ours.data(), in.data(), kCount, dtype, op);
+  return known[{dtype, op}] = mpi_result == ours;
+}
+
+MPI_Op integer_op(DType dtype, ReduceOp op, MPI_Op builtin) {
+  if (builtin_op_wraps(dtype, op, builtin)) return builtin;
+  switch (dtype) {
+    case DType::int8: return user_op<DType::int8>(op);
+    case DType::uint8: return user_op<DType::uint8>(op);
+    case DType::int32: return user_op<DType::int32>(op);
+    default: return user_op<DType::int64>(op);
+  }
+}
+
 MPI_Op mpi_op(ReduceOp op, DType dtype) {
-  if (dtype == DType::bfloat16) return bf16_mpi_op(op);
+  switch (dtype) {
+    case DType::bfloat16: return user_op<DType::bfloat16>(op);
+    case DType::float16: return user_op<DType::float16>(op);
+    case DType::boolean: return user_op<DType::boolean>(op);
+    default: break;
+  }
+  if (!is_floating(dtype) && (op == ReduceOp::sum || op == ReduceOp::avg || op == ReduceOp::prod))
+    return integer_op(dtype, op, op == ReduceOp::prod ? MPI_PROD : MPI_SUM);
   switch (op) {
     case ReduceOp::sum:
     case ReduceOp::avg: return MPI_SUM;

@@ -14,10 +14,17 @@ ncclDataType_t nccl_type(DType d) {
     case DType::int32: return ncclInt32;
     case DType::int64: return ncclInt64;
     case DType::bfloat16: return ncclBfloat16;
+    case DType::float16: return ncclFloat16;
+    case DType::int8: return ncclInt8;
+    case DType::uint8: return ncclUint8;
+    case DType::boolean: return ncclUint8;  // 0 or 1 per byte; nccl_op maps the ops
   }
   return ncclFloat32;
 }
-ncclRedOp_t nccl_op(ReduceOp op) {
+ncclRedOp_t nccl_op(ReduceOp op, DType dtype) {
+  // bool rides as bytes of 0 or 1: "any" is max and "all" is min (kernels/reduce_into.h).
+  if (dtype == DType::boolean && op == ReduceOp::sum) return ncclMax;
+  if (dtype == DType::boolean && op == ReduceOp::prod) return ncclMin;
   switch (op) {
     case ReduceOp::prod: return ncclProd;
     case ReduceOp::min: return ncclMin;
@@ -32,12 +39,12 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 }  // namespace
 
 void all_reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op) {
-  t.RINGDP_NCCL_SETTLE(ncclAllReduce(input, out, count, nccl_type(dtype), nccl_op(op), t.comm(), t.stream()));
+  t.RINGDP_NCCL_SETTLE(ncclAllReduce(input, out, count, nccl_type(dtype), nccl_op(op, dtype), t.comm(), t.stream()));
 }
 void reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op,
             int root) {
   t.RINGDP_NCCL_SETTLE(
-      ncclReduce(input, out, count, nccl_type(dtype), nccl_op(op), root, t.comm(), t.stream()));
+      ncclReduce(input, out, count, nccl_type(dtype), nccl_op(op, dtype), root, t.comm(), t.stream()));
 }
 void broadcast(NcclTransport& t, void* buf, int64_t count, DType dtype, int root) {
   t.RINGDP_NCCL_SETTLE(ncclBroadcast(buf, buf, count, nccl_type(dtype), root, t.comm(), t.stream()));
@@ -48,7 +55,7 @@ void all_gather(NcclTransport& t, const void* input, void* out, int64_t chunk_co
 void reduce_scatter(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype,
                     ReduceOp op) {
   t.RINGDP_NCCL_SETTLE(
-      ncclReduceScatter(input, out, chunk_count, nccl_type(dtype), nccl_op(op), t.comm(), t.stream()));
+      ncclReduceScatter(input, out, chunk_count, nccl_type(dtype), nccl_op(op, dtype), t.comm(), t.stream()));
 }
 
 }  // namespace ringdp::comm::native_nccl

@@ -61,8 +61,9 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
   app.add_option("-c,--check", o.check, "check results (0: off)")->check(CLI::Range(0, 1000000));
   app.add_option("-o,--op", o.op, "sum, prod, min, max, avg, band, bor, bxor or all (the first five)")
       ->check(CLI::IsMember({"sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "all"}));
-  app.add_option("-d,--datatype", o.dtype, "float, double, int32, int64, bfloat16 or all")
-      ->check(CLI::IsMember({"float", "double", "int32", "int64", "bfloat16", "float32", "float64", "all"}));
+  app.add_option("-d,--datatype", o.dtype, "float, double, half, bfloat16, int64, int32, int8, uint8, bool or all")
+      ->check(CLI::IsMember({"float", "double", "half", "bfloat16", "int64", "int32", "int8", "uint8", "bool",
+                             "float32", "float64", "float16", "all"}));
   app.add_option("-r,--root", o.root, "root of reduce and broadcast");
   app.add_option("-a,--average", o.average, "time across ranks: 0 rank 0, 1 mean, 2 min, 3 max")
       ->check(CLI::Range(0, 3));
@@ -120,7 +121,8 @@ Sweep make_sweep(const Options& o) {
   RINGDP_CHECK(sweep.min_bytes <= sweep.max_bytes, "-b ", o.min_bytes, " is larger than -e ", o.max_bytes);
   RINGDP_CHECK(o.factor > 1 || sweep.step_bytes > 0, "-i must be positive when -f is 1");
   if (o.dtype == "all")
-    sweep.dtypes = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
+    sweep.dtypes = {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int64,
+                    DType::int32,   DType::int8,    DType::uint8,   DType::boolean};
   else
     sweep.dtypes = {parse_dtype(o.dtype)};
   if (o.op == "all")
@@ -132,10 +134,10 @@ Sweep make_sweep(const Options& o) {
   const bool reduces = std::any_of(sweep.specs.begin(), sweep.specs.end(), [](auto* s) { return s->has_op; });
   RINGDP_CHECK(!reduces || o.op != "avg" || o.dtype == "all" || is_floating(sweep.dtypes.front()),
                "-o avg -d ", o.dtype,
-               ": avg is defined for floating-point types only (float, double, bfloat16)");
+               ": avg is defined for floating-point types only (float, double, half, bfloat16)");
   RINGDP_CHECK(!reduces || o.op == "all" || !is_bitwise(sweep.ops.front()) || o.dtype == "all" ||
                    !is_floating(sweep.dtypes.front()),
-               "-o ", o.op, " -d ", o.dtype, ": ", o.op, " is defined for integer types only (int32, int64)");
+               "-o ", o.op, " -d ", o.dtype, ": ", o.op, " is defined for integer types and bool only (int64, int32, int8, uint8, bool)");
   RINGDP_CHECK(o.device == "cpu" || kernels::cuda_device_count() > 0,
                "--device cuda: no CUDA device is visible",
                kernels::built_with_cuda() ? "" : " (ringdp was built without CUDA)");

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 #include <fstream>
+#include <iterator>
 
 #include "apps/bench/collectives.h"
 #include "tensor/random.h"
@@ -22,7 +23,9 @@ double resident_mb() {
 
 SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
   const auto& table = collective_table();
-  const DType dtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
+  const DType dtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64,  DType::bfloat16,
+                          DType::float16, DType::int8,    DType::uint8, DType::boolean};
+  constexpr uint32_t kDTypes = std::size(dtypes);
   const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
   const comm::Algorithm algos[] = {comm::Algorithm::ring, comm::Algorithm::recursive_doubling,
                                    comm::Algorithm::tree, comm::Algorithm::native,
@@ -33,8 +36,8 @@ SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
   for (int64_t i = 0; i < count; ++i) {
     const auto draw = random::philox4x32(static_cast<uint64_t>(i), seed);
     const CollectiveSpec& spec = table[draw[0] % table.size()];
-    const DType dtype = dtypes[draw[1] % 5];
-    ReduceOp op = ops[(draw[1] / 5) % 5];
+    const DType dtype = dtypes[draw[1] % kDTypes];
+    ReduceOp op = ops[(draw[1] / kDTypes) % 5];
     if (op == ReduceOp::avg && !is_floating(dtype)) op = ReduceOp::sum;
     comm::Algorithm algo = algos[draw[2] % 5];
     if (!comm.available(spec.kind, comm.device()).contains(algo))

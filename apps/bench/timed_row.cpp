@@ -34,6 +34,10 @@ const char* short_type(DType d) {
     case DType::int32: return "int32";
     case DType::int64: return "int64";
     case DType::bfloat16: return "bfloat16";
+    case DType::float16: return "half";
+    case DType::int8: return "int8";
+    case DType::uint8: return "uint8";
+    case DType::boolean: return "bool";
   }
   return "?";
 }

@@ -14,9 +14,14 @@ ringdp::DType to_ringdp(at::ScalarType type, const char* what) {
     case at::kInt: return ringdp::DType::int32;
     case at::kLong: return ringdp::DType::int64;
     case at::kBFloat16: return ringdp::DType::bfloat16;
+    case at::kHalf: return ringdp::DType::float16;
+    case at::kChar: return ringdp::DType::int8;
+    case at::kByte: return ringdp::DType::uint8;
+    case at::kBool: return ringdp::DType::boolean;
     default:
       RINGDP_FAIL(what, " has dtype ", c10::toString(type),
-                  ", which ringdp does not support (float32, float64, int32, int64 and bfloat16 are)");
+                  ", which ringdp does not support (float32, float64, float16, bfloat16, int64, int32, int8, "
+                  "uint8 and bool are)");
   }
 }
 

@@ -6,16 +6,12 @@ namespace {
 
 template <typename T>
 double to_double(T v) {
-  return static_cast<double>(static_cast<std::conditional_t<std::is_same_v<T, bfloat16>, float, T>>(v));
+  return convert_value<double>(v);
 }
 
 template <typename T>
 T from_double(double v) {
-  if constexpr (std::is_same_v<T, bfloat16>) {
-    return bfloat16(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
+  return convert_value<T>(v);
 }
 
 }  // namespace
@@ -42,14 +38,7 @@ void cast_cpu(const void* src, DType src_dtype, void* dst, DType dst_dtype, int6
         std::copy(in, in + n, out);
       } else if constexpr (std::is_same_v<S, int64_t> || std::is_same_v<D, int64_t>) {
         // Via double would lose int64 precision above 2^53; go direct where we can.
-        for (int64_t i = 0; i < n; ++i) {
-          if constexpr (std::is_same_v<S, bfloat16>)
-            out[i] = static_cast<D>(static_cast<float>(in[i]));
-          else if constexpr (std::is_same_v<D, bfloat16>)
-            out[i] = bfloat16(static_cast<float>(in[i]));
-          else
-            out[i] = static_cast<D>(in[i]);
-        }
+        for (int64_t i = 0; i < n; ++i) out[i] = convert_value<D>(in[i]);
       } else {
         for (int64_t i = 0; i < n; ++i) out[i] = from_double<D>(to_double(in[i]));
       }

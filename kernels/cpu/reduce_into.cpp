@@ -78,10 +78,11 @@ void reduce_typed(T* dst, const T* src, int64_t count, ReduceOp op) {
   }
 }
 
-void reduce_bf16(bfloat16* dst, const bfloat16* src, int64_t count, ReduceOp op) {
+// bfloat16 and float16: computed in float32, rounded once per combine.
+template <typename T>
+void reduce_through_float(T* dst, const T* src, int64_t count, ReduceOp op) {
   auto run = [&](auto combine) {
-    for (int64_t i = 0; i < count; ++i)
-      dst[i] = bfloat16(combine(static_cast<float>(dst[i]), static_cast<float>(src[i])));
+    for (int64_t i = 0; i < count; ++i) dst[i] = T(combine(static_cast<float>(dst[i]), static_cast<float>(src[i])));
   };
   switch (op) {
     case ReduceOp::sum:
@@ -95,13 +96,35 @@ void reduce_bf16(bfloat16* dst, const bfloat16* src, int64_t count, ReduceOp op)
   }
 }
 
+// bool as NCCL and PyTorch's NCCL backend define it: sum and max are "any", prod and min are
+// "all"; the bitwise ops act on the truth values. The communicator refuses avg before any kernel
+// runs. Results are always 0 or 1, whatever nonzero byte came in.
+void reduce_boolean(boolean* dst, const boolean* src, int64_t count, ReduceOp op) {
+  auto run = [&](auto combine) {
+    for (int64_t i = 0; i < count; ++i)
+      dst[i].bits = static_cast<uint8_t>(combine(dst[i].bits != 0, src[i].bits != 0));
+  };
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::max:
+    case ReduceOp::bor: return run([](bool a, bool b) { return a || b; });
+    case ReduceOp::prod:
+    case ReduceOp::min:
+    case ReduceOp::band: return run([](bool a, bool b) { return a && b; });
+    case ReduceOp::bxor: return run([](bool a, bool b) { return a != b; });
+    case ReduceOp::avg: RINGDP_FAIL("reduce op avg is not defined on bool");
+  }
+}
+
 }  // namespace
 
 void reduce_into_cpu(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op, Stream) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, bfloat16>) {
-      reduce_bf16(static_cast<bfloat16*>(dst), static_cast<const bfloat16*>(src), count, op);
+    if constexpr (std::is_same_v<T, boolean>) {
+      reduce_boolean(static_cast<boolean*>(dst), static_cast<const boolean*>(src), count, op);
+    } else if constexpr (is_float_stored_v<T>) {
+      reduce_through_float(static_cast<T*>(dst), static_cast<const T*>(src), count, op);
     } else {
       reduce_typed(static_cast<T*>(dst), static_cast<const T*>(src), count, op);
     }

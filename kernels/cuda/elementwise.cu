@@ -1,6 +1,7 @@
 // CUDA fill, cast, scale and add: grid-stride elementwise kernels computed in double (or
-// float for bfloat16), matching the CPU twins in kernels/cpu/elementwise.cpp.
+// float for bfloat16 and float16), matching the CPU twins in kernels/cpu/elementwise.cpp.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/grid_stride.h"
@@ -10,6 +11,12 @@
 namespace ringdp::kernels {
 namespace {
 
+// bool's storage on the device: one byte read as nonzero-is-true, so a corrupt byte is a wrong
+// value rather than the undefined behaviour a C++ bool holding 2 would be.
+struct DeviceBool {
+  unsigned char bits;
+};
+
 template <typename T>
 __device__ double load(const T* p, long long i) {
   return static_cast<double>(p[i]);
@@ -18,6 +25,14 @@ template <>
 __device__ double load(const __nv_bfloat16* p, long long i) {
   return __bfloat162float(p[i]);
 }
+template <>
+__device__ double load(const __half* p, long long i) {
+  return __half2float(p[i]);
+}
+template <>
+__device__ double load(const DeviceBool* p, long long i) {
+  return p[i].bits != 0 ? 1.0 : 0.0;
+}
 template <typename T>
 __device__ void store(T* p, long long i, double v) {
   p[i] = static_cast<T>(v);
@@ -25,6 +40,14 @@ __device__ void store(T* p, long long i, double v) {
 template <>
 __device__ void store(__nv_bfloat16* p, long long i, double v) {
   p[i] = __float2bfloat16_rn(static_cast<float>(v));
+}
+template <>
+__device__ void store(__half* p, long long i, double v) {
+  p[i] = __float2half_rn(static_cast<float>(v));
+}
+template <>
+__device__ void store(DeviceBool* p, long long i, double v) {
+  p[i].bits = v != 0.0 ? 1 : 0;  // as the CPU twin: nonzero (NaN included) is true
 }
 
 template <typename T>
@@ -52,6 +75,10 @@ void with_storage_type(DType dtype, Fn&& fn) {
     case DType::int32: return fn(static_cast<int32_t*>(nullptr));
     case DType::int64: return fn(static_cast<int64_t*>(nullptr));
     case DType::bfloat16: return fn(static_cast<__nv_bfloat16*>(nullptr));
+    case DType::float16: return fn(static_cast<__half*>(nullptr));
+    case DType::int8: return fn(static_cast<int8_t*>(nullptr));
+    case DType::uint8: return fn(static_cast<uint8_t*>(nullptr));
+    case DType::boolean: return fn(static_cast<DeviceBool*>(nullptr));
   }
 }
 

@@ -244,8 +244,12 @@ TEST_CASE("relu, sgd, scale, add, fill and cast match their CPU twins", "[cuda][
       std::vector<double> scale(n, 1.0);
       CHECK(mismatches(gp.to_vector(), p.to_vector(), scale, 1e-12, "sgd param") == 0);
     }
-    for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16}) {
-      Tensor a = arange(n, dtype), b = full({n}, 3.0, dtype);
+    for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16, DType::float16,
+                        DType::int8, DType::uint8, DType::boolean}) {
+      CAPTURE(dtype_name(dtype), n);
+      // The one-byte types take values that fit them (a cast out of range is undefined).
+      Tensor a = dtype_size(dtype) == 1 ? rand({n}, fresh_seed(), 0, 50, DType::float64).to(dtype) : arange(n, dtype),
+             b = full({n}, 3.0, dtype);
       Tensor want = a.clone();
       add_cpu(a.data_ptr(), b.data_ptr(), want.data_ptr(), n, dtype, 2.0);
       scale_cpu(want.data_ptr(), n, dtype, 0.5);
@@ -260,7 +264,8 @@ TEST_CASE("relu, sgd, scale, add, fill and cast match their CPU twins", "[cuda][
 }
 
 TEST_CASE("reduce_into matches the CPU twin for every dtype and op", "[cuda][reduce]") {
-  for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16}) {
+  for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16, DType::float16,
+                      DType::int8, DType::uint8, DType::boolean}) {
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg,
                         ReduceOp::band, ReduceOp::bor, ReduceOp::bxor}) {
       if (is_bitwise(op) && is_floating(dtype)) {
@@ -269,10 +274,18 @@ TEST_CASE("reduce_into matches the CPU twin for every dtype and op", "[cuda][red
                             Catch::Contains("is defined on integer dtypes only"));
         continue;
       }
+      if (dtype == DType::boolean && op == ReduceOp::avg) {
+        DeviceBuffer x(4, dtype), y(4, dtype);
+        REQUIRE_THROWS_WITH(reduce_into_cuda(x.data(), y.data(), 4, dtype, op),
+                            Catch::Contains("avg is not defined on bool"));
+        continue;
+      }
+      // uint8 from non-negative values: a negative double cast to it is undefined.
+      const double low = dtype == DType::uint8 ? 0 : -8;
       for (int64_t n : {1, 7, 33, 127, 129, 1000, 1 << 20}) {
         CAPTURE(dtype_name(dtype), reduce_op_name(op), n);
-        Tensor dst = rand({n}, fresh_seed(), -8, 8, DType::float64).to(dtype),
-               src = rand({n}, fresh_seed(), -8, 8, DType::float64).to(dtype);
+        Tensor dst = rand({n}, fresh_seed(), low, 8, DType::float64).to(dtype),
+               src = rand({n}, fresh_seed(), low, 8, DType::float64).to(dtype);
         Tensor want = dst.clone();
         reduce_into_cpu(want.data_ptr(), src.data_ptr(), n, dtype, op);
         DeviceBuffer got(n, dtype);

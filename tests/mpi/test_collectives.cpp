@@ -18,7 +18,8 @@ using comm::Algorithm;
 
 namespace {
 
-const DType kDtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
+const DType kDtypes[] = {DType::float32, DType::float64, DType::int32,  DType::int64, DType::bfloat16,
+                         DType::float16, DType::int8,    DType::uint8, DType::boolean};
 const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
                          ReduceOp::avg, ReduceOp::band, ReduceOp::bor, ReduceOp::bxor};
 
@@ -184,7 +185,7 @@ TEST_CASE("all_gather: ring and native", "[collectives][all_gather]") {
           const auto got = output.to_vector();
           int64_t wrong = 0;
           for (int64_t j = 0; j < count * N; ++j)
-            wrong += got[j] != input_value(static_cast<int>(j / count), j, ReduceOp::min);
+            wrong += got[j] != input_value(static_cast<int>(j / count), j, ReduceOp::min, dtype);
           results.emplace_back(label("all_gather", algo, dtype, ReduceOp::sum, count, in_place), wrong);
         }
       }
@@ -210,6 +211,30 @@ TEST_CASE("reduce_scatter: ring and native", "[collectives][reduce_scatter]") {
             results.emplace_back(label("reduce_scatter", algo, dtype, op, count, in_place), wrong);
           }
         }
+  require_all_right(results);
+}
+
+TEST_CASE("8-bit sums and products wrap on overflow with every algorithm, native included",
+          "[collectives][all_reduce][wrap]") {
+  // Open MPI 4.1.4's op/avx saturates 8-bit MPI_SUM from 16 elements up; ringdp's native
+  // algorithm must still give C's wrap-around (comm/native_mpi.cpp probes and steps around it).
+  auto& comm = world();
+  const int N = comm.size();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::native,
+                         Algorithm::automatic})
+    for (DType dtype : {DType::int8, DType::uint8})
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod}) {
+        const double each = op == ReduceOp::prod ? 16 : dtype == DType::int8 ? 127 : 255;
+        Tensor t = full({64}, each, dtype, test_device());
+        comm.all_reduce(t, op, {.algorithm = algo});
+        double exact = op == ReduceOp::prod ? 1 : 0;
+        for (int r = 0; r < N; ++r) exact = op == ReduceOp::prod ? exact * each : exact + each;
+        const double want = in_dtype(dtype, exact);
+        int64_t wrong = 0;
+        for (double v : t.to_vector()) wrong += v != want;
+        results.emplace_back(label("all_reduce wrap", algo, dtype, op, 64, true), wrong);
+      }
   require_all_right(results);
 }
 

@@ -87,7 +87,7 @@ struct DeviceBuffer {
   ~DeviceBuffer() { cudaFree(data); }
   void fill(int rank, ReduceOp op, int64_t offset = 0) {
     std::vector<double> values(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) values[i] = input_value(rank, offset + i, op);
+    for (int64_t i = 0; i < n; ++i) values[i] = input_value(rank, offset + i, op, dtype);
     std::vector<unsigned char> host(n * dtype_size(dtype));
     kernels::cast_cpu(values.data(), DType::float64, host.data(), dtype, n);
     cudaMemcpy(data, host.data(), host.size(), cudaMemcpyHostToDevice);
@@ -116,8 +116,8 @@ int64_t wrong(const std::vector<double>& got, F want) {
 }
 
 const std::vector<int64_t> kCounts = {0, 1, 2, 5, 1031, 20011};
-const std::vector<DType> kDtypes = {DType::float32, DType::float64, DType::int32, DType::int64,
-                                    DType::bfloat16};
+const std::vector<DType> kDtypes = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16,
+                                    DType::float16, DType::int8,    DType::uint8, DType::boolean};
 const std::vector<ReduceOp> kOps = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
 
 // Small segments (256 B) put many messages in flight at once, the case the staging overlaps.
@@ -136,13 +136,13 @@ void check_all_reduce(World& w, CudaStreamTransport& device, DType dtype, Reduce
   CollectiveContext ctx = w.context(device, dtype, op, kSegment);
   all_reduce_ring(ctx, in.data, in_place ? in.data : out.data, count);
   device.synchronize();
-  CHECK(wrong((in_place ? in : out).read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+  CHECK(wrong((in_place ? in : out).read(), [&](int64_t i) { return expected_value(N, i, op, dtype); }) == 0);
   DeviceBuffer rd(dtype, count);
   rd.fill(w.rank(), op);
   CollectiveContext ctx2 = w.context(device, dtype, op, kSegment);
   all_reduce_recursive_doubling(ctx2, rd.data, count);
   device.synchronize();
-  CHECK(wrong(rd.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+  CHECK(wrong(rd.read(), [&](int64_t i) { return expected_value(N, i, op, dtype); }) == 0);
 }
 
 void check_rooted_and_gathers(World& w, CudaStreamTransport& device, DType dtype, int64_t count, int root) {
@@ -153,8 +153,8 @@ void check_rooted_and_gathers(World& w, CudaStreamTransport& device, DType dtype
   CollectiveContext ctx = w.context(device, dtype, op, kSegment);
   reduce_tree(ctx, in.data, out.data, count, root);
   device.synchronize();
-  if (w.rank() == root) CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
-  CHECK(wrong(in.read(), [&](int64_t i) { return input_value(w.rank(), i, op); }) == 0);
+  if (w.rank() == root) CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op, dtype); }) == 0);
+  CHECK(wrong(in.read(), [&](int64_t i) { return input_value(w.rank(), i, op, dtype); }) == 0);
 
   for (bool chain : {false, true}) {
     DeviceBuffer b(dtype, count);
@@ -166,7 +166,7 @@ void check_rooted_and_gathers(World& w, CudaStreamTransport& device, DType dtype
     else
       broadcast_tree(bctx, b.data, count, root);
     device.synchronize();
-    CHECK(wrong(b.read(), [&](int64_t i) { return input_value(root, i, op); }) == 0);
+    CHECK(wrong(b.read(), [&](int64_t i) { return input_value(root, i, op, dtype); }) == 0);
   }
 
   const int64_t width = std::max<int64_t>(count, 1);
@@ -176,14 +176,14 @@ void check_rooted_and_gathers(World& w, CudaStreamTransport& device, DType dtype
   all_gather_ring(gctx, chunk.data, gathered.data, count);
   device.synchronize();
   CHECK(wrong(gathered.read(),
-              [&](int64_t i) { return input_value(static_cast<int>(i / width), i % width, op); }) == 0);
+              [&](int64_t i) { return input_value(static_cast<int>(i / width), i % width, op, dtype); }) == 0);
 
   DeviceBuffer whole(dtype, count * N), mine(dtype, count);
   whole.fill(w.rank(), op);
   CollectiveContext sctx = w.context(device, dtype, op, kSegment);
   reduce_scatter_ring(sctx, whole.data, mine.data, count);
   device.synchronize();
-  CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op); }) == 0);
+  CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op, dtype); }) == 0);
 }
 
 }  // namespace
@@ -318,16 +318,16 @@ TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[dev
         if (w.rank() != 0) cudaMemset(b.data, 0x55, count * dtype_size(dtype));
         native_nccl::broadcast(nccl, b.data, count, dtype, 0);
         w.nccl.synchronize();
-        CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
+        CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op, dtype); }) == 0);
         if (w.rank() == N - 1)
-          CHECK(wrong(red.read(), [&](int64_t i) { return expected_value(N, i, op); }) == 0);
-        CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op); }) ==
+          CHECK(wrong(red.read(), [&](int64_t i) { return expected_value(N, i, op, dtype); }) == 0);
+        CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op, dtype); }) ==
               0);
         CHECK(wrong(gathered.read(), [&](int64_t i) {
                 return input_value(static_cast<int>(i / std::max<int64_t>(count, 1)),
-                                   i % std::max<int64_t>(count, 1), op);
+                                   i % std::max<int64_t>(count, 1), op, dtype);
               }) == 0);
-        CHECK(wrong(b.read(), [&](int64_t i) { return input_value(0, i, op); }) == 0);
+        CHECK(wrong(b.read(), [&](int64_t i) { return input_value(0, i, op, dtype); }) == 0);
       }
 }
 

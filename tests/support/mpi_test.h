@@ -29,37 +29,62 @@ inline Device test_device() {
   return requested.is_cuda() ? world().device() : requested;
 }
 
-/// Input of `rank` at `index` for op: small integers, exact in every dtype (bfloat16 too),
-/// and different per rank and per index so a misplaced chunk changes the result.
-/// apps/bench/verifiable.h computes the same kind of inputs for ringdp-bench; the two are kept
-/// apart on purpose (prod differs too: 1..3 here, powers of two there), so that the suite's
-/// expected results never come from the code shipped with what it checks.
-inline double input_value(int rank, int64_t index, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::prod: return static_cast<double>((rank + index) % 3 + 1);
-    case ReduceOp::min:
-    case ReduceOp::max: return static_cast<double>((rank * 13 + index * 7) % 101 - 50);
-    // Bit patterns that differ per rank and index (negative ones too: two's complement).
-    case ReduceOp::band:
-    case ReduceOp::bor:
-    case ReduceOp::bxor: return static_cast<double>(((rank * 37 + index * 11) % 251) - 100);
-    default: return static_cast<double>((rank * 7 + index) % 31 - 10);
+/// v as a dtype holds it: integers wrap modulo 2^bits (two's complement), bool is v != 0, the
+/// 16-bit floats round (the inputs below are exact in them). The suite's own arithmetic, written
+/// apart from the kernels it checks.
+inline double in_dtype(DType dtype, double v) {
+  const auto wrapped = [v](int bits) {
+    const uint64_t word = static_cast<uint64_t>(static_cast<int64_t>(v)) & ((uint64_t{1} << bits) - 1);
+    return word >> (bits - 1) ? static_cast<double>(static_cast<int64_t>(word) - (int64_t{1} << bits))
+                              : static_cast<double>(word);
+  };
+  switch (dtype) {
+    case DType::int8: return wrapped(8);
+    case DType::uint8: return static_cast<double>(static_cast<uint64_t>(static_cast<int64_t>(v)) & 0xff);
+    case DType::int32: return wrapped(32);
+    case DType::boolean: return v != 0 ? 1.0 : 0.0;
+    default: return v;
   }
 }
 
-/// Fills t with input_value(rank, offset + i, op) for every i.
+/// Input of `rank` at `index` for op, as dtype holds it: small integers, exact in every dtype
+/// (bfloat16 and float16 too), and different per rank and per index so a misplaced chunk
+/// changes the result.
+/// apps/bench/verifiable.h computes the same kind of inputs for ringdp-bench; the two are kept
+/// apart on purpose (prod differs too: 1..3 here, powers of two there), so that the suite's
+/// expected results never come from the code shipped with what it checks.
+inline double input_value(int rank, int64_t index, ReduceOp op, DType dtype = DType::float64) {
+  double v = 0;
+  switch (op) {
+    case ReduceOp::prod: v = static_cast<double>((rank + index) % 3 + 1); break;
+    case ReduceOp::min:
+    case ReduceOp::max: v = static_cast<double>((rank * 13 + index * 7) % 101 - 50); break;
+    // Bit patterns that differ per rank and index (negative ones too: two's complement).
+    case ReduceOp::band:
+    case ReduceOp::bor:
+    case ReduceOp::bxor: v = static_cast<double>(((rank * 37 + index * 11) % 251) - 100); break;
+    // bool needs zeros among the inputs, or every sum would be "true".
+    default: v = static_cast<double>((rank * 7 + index) % 31 - 10); break;
+  }
+  return in_dtype(dtype, v);
+}
+
+/// Fills t with input_value(rank, offset + i, op, t's dtype) for every i.
 inline void fill_input(Tensor& t, int rank, ReduceOp op, int64_t offset = 0) {
   Tensor host(t.shape(), DType::float64);
   auto* values = host.data<double>();
-  for (int64_t i = 0; i < host.numel(); ++i) values[i] = input_value(rank, offset + i, op);
+  for (int64_t i = 0; i < host.numel(); ++i) values[i] = input_value(rank, offset + i, op, t.dtype());
   t.copy_from(host);
 }
 
-/// The reduction over ranks 0..size-1 of input_value(·, index, op), in double.
-inline double expected_value(int size, int64_t index, ReduceOp op) {
-  double acc = input_value(0, index, op);
+/// The reduction over ranks 0..size-1 of input_value(·, index, op, dtype), exact in double (or
+/// int64 for the bitwise ops) and then held as dtype holds it: wrapping at the end is the same
+/// as wrapping each step for sum and prod (arithmetic modulo 2^bits), and for bool, whose inputs
+/// are 0 or 1, the "any" of sum is the sum being nonzero.
+inline double expected_value(int size, int64_t index, ReduceOp op, DType dtype = DType::float64) {
+  double acc = input_value(0, index, op, dtype);
   for (int r = 1; r < size; ++r) {
-    const double v = input_value(r, index, op);
+    const double v = input_value(r, index, op, dtype);
     switch (op) {
       case ReduceOp::prod: acc *= v; break;
       case ReduceOp::min: acc = std::min(acc, v); break;
@@ -76,7 +101,7 @@ inline double expected_value(int size, int64_t index, ReduceOp op) {
       default: acc += v; break;
     }
   }
-  return op == ReduceOp::avg ? acc / size : acc;
+  return in_dtype(dtype, op == ReduceOp::avg ? acc / size : acc);
 }
 
 /// Elements of got (at offset..offset+n of the logical result) that differ from expected;
@@ -85,11 +110,12 @@ inline int64_t count_wrong(const Tensor& got, int size, ReduceOp op, int64_t off
   const std::vector<double> values = got.to_vector();
   const double rtol = op != ReduceOp::avg              ? 0.0
                       : got.dtype() == DType::bfloat16 ? 1.0 / 64
+                      : got.dtype() == DType::float16  ? 1.0 / 512
                       : got.dtype() == DType::float32  ? 1e-6
                                                        : 1e-14;
   int64_t wrong = 0;
   for (size_t i = 0; i < values.size(); ++i) {
-    const double want = expected_value(size, offset + static_cast<int64_t>(i), op);
+    const double want = expected_value(size, offset + static_cast<int64_t>(i), op, got.dtype());
     if (std::fabs(values[i] - want) > rtol * std::fabs(want)) {
       if (wrong < 3)
         UNSCOPED_INFO("element " << offset + static_cast<int64_t>(i) << ": got " << values[i] << ", want "

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "comm/envelope.h"
@@ -20,8 +21,15 @@ const CollectiveKind kKinds[] = {CollectiveKind::all_reduce,     CollectiveKind:
                                  CollectiveKind::broadcast,      CollectiveKind::all_gather,
                                  CollectiveKind::reduce_scatter, CollectiveKind::barrier,
                                  CollectiveKind::send,           CollectiveKind::recv};
-const DType kDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16};
-const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
+const DType kDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64,  DType::bfloat16,
+                         DType::float16, DType::int8,    DType::uint8, DType::boolean};
+const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min,  ReduceOp::max,
+                         ReduceOp::avg, ReduceOp::band, ReduceOp::bor, ReduceOp::bxor};
+// The ops a kind's tag tells apart: every op for the kinds that reduce, none (one) for the rest.
+std::vector<ReduceOp> ops_of(CollectiveKind kind) {
+  if (comm::kind_reduces(kind)) return {std::begin(kOps), std::end(kOps)};
+  return {ReduceOp::sum};
+}
 const comm::Algorithm kAlgorithms[] = {
     comm::Algorithm::automatic,    comm::Algorithm::ring,         comm::Algorithm::recursive_doubling,
     comm::Algorithm::tree,         comm::Algorithm::native,       comm::Algorithm::hierarchical,
@@ -79,7 +87,7 @@ TEST_CASE(
     const uint64_t sequences = uint64_t{1} << bits;
     for (CollectiveKind kind : kKinds)
       for (DType dtype : kDTypes)
-        for (ReduceOp op : kOps)
+        for (ReduceOp op : ops_of(kind))
           for (comm::Algorithm algorithm : kAlgorithms)
             for (uint64_t sequence = 0; sequence < sequences; ++sequence) {
               const int tag = encode_tag(kind, dtype, op, algorithm, sequence, bits);
@@ -120,12 +128,31 @@ TEST_CASE("describe_tag reads back kind, sequence mod 2^bits, dtype, op and algo
   REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::reduce_scatter, DType::int64, ReduceOp::max,
                                         Algorithm::rabenseifner, 4 + 3, 2)) ==
           "reduce_scatter #3 (int64, max, rabenseifner)");
-  // The op field of a call that does not reduce means nothing: it is not shown.
+  // A call that does not reduce has no op in its tag: none is shown.
   REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::broadcast, DType::int32, ReduceOp::sum,
                                         Algorithm::tree, 5, 8)) == "broadcast #5 (int32, tree)");
   REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::barrier, DType::float32, ReduceOp::sum,
                                         Algorithm::recursive_doubling, 2, 8)) ==
           "barrier #2 (recursive_doubling)");
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::reduce, DType::boolean, ReduceOp::bxor,
+                                        Algorithm::tree, 1, 8)) == "reduce #1 (bool, bxor, tree)");
+  // Every field read back, for every value: a field that spilled into its neighbour would not.
+  for (CollectiveKind kind : kKinds)
+    for (DType dtype : kDTypes)
+      for (ReduceOp op : ops_of(kind))
+        for (Algorithm algorithm : kAlgorithms) {
+          const std::string text = comm::describe_tag(encode_tag(kind, dtype, op, algorithm, 3, 16));
+          CAPTURE(text);
+          std::string want = std::string(comm::kind_name(kind)) + " #3 (";
+          if (kind != CollectiveKind::barrier) want += dtype_name(dtype);
+          if (kind == CollectiveKind::send || kind == CollectiveKind::recv) {
+            REQUIRE(text == want + ")");
+            continue;
+          }
+          if (kind != CollectiveKind::barrier) want += ", ";
+          if (comm::kind_reduces(kind)) want += std::string(reduce_op_name(op)) + ", ";
+          REQUIRE(text == want + comm::algorithm_name(algorithm) + ")");
+        }
 }
 
 TEST_CASE("one field different, the tag differs: op and algorithm are checked like kind and dtype",

@@ -136,23 +136,71 @@ double reference_combine(double a, double b, ReduceOp op) {
 }  // namespace
 
 TEST_CASE("reduce_into: every dtype and op against a double-precision loop", "[kernels][reduce]") {
-  const auto dtype = GENERATE(DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16);
+  const auto dtype = GENERATE(DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16,
+                              DType::float16, DType::int8, DType::uint8);
   const auto op = GENERATE(ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg,
                            ReduceOp::band, ReduceOp::bor, ReduceOp::bxor);
   const int64_t n = GENERATE(0, 1, 7, 31, 1031);
   if (is_bitwise(op) && is_floating(dtype)) return;  // refused: the next test case
   CAPTURE(dtype_name(dtype), reduce_op_name(op), n);
-  // Small integers: every result is exact in every dtype, including bfloat16 (< 256).
+  // Small integers: every result is exact in every dtype, including bfloat16 (< 256) and int8
+  // (|a·b| ≤ 56); uint8 takes them shifted to be non-negative.
+  const double shift = dtype == DType::uint8 ? 4 : 0;
   Tensor dst = empty({n}, dtype), src = empty({n}, dtype);
   std::vector<double> want(n);
   for (int64_t i = 0; i < n; ++i) {
-    const double a = static_cast<double>(i % 13) - 4, b = static_cast<double>((i * 7) % 11) - 3;
+    const double a = static_cast<double>(i % 13) - 4 + shift, b = static_cast<double>((i * 7) % 11) - 3 + shift;
     dst.set_item(i, a);
     src.set_item(i, b);
     want[i] = reference_combine(a, b, op);
   }
   reduce_into_cpu(dst.data_ptr(), src.data_ptr(), n, dtype, op);
   CHECK(dst.to_vector() == want);
+}
+
+TEST_CASE("bool reduces as any (sum, max, bor), all (prod, min, band) and xor, writing 0 or 1",
+          "[kernels][reduce]") {
+  // Bytes a C++ bool may not hold (2, 255) are true: a corrupt byte is a wrong value, never UB.
+  const uint8_t bytes[] = {0, 1, 2, 255};
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::band, ReduceOp::bor,
+                      ReduceOp::bxor})
+    for (uint8_t a : bytes)
+      for (uint8_t b : bytes) {
+        CAPTURE(reduce_op_name(op), int(a), int(b));
+        const bool x = a != 0, y = b != 0;
+        const bool any = op == ReduceOp::sum || op == ReduceOp::max || op == ReduceOp::bor;
+        const int want = op == ReduceOp::bxor ? x != y : any ? (x || y) : (x && y);
+        uint8_t dst = a;
+        reduce_into_cpu(&dst, &b, 1, DType::boolean, op);
+        CHECK(int(dst) == want);
+      }
+  uint8_t a = 1, b = 1;
+  REQUIRE_THROWS_WITH(reduce_into_cpu(&a, &b, 1, DType::boolean, ReduceOp::avg),
+                      Catch::Contains("avg is not defined on bool"));
+}
+
+TEST_CASE("int8 and uint8 wrap around as int32 does", "[kernels][reduce]") {
+  int8_t a = 127, b = 1;
+  reduce_into_cpu(&a, &b, 1, DType::int8, ReduceOp::sum);
+  CHECK(a == -128);
+  uint8_t c = 200, d = 100;
+  reduce_into_cpu(&c, &d, 1, DType::uint8, ReduceOp::sum);
+  CHECK(c == 44);
+  uint8_t e = 16, f = 17;
+  reduce_into_cpu(&e, &f, 1, DType::uint8, ReduceOp::prod);
+  CHECK(e == (16 * 17) % 256);
+}
+
+TEST_CASE("float16 sums accumulate in float32 and round to nearest even", "[kernels][reduce]") {
+  float16 a(2048.0f), b(1.0f);
+  reduce_into_cpu(&a, &b, 1, DType::float16, ReduceOp::sum);
+  CHECK(static_cast<float>(a) == 2048.0f);  // 2049 ties to even
+  float16 c(2048.0f), d(3.0f);
+  reduce_into_cpu(&c, &d, 1, DType::float16, ReduceOp::sum);
+  CHECK(static_cast<float>(c) == 2052.0f);  // 2051 ties to 2052
+  float16 e(65504.0f), f(32.0f);
+  reduce_into_cpu(&e, &f, 1, DType::float16, ReduceOp::sum);
+  CHECK(std::isinf(static_cast<float>(e)));  // 65536 is past the largest finite half
 }
 
 TEST_CASE("bitwise ops on a floating dtype are refused by the kernel too", "[kernels][reduce]") {
@@ -198,6 +246,28 @@ TEST_CASE("elementwise: fill, cast, scale, add", "[kernels][elementwise]") {
       CHECK(out.to_vector() == want);
     }
   }
+}
+
+TEST_CASE("elementwise on the 8-bit types and float16: fill, cast, scale, add", "[kernels][elementwise]") {
+  const int64_t n = GENERATE(0, 1, 50);
+  for (DType dtype : {DType::float16, DType::int8, DType::uint8}) {
+    CAPTURE(dtype_name(dtype), n);
+    Tensor a = arange(n, dtype), b = full({n}, 2.0, dtype);
+    Tensor out = poisoned({n}, DType::float64).to(dtype);
+    add_cpu(a.data_ptr(), b.data_ptr(), out.data_ptr(), n, dtype, 3.0);
+    scale_cpu(out.data_ptr(), n, dtype, 0.5);
+    std::vector<double> want(n);
+    // (i + 6) / 2 ≤ 28: exact in float16, truncated toward zero in the integers.
+    for (int64_t i = 0; i < n; ++i)
+      want[i] = is_floating(dtype) ? (static_cast<double>(i) + 6.0) * 0.5 : std::trunc((static_cast<double>(i) + 6.0) * 0.5);
+    CHECK(out.to_vector() == want);
+  }
+  // bool: nonzero is true, and what is written is 0 or 1.
+  Tensor flags = arange(5, DType::float32).to(DType::boolean);
+  CHECK(flags.to_vector() == std::vector<double>{0, 1, 1, 1, 1});
+  Tensor negative = full({2}, -0.5, DType::float64).to(DType::boolean);
+  CHECK(negative.to_vector() == std::vector<double>{1, 1});
+  CHECK(*static_cast<const uint8_t*>(negative.data_ptr()) == 1);
 }
 
 TEST_CASE("reduce_into ops are commutative bit for bit, signed zeros and NaN included", "[kernels][reduce]") {

@@ -94,7 +94,10 @@ TEST_CASE("errors name the bad value", "[tensor][errors]") {
   REQUIRE_THROWS_WITH(ops::add(t, zeros({2, 3}, DType::float64)),
                       Catch::Contains("dtype mismatch: float32 vs float64"));
   REQUIRE_THROWS_WITH(Device::parse("gpu1"), Catch::Contains("unknown device 'gpu1'"));
-  REQUIRE_THROWS_WITH(parse_dtype("half"), Catch::Contains("unknown dtype 'half'"));
+  REQUIRE_THROWS_WITH(parse_dtype("quarter"), Catch::Contains("unknown dtype 'quarter'") &&
+                                                  Catch::Contains("float16, int8, uint8 or bool"));
+  CHECK(parse_dtype("half") == DType::float16);
+  CHECK(parse_dtype("bool") == DType::boolean);
   REQUIRE_THROWS_WITH(zeros({2, -1}), Catch::Contains("negative extent -1"));
   CHECK(Device::parse("cuda:3") == Device::cuda(3));
 }

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -141,8 +143,16 @@ ringdp::DType to_dtype(ncclDataType_t t) {
     case ncclFloat64: return ringdp::DType::float64;
     case ncclInt32: return ringdp::DType::int32;
     case ncclInt64: return ringdp::DType::int64;
-    default: return ringdp::DType::bfloat16;
+    case ncclFloat16: return ringdp::DType::float16;
+    case ncclInt8: return ringdp::DType::int8;
+    case ncclUint8: return ringdp::DType::uint8;
+    case ncclBfloat16: return ringdp::DType::bfloat16;
+    default: break;
   }
+  // Real NCCL reduces uint32 and uint64 too; ringdp never passes them, so reaching here means
+  // native_nccl.cpp mapped a dtype wrongly: stop loudly rather than reduce the wrong type.
+  std::fprintf(stderr, "NCCL stand-in: ncclDataType_t %d is not modelled\n", static_cast<int>(t));
+  std::abort();
 }
 
 ringdp::ReduceOp to_op(ncclRedOp_t op) {

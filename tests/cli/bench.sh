@@ -19,7 +19,7 @@ case "$case_name" in
     grep -qF "# Avg bus bandwidth" <<<"$out" || fail "no average bus bandwidth line"
     grep -qF "ratio of native" <<<"$out" || fail "no comparison with native"
     grep -qF "alpha(us)" <<<"$out" || fail "no alpha-beta summary"
-    grep -qF "# avg is skipped for int32, int64: it is defined for floating-point types only" <<<"$out" ||
+    grep -qF "# avg is skipped for int64, int32, int8, uint8, bool: it is defined for floating-point types only" <<<"$out" ||
       fail "-d all -o all does not say that avg is skipped for the integer types"
     for c in all_reduce reduce broadcast all_gather reduce_scatter barrier; do
       grep -q "^$c," "$work/out.csv" || fail "CSV has no $c rows"
@@ -52,8 +52,10 @@ case "$case_name" in
     echo "ok: a corrupted segment makes #wrong non-zero and the exit status 1"
     ;;
   errors)
-    run 2 all_reduce -d half
-    expect 2 "--datatype: half not in"
+    run 2 all_reduce -d quarter
+    expect 2 "--datatype: quarter not in"
+    run 2 all_reduce -d half -o bxor
+    expect 2 "-o bxor -d half: bxor is defined for integer types and bool only"
     run 2 all_reduce -b 10X
     expect 2 "-b: '10X' has an unknown suffix 'X'"
     run 2 all_reduce -b 1M -e 1K

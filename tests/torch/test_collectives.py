@@ -16,7 +16,7 @@ from common import Checks, init
 
 rank, size, gloo = init(sys.argv[1])
 check = Checks(rank)
-DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.int64, torch.int32, torch.int8, torch.uint8]
 OPS = [ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX]
 OP_NAMES = {ReduceOp.SUM: "SUM", ReduceOp.PRODUCT: "PRODUCT", ReduceOp.MIN: "MIN", ReduceOp.MAX: "MAX"}
 COUNTS = sorted({0, 1, max(size - 1, 1), 10 * size + 1, 4099})
@@ -31,7 +31,9 @@ def local_reduce(op, count, dtype):
     stack = torch.stack([data(r, count, torch.float64) for r in range(size)])
     out = {ReduceOp.SUM: stack.sum(0), ReduceOp.PRODUCT: stack.prod(0), ReduceOp.MIN: stack.min(0).values,
            ReduceOp.MAX: stack.max(0).values}[op]
-    return out.to(dtype)
+    # Exact in float64 (at most 5^4); integers wrap as C's do through int64 (a float64 past int8's
+    # range cast to it directly is undefined).
+    return out.to(dtype) if dtype.is_floating_point else out.to(torch.int64).to(dtype)
 
 
 for dtype in DTYPES:
@@ -76,10 +78,10 @@ for dtype in DTYPES:
         check.equal(f"all_gather_into_tensor {dtype} x{count}", flat, torch.cat(reference))
 
 # BAND, BOR, BXOR on integers, against gloo's (bit patterns that differ per rank, negatives too).
-for dtype in (torch.int32, torch.int64):
+for dtype in (torch.int64, torch.int32, torch.int8, torch.uint8):
     for count in COUNTS:
         for op, name in ((ReduceOp.BAND, "BAND"), (ReduceOp.BOR, "BOR"), (ReduceOp.BXOR, "BXOR")):
-            bits = ((torch.arange(count) * 11 + rank * 37) % 251 - 100).to(dtype)
+            bits = ((torch.arange(count) * 11 + rank * 37) % 251 - 100).to(dtype)  # int64 to uint8 wraps
             mine, theirs = bits.clone(), bits.clone()
             dist.all_reduce(mine, op=op)
             dist.all_reduce(theirs, op=op, group=gloo)
@@ -94,6 +96,60 @@ for count in COUNTS:
     mine = data(rank, count, torch.bfloat16)
     dist.all_reduce(mine, op=ReduceOp.MAX)
     check.equal(f"all_reduce MAX bfloat16 x{count}", mine, local_reduce(ReduceOp.MAX, count, torch.bfloat16))
+    mine = data(rank, count, torch.float16)
+    dist.all_reduce(mine, op=ReduceOp.AVG)
+    want = (local_reduce(ReduceOp.SUM, count, torch.float64) / size).to(torch.float16)
+    check.close(f"all_reduce AVG float16 x{count}", mine, want, 2)
+
+# bool (gloo 1.13 refuses it): SUM and MAX are "any", PRODUCT and MIN "all", as PyTorch's NCCL
+# backend defines them; BAND/BOR/BXOR on the truth values. Against a reference computed here.
+BOOL_OPS = {ReduceOp.SUM: "any", ReduceOp.MAX: "any", ReduceOp.BOR: "any", ReduceOp.PRODUCT: "all",
+            ReduceOp.MIN: "all", ReduceOp.BAND: "all", ReduceOp.BXOR: "xor"}
+
+
+def flags(r, count):
+    return (torch.arange(count) * (r + 3)) % 5 < 2
+
+
+def bool_reduce(kind, count):
+    stack = torch.stack([flags(r, count) for r in range(size)]).to(torch.int64)
+    if kind == "any":
+        return stack.sum(0) > 0
+    if kind == "all":
+        return stack.sum(0) == size
+    return stack.sum(0) % 2 == 1
+
+
+for count in COUNTS:
+    for op, kind in BOOL_OPS.items():
+        mine = flags(rank, count)
+        dist.all_reduce(mine, op=op)
+        check.equal(f"all_reduce {op} bool x{count}", mine, bool_reduce(kind, count))
+        mine = flags(rank, count)
+        dist.reduce(mine, dst=size - 1, op=op)
+        if rank == size - 1:
+            check.equal(f"reduce {op} bool x{count}", mine, bool_reduce(kind, count))
+    out = torch.empty(count, dtype=torch.bool)
+    dist.reduce_scatter(out, [flags(rank, count) ^ (r % 2 == 1) for r in range(size)], op=ReduceOp.SUM)
+    want = torch.stack([flags(q, count) ^ (rank % 2 == 1) for q in range(size)]).any(0)
+    check.equal(f"reduce_scatter SUM bool x{count}", out, want)
+    mine = flags(rank, count)
+    dist.broadcast(mine, src=size - 1)
+    check.equal(f"broadcast bool x{count}", mine, flags(size - 1, count))
+    flat = torch.empty(size * count, dtype=torch.bool)
+    dist.all_gather_into_tensor(flat, flags(rank, count))
+    check.equal(f"all_gather_into_tensor bool x{count}", flat, torch.cat([flags(r, count) for r in range(size)]))
+check.raises("AVG on bool", "reduce op avg is not defined for bool tensors",
+             lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool), op=ReduceOp.AVG))
+
+# The *_object collectives pickle into uint8 tensors and exchange their int64 sizes first.
+objects = [None] * size
+dist.all_gather_object(objects, {"rank": rank, "name": "r" * (rank + 1)})
+check.equal("all_gather_object", torch.tensor([o["rank"] == r and o["name"] == "r" * (r + 1) for r, o in enumerate(objects)]),
+            torch.ones(size, dtype=torch.bool))
+listing = [f"from rank {rank}", rank] if rank == size - 1 else [None, None]
+dist.broadcast_object_list(listing, src=size - 1)
+check.equal("broadcast_object_list", torch.tensor(listing == [f"from rank {size - 1}", size - 1]), torch.tensor(True))
 
 # A non-contiguous tensor is reduced through a contiguous copy and written back in place.
 matrix = data(rank, 6 * 4, torch.float32).reshape(6, 4)
@@ -145,7 +201,11 @@ check.raises("all_to_all_single", "is not supported by ringdp", lambda: dist.all
 check.raises("BAND on float32", "reduce op band is not defined for float32 tensors", lambda: dist.all_reduce(torch.ones(4), op=ReduceOp.BAND))
 check.raises("PREMUL_SUM", "ReduceOp.PREMUL_SUM is not supported by ringdp",
              lambda: dist.all_reduce(torch.ones(4), op=dist._make_nccl_premul_sum(2.0)))
-check.raises("float16", "has dtype Half, which ringdp does not support", lambda: dist.all_reduce(torch.ones(4, dtype=torch.float16)))
+check.raises("int16", "has dtype Short, which ringdp does not support", lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)))
+# complex64 needs nothing of ringdp: torch.distributed sums it as float32 pairs (view_as_real).
+z = torch.full((3,), complex(1, -2)) * (rank + 1)
+dist.all_reduce(z)
+check.equal("all_reduce of complex64 (as float32 pairs)", z, torch.full((3,), complex(1, -2)) * (size * (size + 1) // 2))
 check.raises("wrong gather size", "all_gather_into_tensor's output has 3 elements; expected", lambda: dist.all_gather_into_tensor(torch.empty(3), torch.ones(4)))
 dist.barrier(group=gloo)
 print(f"ok: rank {rank} of {size}: {check.count} checks against gloo or the reference passed", flush=True)

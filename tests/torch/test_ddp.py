@@ -1,9 +1,10 @@
 """PyTorch's own DistributedDataParallel on the ringdp backend against DDP on gloo, in one run: the
 same MLP (two hidden layers) from the same initial weights, the same per-rank data, SGD with
-momentum, 20 steps, once with DDP's default all-reduce and once with its fp16-free allreduce_hook
-read through the future. Parameters must agree to float32 rounding: gloo and ringdp add the ranks'
+momentum, 20 steps, with DDP's default all-reduce, its allreduce_hook read through the future, its
+fp16_compress_hook (float16 all-reduces) and PowerSGD. Parameters must agree to float32 rounding: gloo and ringdp add the ranks'
 gradients in different orders, so a sum may differ in its last bit, and 20 steps of momentum carry
-that on (the largest difference is printed). Tolerance: 1e-5 relative, 1e-6 absolute.
+that on (the largest difference is printed). Tolerance: 1e-5 relative, 1e-6 absolute; 1e-3 and 1e-4
+with fp16 compression and PowerSGD (see there).
     mpirun -n N python3 tests/torch/test_ddp.py RENDEZVOUS_DIR   (tests/torch/run.sh)"""
 import copy
 import sys
@@ -27,6 +28,9 @@ def train(group, hook):
     model = DDP(copy.deepcopy(base), process_group=group, bucket_cap_mb=0.01)  # several buckets
     if hook == "allreduce":
         model.register_comm_hook(group, default_hooks.allreduce_hook)
+    elif hook == "fp16":
+        # Gradients travel as float16 (ringdp's float16 all-reduce), divided by the world size first.
+        model.register_comm_hook(group, default_hooks.fp16_compress_hook)
     elif hook == "powerSGD":
         # Its callbacks wait for further all-reduces from inside a future's callback: a backend that
         # completes futures on one thread waits on itself there.
@@ -42,14 +46,19 @@ def train(group, hook):
 
 
 worst = 0.0
-for hook in (None, "allreduce", "powerSGD"):
+results = {}
+for hook in (None, "allreduce", "fp16", "powerSGD"):
     ours = train(dist.group.WORLD, hook)
     theirs = train(gloo, hook)
+    results[hook] = (ours, theirs)
     for i, (a, b) in enumerate(zip(ours, theirs)):
-        if hook != "powerSGD":
+        if hook not in ("powerSGD", "fp16"):
             worst = max(worst, (a - b).abs().max().item())
-        # PowerSGD orthogonalises low-rank factors: a last-bit difference in a sum grows there.
-        rtol, atol = (1e-3, 1e-4) if hook == "powerSGD" else (1e-5, 1e-6)
+        # PowerSGD orthogonalises low-rank factors: a last-bit difference in a sum grows there. In
+        # float16 a last bit is 2^-11 of the value (~8000 times float32's), and two sums in different
+        # orders differ by a few; over 20 steps of momentum that reached 4.2e-4 on 4 ranks. The
+        # check below the loop then asks that ringdp's float16 stay as close to float32 as gloo's.
+        rtol, atol = {"powerSGD": (1e-3, 1e-4), "fp16": (1e-2, 2e-3)}.get(hook, (1e-5, 1e-6))
         if not torch.allclose(a, b, rtol=rtol, atol=atol):
             print(f"FAIL rank {rank}: parameter {i} (hook {hook}): ringdp and gloo differ by "
                   f"{(a - b).abs().max().item():.3g}", flush=True)
@@ -61,6 +70,21 @@ for hook in (None, "allreduce", "powerSGD"):
     if not torch.equal(flat, reference):
         print(f"FAIL rank {rank}: parameters differ from rank 0's (hook {hook})", flush=True)
         sys.exit(1)
+
+
+def distance(a, b):
+    return max((x - y).abs().max().item() for x, y in zip(a, b))
+
+
+# float16's error against float32's sums: ringdp's no more than twice gloo's (a float16 sum that
+# rounded wrongly, or lost a rank, would be many times further).
+ours_error = distance(results["fp16"][0], results[None][0])
+gloo_error = distance(results["fp16"][1], results[None][1])
+if ours_error > 2 * gloo_error + 1e-5:
+    print(f"FAIL rank {rank}: with fp16_compress_hook ringdp is {ours_error:.3g} from float32 DDP, gloo {gloo_error:.3g}",
+          flush=True)
+    sys.exit(1)
 print(f"ok: rank {rank} of {size}: DDP on ringdp matches DDP on gloo over 20 steps, with no comm hook, "
-      f"allreduce_hook and PowerSGD; largest difference without PowerSGD {worst:.2e}", flush=True)
+      f"allreduce_hook, fp16_compress_hook and PowerSGD; largest difference with float32 sums {worst:.2e}; float16's distance from float32 "
+      f"{ours_error:.2e} (gloo {gloo_error:.2e})", flush=True)
 dist.destroy_process_group()

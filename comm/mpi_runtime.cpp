@@ -43,15 +43,28 @@ bool mpi_cuda_aware() {
 #endif
 }
 
-bool launched_by_mpi_launcher() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+bool launched_by_srun() {
+  return std::getenv("SLURM_STEP_NUM_TASKS") && !std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMI_SIZE");
 }
 
-// Open MPI's mpirun sets OMPI_COMM_WORLD_*; MPICH's hydra (and srun with PMI-1/2) PMI_SIZE and
-// PMI_RANK; a PMIx launcher PMIX_RANK but no size.
-int launcher_world_size() { return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 1)); }
+// srun counts even with --mpi=none, where no PMI variable is set: its tasks must still reach MPI,
+// so that a library that cannot see the job (each task a world of one) is caught, not run N times.
+bool launched_by_mpi_launcher() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK") ||
+         launched_by_srun();
+}
 
-int launcher_rank() { return env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", env_int("PMIX_RANK", 0))); }
+// Open MPI's mpirun sets OMPI_COMM_WORLD_*; MPICH's hydra (and srun --mpi=pmi2) PMI_SIZE and
+// PMI_RANK; a PMIx launcher PMIX_RANK but no size; srun always SLURM_STEP_NUM_TASKS and
+// SLURM_PROCID (a batch script has neither the step's count nor a task of its own).
+int launcher_world_size() {
+  return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", launched_by_srun() ? env_int("SLURM_STEP_NUM_TASKS", 1) : 1));
+}
+
+int launcher_rank() {
+  return env_int("OMPI_COMM_WORLD_RANK",
+                 env_int("PMI_RANK", env_int("PMIX_RANK", launched_by_srun() ? env_int("SLURM_PROCID", 0) : 0)));
+}
 
 #if RINGDP_HAVE_MPI
 namespace {
@@ -72,10 +85,38 @@ std::string library_version() {
 // one rank in every process (the library does not understand that launcher): N trainings that
 // each believe they are alone, finishing "successfully". The launcher's own variables say how
 // many ranks it started; MPI must agree.
+// Which srun --mpi plugin this build's MPI needs: Open MPI 4.1 here has only a PMIx client
+// (pmi2 and none fail inside MPI_Init); MPICH here speaks PMI-2 (with pmix it sees N worlds of one).
+#ifdef OPEN_MPI
+constexpr const char* kSrunMpi = "pmix";
+#else
+constexpr const char* kSrunMpi = "pmi2";
+#endif
+
+// Before MPI_Init: Open MPI started by srun without PMIx dies inside MPI_Init with a page about
+// building PMI support, which is not the fix; say the one that is.
+void check_srun_plugin_before_init() {
+#ifdef OPEN_MPI
+  if (!launched_by_srun() || std::getenv("PMIX_RANK")) return;
+  RINGDP_FAIL("this process is task ", launcher_rank(), " of ", launcher_world_size(), " started by srun ",
+              std::getenv("PMI_FD") ? "with --mpi=pmi2" : "without a PMI plugin (--mpi=none)", ", but ringdp's MPI (",
+              "Open MPI) joins a Slurm job only through PMIx: run srun --mpi=pmix (or set MpiDefault=pmix in ",
+              "slurm.conf; docs/launching.md)");
+#endif
+}
+
 void check_launcher_matches_library() {
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const bool open_mpi_launcher = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+  if (launched_by_srun()) {  // srun --mpi=pmix or none: no PMI_SIZE to go by
+    if (launcher_world_size() == size) return;
+    RINGDP_FAIL("this process is task ", launcher_rank(), " of ", launcher_world_size(),
+                " started by srun (SLURM_STEP_NUM_TASKS=", launcher_world_size(), "), but the MPI library ringdp ",
+                "was built with (", library_version(), ") sees a job of ", size,
+                " rank(s): srun's --mpi plugin is not one this MPI speaks, and every task would run alone. Run srun --mpi=",
+                kSrunMpi, " (docs/launching.md)");
+  }
   const char* variable = open_mpi_launcher ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE";
   if (!std::getenv(variable) || launcher_world_size() == size) return;
   RINGDP_FAIL("this process was started as rank ", launcher_rank(), " of ", launcher_world_size(), " by ",
@@ -124,6 +165,7 @@ void mpi_ensure_initialized(bool single) {
       g_thread_level = level;
       return;
     }
+    check_srun_plugin_before_init();
     const int requested = requested_thread_level(single);
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, requested, &provided);

@@ -8,9 +8,13 @@
 
 namespace ringdp::comm {
 
-/// True when a launcher (mpirun/mpiexec, srun with PMI) started this process.
+/// True when a launcher (mpirun/mpiexec, srun with or without PMI) started this process.
 bool launched_by_mpi_launcher();
-/// Ranks the launcher says the job has, or 1.
+/// True when Slurm's srun started this process as a task of a job step (not mpirun inside an
+/// allocation, whose ranks carry the MPI launcher's variables, and not a batch script itself).
+bool launched_by_srun();
+/// Ranks the launcher says the job has, or 1 (srun's SLURM_STEP_NUM_TASKS when no MPI launcher's
+/// variable is set).
 int launcher_world_size();
 /// This process's rank as the launcher says (0 without one): usable before MPI is initialised,
 /// e.g. so that only rank 0 prints a command-line error every rank hits alike.

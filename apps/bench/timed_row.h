@@ -25,7 +25,7 @@ struct Timing {
   Device device;
 };
 
-/// nccl-tests' type names: float, double, int32, int64, bfloat16.
+/// nccl-tests' type names: float, double, half, bfloat16, int64, int32, int8, uint8 (and bool).
 const char* short_type(DType d);
 
 /// Times and checks one row; `elements` is the table's size in elements of c.dtype.

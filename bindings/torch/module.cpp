@@ -29,12 +29,13 @@ c10::intrusive_ptr<BackendBase> create(const c10::intrusive_ptr<::c10d::Store>&,
                communicator->size(), " rank", communicator->size() == 1 ? "" : "s",
                communicator->size() == 1 && size > 1
                    ? ": this process was not started by an MPI launcher. The ringdp backend needs one: "
-                     "mpirun -np N python3 script.py (Open MPI) or mpiexec.mpich -n N python3 script.py "
-                     "(MPICH); torchrun and mp.spawn start processes MPI does not know (docs/torch.md)"
-                   : "; pass world_size from OMPI_COMM_WORLD_SIZE or PMI_SIZE (docs/torch.md)");
+                     "mpirun -np N python3 script.py (Open MPI), mpiexec.mpich -n N python3 script.py "
+                     "(MPICH) or srun -n N python3 script.py; torchrun and mp.spawn start processes MPI does "
+                     "not know (docs/torch.md)"
+                   : "; pass world_size from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS (docs/torch.md)");
   RINGDP_CHECK(communicator->rank() == rank, "torch.distributed says this is rank ", rank,
                " but MPI says rank ", communicator->rank(),
-               "; pass rank from OMPI_COMM_WORLD_RANK or PMI_RANK (docs/torch.md)");
+               "; pass rank from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID (docs/torch.md)");
   return c10::make_intrusive<ProcessGroupRingdp>(std::move(communicator));
 }
 

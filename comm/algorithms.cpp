@@ -86,4 +86,12 @@ void CollectiveContext::enter_step(int step, int steps, Phase phase, int send_pe
                (*sent && *received) ? "; " : "", received);
 }
 
+void CollectiveContext::trace_detail(const std::string& text) const {
+  // The same prefix as the step's own line, so a reader (or scripts/draw-mechanics) files it there.
+  std::fprintf(stderr, "ringdp trace: rank %d %s #%llu %s step %d/%d %-14s %s\n", rank(),
+               kind_name(position.kind), static_cast<unsigned long long>(position.sequence),
+               algorithm_name(position.algorithm), position.step, position.steps, phase_name(position.phase),
+               text.c_str());
+}
+
 }  // namespace ringdp::comm

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "comm/position.h"
@@ -53,6 +54,10 @@ struct CollectiveContext {
   /// Records the step for the watchdog and prints it when tracing.
   void enter_step(int step, int steps, Phase phase, int send_peer, int send_chunk, int recv_peer,
                   int recv_chunk, const char* action);
+  /// RINGDP_TRACE=1: one more line on the open step, for what its peers and chunk cannot say
+  /// (shared memory sends no message: which elements a rank reduces or copies). Callers test
+  /// `trace` first, so a collective that is not traced builds no text.
+  void trace_detail(const std::string& text) const;
   /// Multiplies `count` elements at `data`, whose reduction this rank has just completed, by
   /// `scale` (nothing when it is 1). Host memory only.
   void scale_completed(void* data, int64_t count) const;

@@ -17,6 +17,7 @@
 // CommOptions::shared_memory_max_bytes (docs/collectives.md).
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "comm/algorithms.h"
 #include "comm/envelope.h"
@@ -84,11 +85,21 @@ void reduce_whole(CollectiveContext& ctx, SharedSlots& slots, char* target, int6
   }
 }
 
-void reduce_scattered(CollectiveContext& ctx, SharedSlots& slots, char* mine, char* target, int64_t n,
-                      size_t bytes, int& step, int steps) {
+// RINGDP_TRACE's account of a round: elements are counted from the start of the whole buffer
+// (`first` is where the round begins), so the lines of every rank and round read as one picture.
+std::string elements(int64_t first, int64_t begin, int64_t end) {
+  return detail::concat("elements [", first + begin, ", ", first + end, ")");
+}
+
+void reduce_scattered(CollectiveContext& ctx, SharedSlots& slots, char* mine, char* target, int64_t first,
+                      int64_t n, size_t bytes, int& step, int steps) {
   const int N = slots.size(), me = ctx.rank();
   const size_t element = ctx.element_bytes();
   const int64_t begin = chunk_begin(n, N, me, element), end = chunk_begin(n, N, me + 1, element);
+  if (ctx.trace)
+    ctx.trace_detail(detail::concat("reduce chunk ", me, " = ", elements(first, begin, end),
+                                    " of the round's ", elements(first, 0, n), " from the slots of ranks 0-",
+                                    N - 1, " into rank ", me, "'s slot"));
   char* sum = ctx.at(target, begin);
   for (int r = 0; r < N; ++r) {
     take_part(ctx, slots, r, bytes);
@@ -105,6 +116,9 @@ void reduce_scattered(CollectiveContext& ctx, SharedSlots& slots, char* mine, ch
     wait_for(ctx, slots, r, [&] { return slots.reduced(r); });
     const int64_t from = chunk_begin(n, N, r, element), to = chunk_begin(n, N, r + 1, element);
     const size_t length = static_cast<size_t>(to - from) * element;
+    if (ctx.trace)
+      ctx.trace_detail(
+          detail::concat("copy chunk ", r, " = ", elements(first, from, to), " <- rank ", r, "'s slot"));
     std::memcpy(ctx.at(target, from), ctx.at(slots.part(r), from), length);
     maybe_corrupt(ctx, ctx.at(target, from), length);
   }
@@ -135,10 +149,14 @@ void all_reduce_shared(CollectiveContext& ctx, SharedSlots& slots, const void* i
     char* target = ctx.at(out, first);
     ctx.enter_step(++step, steps, scattered(round) ? Phase::reduce_scatter : Phase::shared_memory, -1, -1, -1,
                    -1, "reduce");
-    if (scattered(round))
-      reduce_scattered(ctx, slots, mine, target, n, bytes, step, steps);
-    else
+    if (scattered(round)) {
+      reduce_scattered(ctx, slots, mine, target, first, n, bytes, step, steps);
+    } else {
+      if (ctx.trace)
+        ctx.trace_detail(detail::concat("reduce the whole round, ", elements(first, 0, n),
+                                        ", from the slots of ranks 0-", slots.size() - 1));
       reduce_whole(ctx, slots, target, n, bytes);
+    }
     ctx.position.waiting_for_rank = -1;
   }
 }

@@ -1,8 +1,9 @@
 // Implements apps/bench/fit.h (the contract is documented there). Tested by the bench summary in
-// tests/cli/bench.sh table.
+// tests/cli/bench.sh table and one-size.
 #include "apps/bench/fit.h"
 
 #include <algorithm>
+#include <set>
 
 namespace ringdp::bench {
 
@@ -22,6 +23,18 @@ AlphaBeta fit_alpha_beta(const std::vector<Sample>& samples) {
     sxy += w * x * y;
     fit.peak_busbw = std::max(fit.peak_busbw, s.busbw);
   }
+  std::set<int64_t> sizes;
+  for (const Sample& s : samples)
+    if (s.seconds > 0) sizes.insert(s.bytes);
+  fit.distinct_sizes = static_cast<int>(sizes.size());
+  for (const Sample& s : samples) {
+    if (s.busbw >= 0.8 * fit.peak_busbw && fit.peak_busbw > 0) {
+      fit.bytes_at_80 = s.bytes;
+      break;
+    }
+  }
+  if (fit.distinct_sizes < 2) return fit;
+  fit.fitted = true;
   const double denominator = sw * sxx - sx * sx;
   const double beta = denominator > 0 ? (sw * sxy - sx * sy) / denominator : 0;
   const double alpha = sw > 0 ? (sy - beta * sx) / sw : 0;
@@ -36,12 +49,6 @@ AlphaBeta fit_alpha_beta(const std::vector<Sample>& samples) {
     total += 1.0;
   }
   fit.r_squared = total > 0 ? 1.0 - residual / total : 1.0;
-  for (const Sample& s : samples) {
-    if (s.busbw >= 0.8 * fit.peak_busbw && fit.peak_busbw > 0) {
-      fit.bytes_at_80 = s.bytes;
-      break;
-    }
-  }
   return fit;
 }
 

@@ -15,6 +15,10 @@ struct Sample {
 };
 
 struct AlphaBeta {
+  /// Whether α and β were fitted: a line needs two or more distinct sizes. From one size alpha_us,
+  /// bandwidth and r_squared mean nothing (any line through the point fits it exactly).
+  bool fitted = false;
+  int distinct_sizes = 0;
   double alpha_us = 0;  ///< latency term
   double bandwidth = 0;  ///< 1/β in GB/s (algorithm bandwidth)
   double r_squared = 0;  ///< 1 − mean squared relative residual (1: a perfect fit)

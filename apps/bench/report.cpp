@@ -53,8 +53,14 @@ void print_summary(const std::vector<Row>& rows, int64_t total_wrong, bool ratio
               "fit", "peak busbw", "80% of peak at");
   for (const auto& [key, samples] : by_algo) {
     const AlphaBeta fit = fit_alpha_beta(samples);
-    std::printf("# %-44s %10.2f %12.3f %6.3f %11.3f %12lld B\n", key.c_str(), fit.alpha_us, fit.bandwidth,
-                fit.r_squared, fit.peak_busbw, static_cast<long long>(fit.bytes_at_80));
+    if (fit.fitted)
+      std::printf("# %-44s %10.2f %12.3f %6.3f %11.3f %12lld B\n", key.c_str(), fit.alpha_us, fit.bandwidth,
+                  fit.r_squared, fit.peak_busbw, static_cast<long long>(fit.bytes_at_80));
+    else
+      std::printf(
+          "# %-44s %30s %11.3f %12lld B  (alpha and bw need two or more sizes, -b below -e; this run has "
+          "%d)\n",
+          key.c_str(), "no fit", fit.peak_busbw, static_cast<long long>(fit.bytes_at_80), fit.distinct_sizes);
   }
   if (!ratios) return;
   std::printf("#\n# busbw as a ratio of native (out-of-place), per size\n");

@@ -3,12 +3,14 @@
 #include "comm/ddp/distributed_data_parallel.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
 #include <set>
 #include <sstream>
 
 #include "autograd/node.h"
 #include "comm/ddp/bucket_assignment.h"
+#include "core/settings.h"
 #include "core/timeline.h"
 #include "tensor/ops.h"
 
@@ -82,6 +84,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Modul
       slots_[s].grad_view =
           bucket.buffer.flat_view(slots_[s].offset, slots_[s].param.numel()).reshape(slots_[s].param.shape());
   }
+  trace_ = settings::flag(settings::Id::trace).value_or(false);
+  if (trace_) trace_layout();
   for (size_t s = 0; s < slots_.size(); ++s)
     slots_[s].hook =
         slots_[s].param.register_hook([this, s](Tensor&) { on_gradient_ready(static_cast<int>(s)); });
@@ -253,6 +257,7 @@ void DistributedDataParallel::on_gradient_ready(int index) {
   if (!grad.is_same(slot.grad_view)) {
     slot.grad_view.copy_from(grad);
     slot.param.set_grad(slot.grad_view);
+    if (trace_) trace_grad_view(slot);
   }
   if (--bucket.pending == 0 && options_.overlap) launch_ready_buckets();
   if (timeline::enabled())  // implies `recorded`, so `began` was read
@@ -316,6 +321,34 @@ void DistributedDataParallel::finish_iteration() {
   const double exposed = std::max(0.0, seconds(last_done - wait_start));
   stats_.overlap = stats_.comm_seconds > 0 ? std::clamp(1.0 - exposed / stats_.comm_seconds, 0.0, 1.0) : 0.0;
   iteration_synced_ = true;
+}
+
+void DistributedDataParallel::trace_layout() const {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    std::ostringstream line;
+    line << "ringdp trace: rank " << comm_->rank() << " ddp bucket " << b << " holds "
+         << buckets_[b].buffer.numel() << " " << dtype_name(buckets_[b].buffer.dtype()) << ":";
+    for (size_t i = 0; i < buckets_[b].slots.size(); ++i) {
+      const Slot& s = slots_[buckets_[b].slots[i]];
+      line << (i ? ";" : "") << " " << s.name << " " << shape_str(s.param.shape()) << " at offset "
+           << s.offset << " (" << s.param.numel() << " elements)";
+    }
+    std::fprintf(stderr, "%s\n", line.str().c_str());
+  }
+}
+
+void DistributedDataParallel::trace_grad_view(const Slot& slot) const {
+  // Read from the pointers, not from slot.offset: the line shows where .grad really lives.
+  const Tensor& buffer = buckets_[slot.bucket].buffer;
+  const Tensor grad = slot.param.grad();
+  const int64_t begin =
+      (static_cast<const char*>(grad.data_ptr()) - static_cast<const char*>(buffer.data_ptr())) /
+      static_cast<int64_t>(dtype_size(buffer.dtype()));
+  std::fprintf(
+      stderr,
+      "ringdp trace: rank %d ddp bucket %d: %s.grad %s is a view of elements [%lld, %lld) of its buffer\n",
+      comm_->rank(), slot.bucket, slot.name.c_str(), shape_str(grad.shape()).c_str(),
+      static_cast<long long>(begin), static_cast<long long>(begin + grad.numel()));
 }
 
 std::pair<int, int64_t> DistributedDataParallel::locate(const std::string& name) const {

@@ -121,6 +121,10 @@ class DistributedDataParallel {
   /// wrapper after freezing or unfreezing); called by each forward.
   void check_trainable_set() const;
   void on_gradient_ready(int slot);
+  /// RINGDP_TRACE=1: each bucket's flat buffer, parameter by parameter (at construction), and
+  /// where each parameter's .grad points once it becomes a view of its bucket (first backward).
+  void trace_layout() const;
+  void trace_grad_view(const Slot& slot) const;
   void launch_ready_buckets();
   void finish_iteration();
   void reset_iteration();
@@ -136,6 +140,7 @@ class DistributedDataParallel {
   int slots_ready_ = 0;
   bool sync_enabled_ = true;
   bool iteration_synced_ = false;  // this iteration's gradients have been averaged
+  bool trace_ = false;  // RINGDP_TRACE
   std::chrono::steady_clock::time_point backward_begin_;
   DdpStepStats stats_;
 };

@@ -81,6 +81,9 @@ def main():
     dist.init_process_group(args.backend, rank=rank, world_size=world_size)
 
     x, y = load_data(args, world_size)
+    # Seeded, and alike on every rank: the initial weights, and so every logged loss, are the same
+    # from run to run (unseeded, each run printed other losses). DDP would copy rank 0's anyway.
+    torch.manual_seed(args.seed)
     model = torch.nn.Linear(x.shape[1], 1)  # the seed's Net is this one layer
     if args.init:
         with open(args.init, encoding="utf-8") as f:

@@ -71,13 +71,8 @@ ringdp_cuda_path() {
   fi
 }
 
-# OpenMPI refuses root and more ranks than cores unless told; these machines need both.
-ringdp_mpi_env() {
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  export OMPI_MCA_rmaps_base_oversubscribe=1
-  # Ranks on an oversubscribed node must yield while they wait, or they starve each other.
-  export OMPI_MCA_mpi_yield_when_idle=1
-}
+# ringdp_mpi_env: its own file, so scripts that need only it (tests/net/cluster.sh) source only it.
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_env.sh"
 
 # ringdp_configure BUILD_DIR [meson options...]: setup once, reconfigure only when options change.
 ringdp_configure() {

@@ -82,6 +82,20 @@ case "$case_name" in
     done
     echo "ok: bad flags exit 2 naming the flag and value; --help lists every flag"
     ;;
+  one-size)
+    # A line through one point fits it exactly whatever its slope: from one size the summary says
+    # no fit is possible and what it needs (it printed "bw 0.000 fit 1.000", as if measured).
+    run 2 all_reduce -b 1K -e 1K -n 2 -w 1 --algo ring
+    expect 0 "# Out of bounds values : 0 OK"
+    line=$(grep '^# all_reduce ring float sum' <<<"$out") || fail "no summary row for the ring: $out"
+    grep -qF "no fit" <<<"$line" || fail "one size, yet a fit is printed: $line"
+    grep -qF "two or more sizes" <<<"$line" || fail "the row does not say what a fit needs: $line"
+    run 2 all_reduce -b 1K -e 4K -f 2 -n 2 -w 1 --algo ring
+    expect 0 "# Out of bounds values : 0 OK"
+    line=$(grep '^# all_reduce ring float sum' <<<"$out") || fail "no summary row for the ring: $out"
+    ! grep -qF "no fit" <<<"$line" || fail "three sizes, yet no fit: $line"
+    echo "ok: one size says that a fit needs two or more; three sizes are fitted"
+    ;;
   help-env)
     # docs/settings.md's table is the settings table itself: a variable added, renamed or
     # redocumented in core/settings.cpp without the page fails here.

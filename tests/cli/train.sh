@@ -359,5 +359,30 @@ PY
            END { exit bad }' || fail "the epoch losses of ringdp and PyTorch differ by more than 1e-5"
     echo "ok: the 10 epoch losses agree within 1e-5 (last: $(grep '^epoch 10/' <<<"$ringdp_out" | awk '{print $4}'))"
     ;;
+  seed-fixed-repeat)
+    # docs/examples/seed_fixed.py with its own initial weights (no --init), run twice: the same
+    # losses both times (its Linear was built unseeded, so every run printed other losses).
+    torch_python=/usr/bin/python3
+    if ! "$torch_python" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
+      echo "SKIPPED: no python3-torch with gloo (apt-get install python3-torch)"
+      exit 77
+    fi
+    script="$(dirname "$0")/../../docs/examples/seed_fixed.py"
+    losses=()
+    for attempt in 1 2; do
+      port=$((20000 + (RANDOM + attempt) % 20000))
+      out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 "$mpiexec" -n 2 "${launch_args[@]}" \
+        "$torch_python" "$script" --epochs 3 2>&1)
+      rc=$?
+      [ $rc -eq 0 ] || fail "seed_fixed.py (run $attempt) exited $rc: $out"
+      losses+=("$(grep '^epoch' <<<"$out")")
+      [ -n "${losses[-1]}" ] || fail "seed_fixed.py printed no epoch line: $out"
+    done
+    [ "${losses[0]}" = "${losses[1]}" ] || fail "two runs of seed_fixed.py print different losses:
+${losses[0]}
+---
+${losses[1]}"
+    echo "ok: seed_fixed.py prints the same losses twice: $(tr '\n' ' ' <<<"${losses[0]}")"
+    ;;
   *) fail "unknown case $case_name" ;;
 esac

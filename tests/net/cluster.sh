@@ -29,6 +29,7 @@ set -euo pipefail
 prefix=${RINGDP_NET_PREFIX:-rdpn}
 state=${TMPDIR:-/tmp}/ringdp-net-$prefix
 here=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+source "$(dirname "$here")/../../scripts/lib/mpi_env.sh"
 
 die() {
   echo "cluster.sh: $*" >&2
@@ -195,6 +196,9 @@ run() {
   fi
   [ "${#program[@]}" -gt 0 ] || die "run: no program after --"
   trap 'down' EXIT INT TERM
+  # As root, mpirun refuses to start without OMPI_ALLOW_RUN_AS_ROOT*: set here, not left to the
+  # caller (the README's `cluster.sh run` line failed as root); forwarded to the ranks below.
+  ringdp_mpi_env
   up >/dev/null
   local btl=tcp,self
   [ "$per_host" -gt 1 ] && btl=tcp,vader,self

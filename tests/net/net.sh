@@ -52,6 +52,18 @@ on_layouts() {
 }
 
 case "$case_name" in
+  root-env)
+    # cluster.sh run as the README shows it, from a shell without OMPI_ALLOW_RUN_AS_ROOT*: as
+    # root, mpirun refused to start until cluster.sh set them itself.
+    out=$(env -u OMPI_ALLOW_RUN_AS_ROOT -u OMPI_ALLOW_RUN_AS_ROOT_CONFIRM "$cluster" run --hosts 2 --timeout 120 -- \
+      "$build/apps/bench/ringdp-bench" all_reduce -b 8 -e 8 -n 1 -w 0 2>&1)
+    rc=$?
+    check_clean
+    [ $rc -ne 77 ] || { echo "$out"; exit 77; }
+    [ $rc -eq 0 ] || fail "cluster.sh run without OMPI_ALLOW_RUN_AS_ROOT* exited $rc: $(echo "$out" | tail -5)"
+    grep -qF "# Out of bounds values : 0 OK" <<<"$out" || fail "no clean bench run: $out"
+    echo "ok: cluster.sh run sets what mpirun needs as root ($(id -un)) by itself"
+    ;;
   collectives)
     # Every collective and algorithm, odd and zero counts, every dtype, on 2 hosts x 2 ranks
     # (hierarchical: 2 x 2) and 3 hosts x 1 rank (odd world, nothing shared).

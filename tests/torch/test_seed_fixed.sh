@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # docs/examples/seed_fixed.py, the seed article's job corrected, with --backend ringdp and with
-# --backend gloo from the same synthetic data and the same initial weights (--init: the model's
-# own initialisation is not seeded): both runs must end with the same parameters (float32 rounding
-# apart: the ranks' gradients are added in different orders).
+# --backend gloo from the same synthetic data and the same initial weights (--init, written here,
+# though the script's own initialisation is seeded too): both runs must end with the same
+# parameters (float32 rounding apart: the ranks' gradients are added in different orders).
 #   tests/torch/test_seed_fixed.sh MPIEXEC BUILD_DIR NP
 set -uo pipefail
 mpiexec=$1 build=$2 np=$3

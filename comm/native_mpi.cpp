@@ -56,13 +56,29 @@ MPI_Op user_op(ReduceOp op) {
   return ops[index];
 }
 
-// Whether MPI's built-in op wraps around on overflow as C's unsigned arithmetic (and ringdp's
-// kernel) does. Open MPI 4.1.4's op/avx component saturates 8- and 16-bit sums from 16 elements
-// up (255 + 1 gives 255 for MPI_UINT8_T, 127 + 1 gives 127 for MPI_INT8_T; found by the mpi suite,
-// Debian 12); MPICH wraps. MPI_Reduce_local runs the same op component as the collectives, so one
-// probe per (dtype, op), on 64 elements that overflow, tells; a disagreeing built-in is replaced
-// by ringdp's kernel in a user op, so the native baseline's answer is the same everywhere.
-bool builtin_op_wraps(DType dtype, ReduceOp op, MPI_Op builtin) {
+MPI_Op builtin_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: return MPI_SUM;
+    case ReduceOp::prod: return MPI_PROD;
+    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::band: return MPI_BAND;
+    case ReduceOp::bor: return MPI_BOR;
+    case ReduceOp::bxor: return MPI_BXOR;
+  }
+  return MPI_OP_NULL;
+}
+
+// Whether MPI's built-in op on an integer type gives what C's arithmetic (and ringdp's kernel)
+// gives. Two here do not, both found by the mpi suite (Debian 12):
+//   Open MPI 4.1.4's op/avx component saturates 8- and 16-bit sums from 16 elements up
+//   (255 + 1 gives 255 for MPI_UINT8_T, 127 + 1 gives 127 for MPI_INT8_T);
+//   MPICH 4.0.2 compares MPI_UINT8_T as signed in MPI_MIN and MPI_MAX (min(248, 5) gives 248).
+// MPI_Reduce_local runs the same op code as the collectives, so one probe per (dtype, op), on 64
+// elements that overflow and cross the sign bit, tells; a disagreeing built-in is replaced by
+// ringdp's kernel in a user op, so the native baseline's answer is the same under every MPI.
+bool builtin_agrees(DType dtype, ReduceOp op) {
   static std::mutex mutex;
   static std::map<std::pair<DType, ReduceOp>, bool> known;
   const std::lock_guard lock(mutex);
@@ -75,19 +91,9 @@ bool builtin_op_wraps(DType dtype, ReduceOp op, MPI_Op builtin) {
     mpi_result[i] = static_cast<unsigned char>(0x7F + i * 13);
   }
   std::vector<unsigned char> ours = mpi_result;
-  RINGDP_MPI_CHECK(MPI_Reduce_local(in.data(), mpi_result.data(), kCount, mpi_type(dtype), builtin));
+  RINGDP_MPI_CHECK(MPI_Reduce_local(in.data(), mpi_result.data(), kCount, mpi_type(dtype), builtin_op(op)));
   kernels::reduce_into_cpu(ours.data(), in.data(), kCount, dtype, op);
   return known[{dtype, op}] = mpi_result == ours;
-}
-
-MPI_Op integer_op(DType dtype, ReduceOp op, MPI_Op builtin) {
-  if (builtin_op_wraps(dtype, op, builtin)) return builtin;
-  switch (dtype) {
-    case DType::int8: return user_op<DType::int8>(op);
-    case DType::uint8: return user_op<DType::uint8>(op);
-    case DType::int32: return user_op<DType::int32>(op);
-    default: return user_op<DType::int64>(op);
-  }
 }
 
 MPI_Op mpi_op(ReduceOp op, DType dtype) {
@@ -95,19 +101,12 @@ MPI_Op mpi_op(ReduceOp op, DType dtype) {
     case DType::bfloat16: return user_op<DType::bfloat16>(op);
     case DType::float16: return user_op<DType::float16>(op);
     case DType::boolean: return user_op<DType::boolean>(op);
-    default: break;
-  }
-  if (!is_floating(dtype) && (op == ReduceOp::sum || op == ReduceOp::avg || op == ReduceOp::prod))
-    return integer_op(dtype, op, op == ReduceOp::prod ? MPI_PROD : MPI_SUM);
-  switch (op) {
-    case ReduceOp::sum:
-    case ReduceOp::avg: return MPI_SUM;
-    case ReduceOp::prod: return MPI_PROD;
-    case ReduceOp::min: return MPI_MIN;
-    case ReduceOp::max: return MPI_MAX;
-    case ReduceOp::band: return MPI_BAND;
-    case ReduceOp::bor: return MPI_BOR;
-    case ReduceOp::bxor: return MPI_BXOR;
+    case DType::float32:
+    case DType::float64: return builtin_op(op);
+    case DType::int8: return builtin_agrees(dtype, op) ? builtin_op(op) : user_op<DType::int8>(op);
+    case DType::uint8: return builtin_agrees(dtype, op) ? builtin_op(op) : user_op<DType::uint8>(op);
+    case DType::int32: return builtin_agrees(dtype, op) ? builtin_op(op) : user_op<DType::int32>(op);
+    case DType::int64: return builtin_agrees(dtype, op) ? builtin_op(op) : user_op<DType::int64>(op);
   }
   return MPI_OP_NULL;
 }

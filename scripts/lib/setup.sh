@@ -8,6 +8,10 @@ RINGDP_PACKAGES=(meson ninja-build pkg-config g++ python3 catch2 libopenblas-dev
 # The fuzz suite: clang with its libFuzzer runtime, which Debian 12 splits into libclang-rt-dev (only
 # recommended by clang, and recommendations are not installed here). Without them it is skipped.
 RINGDP_PACKAGES+=(clang libclang-rt-dev)
+# The slurm suite: Debian's Slurm 22.05 daemons and client (about 3 MB; auth/none, so munge is
+# installed as a dependency but never started) and libpmix-dev, whose libpmix.so Slurm's
+# mpi_pmix_v4 plugin opens for Open MPI's srun --mpi=pmix.
+RINGDP_PACKAGES+=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmix-dev)
 
 ringdp_log() { printf 'ringdp: %s\n' "$*" >&2; }
 

@@ -4,8 +4,17 @@
 # (no systemd here) and stopped by the pids they wrote, nothing left behind.
 #
 #   tests/slurm/cluster.sh check          exit 77 (printing SKIPPED: why) where Slurm cannot start here
-#   tests/slurm/cluster.sh up DIR         start a cluster whose files live in DIR; prints SLURM_CONF=...
+#   tests/slurm/cluster.sh up DIR [NODES] start a cluster whose files live in DIR; prints SLURM_CONF=...
 #   tests/slurm/cluster.sh down DIR       stop it, remove DIR, fail if a daemon or step survived
+#
+# NODES > 1: one slurmd per host of tests/net/cluster.sh (network namespaces $RINGDP_NET_PREFIX-hK,
+# default rdps, each with its own hostname ringdp-hK and address 10.77.0.(10+K)), slurmctld in the
+# root namespace on the bridge's 10.77.0.1. Each slurmd enters only its host's network namespace
+# (nsenter), not `ip netns exec`, which remounts /sys without /sys/fs/cgroup and slurmd then fails
+# to start ("Unable to initialize cgroup plugin"); and each reads a slurm.conf of its own that
+# differs in TmpFS, since Slurm's PMIx plugin makes /tmp/spmix_appdir_<uid>_<step> on every node
+# and two nodes on one filesystem collided ("File exists"). NO_CONF_HASH quiets the warning about
+# those differing files.
 #
 # Why these settings (each found by running Slurm 22.05 here): auth/none and cred/none, so no munge
 # daemon is needed; proctrack/linuxproc and task/none, since /sys/fs/cgroup is not a cgroup
@@ -44,12 +53,25 @@ print(" ".join(str(s.getsockname()[1]) for s in held))
 EOF
 }
 
+# The node lines: this machine as slurmd -C describes it, or one such line per namespace host.
+node_lines() {
+  local nodes=$1 line k
+  line=$(slurmd -C | head -n 1)  # NodeName=<host> CPUs=... RealMemory=...
+  if [ "$nodes" -eq 1 ]; then
+    echo "$line"
+    return
+  fi
+  for k in $(seq 1 "$nodes"); do
+    echo "NodeName=ringdp-h$k NodeAddr=10.77.0.$((10 + k)) ${line#NodeName=* }"
+  done
+}
+
 write_conf() {
-  local dir=$1 ctld_port=$2 slurmd_port=$3 node
-  node=$(slurmd -C | head -n 1)  # NodeName=<host> CPUs=... RealMemory=..., as slurmd sees it
+  local dir=$1 nodes=$2 ctld_port=$3 slurmd_port=$4 ctld_addr=127.0.0.1
+  [ "$nodes" -eq 1 ] || ctld_addr=10.77.0.1
   cat >"$dir/slurm.conf" <<EOF
 ClusterName=ringdp
-SlurmctldHost=$(hostname)(127.0.0.1)
+SlurmctldHost=$(hostname)($ctld_addr)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 SlurmUser=root
@@ -67,14 +89,29 @@ JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 MailProg=/bin/true
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool-%n
 SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
 SlurmctldLogFile=$dir/slurmctld.log
-SlurmdLogFile=$dir/slurmd.log
-$node
+SlurmdLogFile=$dir/slurmd-%n.log
+$(node_lines "$nodes")
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
+}
+
+net_cluster() { RINGDP_NET_PREFIX=${RINGDP_NET_PREFIX:-rdps} "$(dirname "$0")/../net/cluster.sh" "$@"; }
+
+# One slurmd per namespace host, each in its network and UTS namespaces, with its own TmpFS.
+start_node_daemons() {
+  local dir=$1 nodes=$2 k ns
+  for k in $(seq 1 "$nodes"); do
+    ns=${RINGDP_NET_PREFIX:-rdps}-h$k
+    ip -n "$ns" route add default via 10.77.0.1  # srun and slurmctld listen on the root's addresses
+    mkdir -p "$dir/tmp-h$k"
+    sed "s|^MailProg=.*|&\nTmpFS=$dir/tmp-h$k\nDebugFlags=NO_CONF_HASH|" "$dir/slurm.conf" >"$dir/slurm-h$k.conf"
+    nsenter --net="/run/netns/$ns" unshare --uts sh -c "hostname ringdp-h$k && exec slurmd -N ringdp-h$k -f '$dir/slurm-h$k.conf'"
+    wait_for_file "$dir/slurmd-ringdp-h$k.pid" "slurmd of ringdp-h$k"
+  done
 }
 
 # Daemonised (no -D), so $! is not theirs: each writes its pid file once it is up.
@@ -88,23 +125,31 @@ wait_for_file() {
 }
 
 up() {
-  local dir=$1 ports state=
+  local dir=$1 nodes=${2:-1} ports state=
   [ -n "$dir" ] || die "up needs a folder"
-  mkdir -p "$dir/state" "$dir/spool"
+  mkdir -p "$dir/state"
+  echo "$nodes" >"$dir/nodes"
+  if [ "$nodes" -gt 1 ]; then
+    net_cluster up --hosts "$nodes" >/dev/null 2>"$dir/net.log" || die "no namespace hosts: $(cat "$dir/net.log")"
+  fi
   ports=$(free_ports)
   # shellcheck disable=SC2086  # two words: the two ports
-  write_conf "$dir" $ports
+  write_conf "$dir" "$nodes" $ports
   export SLURM_CONF=$dir/slurm.conf
   slurmctld -f "$SLURM_CONF"
   wait_for_file "$dir/slurmctld.pid" slurmctld
-  slurmd -f "$SLURM_CONF"
-  wait_for_file "$dir/slurmd.pid" slurmd
+  if [ "$nodes" -eq 1 ]; then
+    slurmd -f "$SLURM_CONF"
+    wait_for_file "$dir/slurmd-$(hostname).pid" slurmd
+  else
+    start_node_daemons "$dir" "$nodes"
+  fi
   for _ in $(seq 150); do
-    state=$(sinfo -h -o %T 2>/dev/null || true)
-    [ "$state" = idle ] && break
+    state=$(sinfo -h -o %T 2>/dev/null | sort -u | tr '\n' ' ')
+    [ "$state" = "idle " ] && break
     sleep 0.2
   done
-  [ "$state" = idle ] || die "the node is '${state:-unknown}', not idle, after 30 s; slurmd's log: $(tail -n 5 "$dir/slurmd.log")"
+  [ "$state" = "idle " ] || die "the nodes are '${state:-unknown}', not idle, after 30 s; slurmd's log: $(tail -n 5 "$dir"/slurmd-*.log)"
   echo "SLURM_CONF=$SLURM_CONF"
 }
 
@@ -129,12 +174,17 @@ live_daemons() {
 down() {
   local dir=$1 left
   [ -d "$dir" ] || return 0
-  stop_pid_file "$dir/slurmd.pid"
+  for pid_file in "$dir"/slurmd-*.pid; do stop_pid_file "$pid_file"; done
   stop_pid_file "$dir/slurmctld.pid"
   # A step still running when slurmd stops keeps its slurmstepd; this harness is the only Slurm
   # on the machine while its suite runs (is_parallel: false), so every slurmstepd is its own.
   pkill -KILL -x slurmstepd 2>/dev/null || true
   sleep 0.2
+  if [ "$(cat "$dir/nodes" 2>/dev/null || echo 1)" -gt 1 ]; then
+    net_cluster down
+    left=$(net_cluster status | grep -v ': *$' || true)
+    [ -z "$left" ] || die "namespace hosts left behind: $left"
+  fi
   rm -rf "$dir"
   left=$(live_daemons)
   [ -z "$left" ] || die "left behind after down: $left"
@@ -142,7 +192,7 @@ down() {
 
 case "${1:-}" in
   check) check ;;
-  up) up "${2:-}" ;;
+  up) up "${2:-}" "${3:-1}" ;;
   down) down "${2:-}" ;;
-  *) die "usage: cluster.sh check | up DIR | down DIR" ;;
+  *) die "usage: cluster.sh check | up DIR [NODES] | down DIR" ;;
 esac

@@ -2,7 +2,8 @@
 # The slurm suite: ringdp's programs started by srun and sbatch on a one-node Slurm cluster that
 # tests/slurm/cluster.sh brings up for each case and takes down afterwards (also on failure).
 #   tests/slurm/slurm.sh CASE BUILD_DIR SOURCE_DIR   (RINGDP_MPI_IMPL, RINGDP_MPIEXEC from meson)
-# Cases: collectives, train, bench, sbatch, refusal, kill.
+# Cases: collectives, train, bench, sbatch, refusal, kill (one node); hosts (two Slurm nodes, each
+# a network-namespace host of tests/net/cluster.sh, needing what the net suite needs).
 set -uo pipefail
 case_name=$1 build=$2 source=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,9 +23,23 @@ fi
 [ -e "/usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_$plugin.so" ] ||
   { echo "SKIPPED: Slurm's mpi_$plugin plugin is missing (apt-get install slurm-wlm-basic-plugins)"; exit 77; }
 
+nodes=1
+if [ "$case_name" = hosts ]; then
+  nodes=2
+  why=$(RINGDP_NET_PREFIX=rdps "$source/tests/net/cluster.sh" status >/dev/null 2>&1 && command -v nsenter >/dev/null ||
+    echo "no nsenter (util-linux)")
+  [ -z "$why" ] || { echo "SKIPPED: $why"; exit 77; }
+fi
 work=$(mktemp -d)
 trap '"$cluster" down "$work/cluster"; rm -rf "$work"' EXIT
-"$cluster" up "$work/cluster" >/dev/null || fail "the cluster did not come up"
+if ! up_out=$("$cluster" up "$work/cluster" "$nodes" 2>&1); then
+  # Namespaces refused (a container without CAP_SYS_ADMIN): the net suite's reason, as a skip.
+  if [ "$nodes" -gt 1 ] && grep -q "no namespace hosts" <<<"$up_out"; then
+    echo "SKIPPED: ${up_out#*no namespace hosts: }"
+    exit 77
+  fi
+  fail "the cluster did not come up: $up_out"
+fi
 export SLURM_CONF=$work/cluster/slurm.conf
 # Ranks on an oversubscribed node must yield while they wait (scripts/lib/mpi_env.sh says why).
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -114,6 +129,19 @@ case "$case_name" in
     rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "sbatch --wait of a job with a killed task: exit $rc: $out"
     echo "ok: a killed task ends the step (srun -K: ${killed_after}s), without -K in ${seconds}s, and sbatch reports the job failed (exit $rc)"
+    ;;
+  hosts)
+    # Two Slurm nodes, two tasks on each, over TCP between the namespace hosts: every rank finds
+    # its host (local rank, host size), auto picks the hierarchical all-reduce, and the
+    # all-reduce matrix (every algorithm, dtype, op and count) is right.
+    run_srun 4 -N 2 env RINGDP_TEST_RANKS_PER_HOST=2 "$collectives" "[.hosts]"
+    [ $rc -eq 0 ] || fail "srun -N 2 -n 4 [.hosts]: exit $rc: $(tail -n 30 <<<"$out")"
+    run_srun 4 -N 2 "$collectives" "[all_reduce]"
+    [ $rc -eq 0 ] || fail "srun -N 2 -n 4 collectives [all_reduce]: exit $rc: $(tail -n 30 <<<"$out")"
+    run_srun 4 -N 2 "$bench" -b 8 -e 1M -f 32 -n 2 -w 1
+    [ $rc -eq 0 ] || fail "srun -N 2 -n 4 ringdp-bench: exit $rc: $out"
+    grep -qF "# Out of bounds values : 0 OK" <<<"$out" || fail "the bench's check did not pass: $out"
+    echo "ok: 2 Slurm nodes x 2 tasks: hosts found, hierarchical by default, every all-reduce right"
     ;;
   *) fail "unknown case $case_name" ;;
 esac

@@ -79,6 +79,18 @@ const CLI::Validator kOutputFile(
     },
     "PATH");
 
+// CLI11's IsMember would print "--resume: x not in {always,auto,never}"; this names the value and
+// what each choice does.
+const CLI::Validator kResumeMode(
+    [](std::string& text) -> std::string {
+      return text == "always" || text == "auto" || text == "never"
+                 ? std::string()
+                 : "'" + text +
+                       "' is not a resume mode: expected always (the checkpoint must exist), auto "
+                       "(resume if it exists, else start fresh) or never";
+    },
+    "MODE");
+
 bool is_rank_zero() { return comm::launcher_rank() == 0; }
 }  // namespace
 
@@ -119,7 +131,17 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0")
       ->check(kOutputFile);
   app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kCount);
-  app.add_flag("--resume", config.resume, "continue from --checkpoint");
+  // An option with an optional value: a bare --resume (the flag it used to be) reads as always.
+  std::string resume = "never";
+  app.add_option("--resume", resume,
+                 "continue from --checkpoint. --resume (or --resume always): the checkpoint must exist; "
+                 "--resume auto: continue when it exists, else start at epoch 1 and say so (a job that "
+                 "may be requeued, e.g. sbatch --requeue, runs the same command each time); "
+                 "--resume never, or no --resume: start at epoch 1")
+      ->expected(0, 1)
+      ->default_str("always")
+      ->option_text("[always|auto|never]")
+      ->check(kResumeMode);
   app.add_option("--init", config.init_path, "initial parameters (JSON)");
   app.add_option("--export", config.export_path, "write final parameters (JSON) from rank 0")
       ->check(kOutputFile);
@@ -148,6 +170,15 @@ int main(int argc, char** argv) {
     if (is_rank_zero()) std::fprintf(stderr, "ringdp-train: error: %s\n", e.what());
     return 2;
   }
+  // An explicit empty value gets past the validator, which CLI11 runs on non-empty values only.
+  if (resume.empty()) {
+    if (is_rank_zero())
+      std::fprintf(stderr, "ringdp-train: error: --resume: %s\n", kResumeMode(resume).c_str());
+    return 2;
+  }
+  config.resume = resume == "always" ? train::ResumeMode::always
+                  : resume == "auto" ? train::ResumeMode::automatic
+                                     : train::ResumeMode::never;
   config.shuffle = !no_shuffle;
   config.overlap = !no_overlap;
   config.algorithm = comm::parse_algorithm(algo);

@@ -91,6 +91,28 @@ const CLI::Validator kResumeMode(
     },
     "MODE");
 
+// An option with an optional value: a bare --resume (the flag it used to be) reads as always.
+void add_resume_option(CLI::App& app, train::ResumeMode& resume) {
+  app.add_option_function<std::string>(
+         "--resume",
+         [&resume](const std::string& mode) {
+           // An explicit empty value gets past the validator, which CLI11 runs on non-empty values only.
+           std::string checked = mode;
+           if (mode.empty()) throw CLI::ValidationError("--resume", kResumeMode(checked));
+           resume = mode == "always" ? train::ResumeMode::always
+                    : mode == "auto" ? train::ResumeMode::automatic
+                                     : train::ResumeMode::never;
+         },
+         "continue from --checkpoint. --resume (or --resume always): the checkpoint must exist; "
+         "--resume auto: continue when it exists, else start at epoch 1 and say so (a job that may be "
+         "requeued, e.g. sbatch --requeue, runs the same command each time); --resume never, or no "
+         "--resume: start at epoch 1")
+      ->expected(0, 1)
+      ->default_str("always")
+      ->option_text("[always|auto|never]")
+      ->check(kResumeMode);
+}
+
 bool is_rank_zero() { return comm::launcher_rank() == 0; }
 }  // namespace
 
@@ -131,17 +153,7 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0")
       ->check(kOutputFile);
   app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kCount);
-  // An option with an optional value: a bare --resume (the flag it used to be) reads as always.
-  std::string resume = "never";
-  app.add_option("--resume", resume,
-                 "continue from --checkpoint. --resume (or --resume always): the checkpoint must exist; "
-                 "--resume auto: continue when it exists, else start at epoch 1 and say so (a job that "
-                 "may be requeued, e.g. sbatch --requeue, runs the same command each time); "
-                 "--resume never, or no --resume: start at epoch 1")
-      ->expected(0, 1)
-      ->default_str("always")
-      ->option_text("[always|auto|never]")
-      ->check(kResumeMode);
+  add_resume_option(app, config.resume);
   app.add_option("--init", config.init_path, "initial parameters (JSON)");
   app.add_option("--export", config.export_path, "write final parameters (JSON) from rank 0")
       ->check(kOutputFile);
@@ -170,15 +182,6 @@ int main(int argc, char** argv) {
     if (is_rank_zero()) std::fprintf(stderr, "ringdp-train: error: %s\n", e.what());
     return 2;
   }
-  // An explicit empty value gets past the validator, which CLI11 runs on non-empty values only.
-  if (resume.empty()) {
-    if (is_rank_zero())
-      std::fprintf(stderr, "ringdp-train: error: --resume: %s\n", kResumeMode(resume).c_str());
-    return 2;
-  }
-  config.resume = resume == "always" ? train::ResumeMode::always
-                  : resume == "auto" ? train::ResumeMode::automatic
-                                     : train::ResumeMode::never;
   config.shuffle = !no_shuffle;
   config.overlap = !no_overlap;
   config.algorithm = comm::parse_algorithm(algo);

@@ -79,6 +79,40 @@ const CLI::Validator kOutputFile(
     },
     "PATH");
 
+// CLI11's IsMember would print "--resume: x not in {always,auto,never}"; this names the value and
+// what each choice does.
+const CLI::Validator kResumeMode(
+    [](std::string& text) -> std::string {
+      return text == "always" || text == "auto" || text == "never"
+                 ? std::string()
+                 : "'" + text +
+                       "' is not a resume mode: expected always (the checkpoint must exist), auto "
+                       "(resume if it exists, else start fresh) or never";
+    },
+    "MODE");
+
+// An option with an optional value: a bare --resume (the flag it used to be) reads as always.
+void add_resume_option(CLI::App& app, train::ResumeMode& resume) {
+  app.add_option_function<std::string>(
+         "--resume",
+         [&resume](const std::string& mode) {
+           // An explicit empty value gets past the validator, which CLI11 runs on non-empty values only.
+           std::string checked = mode;
+           if (mode.empty()) throw CLI::ValidationError("--resume", kResumeMode(checked));
+           resume = mode == "always" ? train::ResumeMode::always
+                    : mode == "auto" ? train::ResumeMode::automatic
+                                     : train::ResumeMode::never;
+         },
+         "continue from --checkpoint. --resume (or --resume always): the checkpoint must exist; "
+         "--resume auto: continue when it exists, else start at epoch 1 and say so (a job that may be "
+         "requeued, e.g. sbatch --requeue, runs the same command each time); --resume never, or no "
+         "--resume: start at epoch 1")
+      ->expected(0, 1)
+      ->default_str("always")
+      ->option_text("[always|auto|never]")
+      ->check(kResumeMode);
+}
+
 bool is_rank_zero() { return comm::launcher_rank() == 0; }
 }  // namespace
 
@@ -119,7 +153,7 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0")
       ->check(kOutputFile);
   app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kCount);
-  app.add_flag("--resume", config.resume, "continue from --checkpoint");
+  add_resume_option(app, config.resume);
   app.add_option("--init", config.init_path, "initial parameters (JSON)");
   app.add_option("--export", config.export_path, "write final parameters (JSON) from rank 0")
       ->check(kOutputFile);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "apps/train/csv.h"
 #include "apps/train/json_state.h"
@@ -101,14 +102,41 @@ void broadcast_momentum(comm::Communicator& comm, const autograd::Module& model,
   sgd.load_state_dict(buffers);
 }
 
-// --resume: rank 0 reads the checkpoint and every rank gets its epoch and momentum; the
-// parameters follow with DDP's broadcast. Returns the epoch to start from.
+// Whether --resume auto has a checkpoint to continue from. Only a file that is certainly absent
+// means a fresh start: one that cannot be looked at (a folder without search permission) would
+// otherwise send a requeued job back to epoch 1 and overwrite the checkpoint at its first save.
+bool checkpoint_exists(const std::string& path) {
+  std::error_code error;
+  const bool exists = std::filesystem::exists(path, error);
+  RINGDP_CHECK(!error, "--resume auto: cannot tell whether checkpoint '", path,
+               "' exists: ", error.message());
+  return exists;
+}
+
+// Rank 0's choice under --resume: the checkpoint's next epoch, or 0 where --resume auto finds none.
+// Only rank 0 looks at the file, so ranks on hosts that do not share its folder still agree.
+int64_t start_on_rank_zero(const TrainConfig& config, int N, autograd::Module& model, optim::SGD& sgd) {
+  const char* path = config.checkpoint_path.c_str();
+  if (config.resume == ResumeMode::automatic && !checkpoint_exists(config.checkpoint_path)) {
+    std::printf("no checkpoint '%s' yet: starting at epoch 1 (--resume auto)\n", path);
+    std::fflush(stdout);
+    return 0;
+  }
+  const int64_t next_epoch = load_on_rank_zero(config, N, model, sgd);
+  std::printf("resuming from checkpoint '%s': %lld of %lld epochs done\n", path,
+              static_cast<long long>(next_epoch), static_cast<long long>(config.epochs));
+  std::fflush(stdout);
+  return next_epoch;
+}
+
+// --resume: rank 0 reads the checkpoint (or, under auto, finds none) and every rank gets its
+// epoch and momentum; the parameters follow with DDP's broadcast. Returns the epoch to start from.
 int64_t resume(const TrainConfig& config, comm::Communicator& comm, autograd::Module& model, optim::SGD& sgd,
                Device device) {
   RINGDP_CHECK(!config.checkpoint_path.empty(), "--resume needs --checkpoint PATH");
   // Every tensor a collective carries lives on the training device: the NCCL backend carries
   // CUDA tensors only, so these small host values travel there and back.
-  const int64_t next_epoch = comm.rank() == 0 ? load_on_rank_zero(config, comm.size(), model, sgd) : 0;
+  const int64_t next_epoch = comm.rank() == 0 ? start_on_rank_zero(config, comm.size(), model, sgd) : 0;
   Tensor epoch = full({1}, static_cast<double>(next_epoch), DType::int64, device);
   comm.broadcast(epoch, 0);
   const auto start_epoch = static_cast<int64_t>(epoch.to(Device::cpu()).item());
@@ -223,7 +251,8 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
   }
   optim::SGD sgd(model->parameters(),
                  optim::SGDOptions(config.lr).momentum(config.momentum).weight_decay(config.weight_decay));
-  const int64_t start_epoch = config.resume ? resume(config, comm, *model, sgd, device) : 0;
+  const int64_t start_epoch =
+      config.resume != ResumeMode::never ? resume(config, comm, *model, sgd, device) : 0;
 
   ddp::DistributedDataParallel ddp(
       model, communicator,

@@ -10,6 +10,13 @@
 
 namespace ringdp::train {
 
+/// --resume: what a run does with the --checkpoint file it is given.
+enum class ResumeMode {
+  never,  ///< start fresh (the default; the checkpoint, if any, is overwritten at the first save)
+  always,  ///< bare --resume: continue from the checkpoint, which must exist
+  automatic,  ///< --resume auto: continue when the checkpoint exists, else start fresh (a requeued job)
+};
+
 struct TrainConfig {
   std::string model = "linear";  ///< linear | mlp
   std::vector<int64_t> hidden = {16};  ///< mlp hidden sizes
@@ -27,7 +34,7 @@ struct TrainConfig {
   double bucket_mb = 25;
   std::string checkpoint_path;
   int64_t save_every = 1;
-  bool resume = false;
+  ResumeMode resume = ResumeMode::never;
   std::string init_path, export_path;
   bool verbose = false;
   bool overlap = true;  ///< --no-overlap: all-reduce only after backward

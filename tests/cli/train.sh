@@ -34,7 +34,9 @@ case "$case_name" in
                 --bucket-mb --checkpoint --resume --init --export --timeout --no-overlap --explain; do
       grep -qF -- "$flag" <<<"$out" || fail "--help does not list $flag"
     done
-    echo "ok: --help lists every flag"
+    grep -qF -- "--resume [always|auto|never]" <<<"$out" && grep -qF -- "--resume auto: continue when it exists" <<<"$out" ||
+      fail "--help does not explain --resume's modes: $out"
+    echo "ok: --help lists every flag and --resume's modes"
     ;;
   errors)
     expect_error 2 "--bogus" 2 --bogus
@@ -127,6 +129,93 @@ PY
     # The shards depend on the world size: a 2-rank checkpoint resumed on 3 ranks is refused.
     expect_error 1 "was written by a run of 2 ranks with shuffle on; this run has 3 ranks" 3 \
       --epochs 10 --momentum 0.9 --checkpoint "$work/ck.bin" --resume
+    ;;
+  resume-auto)
+    # #36: a job killed in the middle of an epoch and started again with the same command line
+    # (what a requeued Slurm job does) continues from its last checkpoint on its own, and ends with
+    # the parameters of a run that was never interrupted, momentum buffers included.
+    common=(--model mlp --hidden 16,16 --batch-size 25 --momentum 0.9 --bucket-mb 0.001)
+    run 3 "${common[@]}" --epochs 6 --checkpoint "$work/straight.bin" --export "$work/straight.json"
+    [ $rc -eq 0 ] || fail "uninterrupted run failed: $out"
+    job=("${common[@]}" --epochs 6 --checkpoint "$work/ck.bin" --resume auto --export "$work/resumed.json")
+    # Collectives of this job, counting from 0: 2 broadcasts of --resume auto (the epoch, the
+    # momentum count: none on a fresh start), DDP's all_gather and 6 parameter broadcasts (0-8),
+    # then per epoch 4 steps of 3 bucket all-reduces and the loss's reduce (13). Epoch 4 runs
+    # collectives 48-60; 55 is the second bucket of its third step.
+    kill_op=55
+    RINGDP_FAULT=kill:rank=1:op=$kill_op run 3 "${job[@]}"
+    [ $rc -ne 0 ] || fail "the job whose rank 1 was killed ended with exit 0: $out"
+    grep -qF "no checkpoint '$work/ck.bin' yet: starting at epoch 1 (--resume auto)" <<<"$out" ||
+      fail "--resume auto without a checkpoint does not say it starts fresh: $out"
+    grep -qF "rank 1: RINGDP_FAULT kill at all_reduce #$kill_op" <<<"$out" ||
+      fail "the kill did not land on gradient all-reduce #$kill_op: $out"
+    grep -q '^epoch 3/6' <<<"$out" && ! grep -q '^epoch 4/6' <<<"$out" ||
+      fail "the kill did not land in epoch 4 (after epoch 3 was reported, before epoch 4 was): $out"
+    [ ! -e "$work/resumed.json" ] || fail "the killed job exported parameters"
+    saved_epoch=$(python3 -c 'import struct, sys; print(struct.unpack_from("<q", open(sys.argv[1], "rb").read(), 12)[0])' "$work/ck.bin")
+    [ "$saved_epoch" = 3 ] || fail "the killed job's checkpoint holds epoch $saved_epoch, expected 3"
+    echo "ok: a job killed at all-reduce #$kill_op, in the middle of epoch 4, exits $rc and leaves its epoch-3 checkpoint"
+    run 3 "${job[@]}"
+    [ $rc -eq 0 ] || fail "the rerun with --resume auto failed: $out"
+    grep -qF "resuming from checkpoint '$work/ck.bin': 3 of 6 epochs done" <<<"$out" || fail "the rerun did not resume: $out"
+    grep -q '^epoch 4/6' <<<"$out" && ! grep -q '^epoch 3/6' <<<"$out" || fail "the rerun did not start at epoch 4: $out"
+    cmp -s "$work/straight.json" "$work/resumed.json" ||
+      fail "the resumed job's parameters differ from the uninterrupted run's: $(diff "$work/straight.json" "$work/resumed.json" | head -n 4)"
+    # Both final checkpoints hold the parameters and the momentum buffers as raw bytes.
+    cmp -s "$work/straight.bin" "$work/ck.bin" || fail "the final checkpoints differ (parameters or momentum)"
+    echo "ok: the rerun resumes at epoch 4 and ends bit-identical to the uninterrupted run (--export and the checkpoint's bytes)"
+    # A job requeued after it finished trains nothing more and exports the same parameters.
+    rm "$work/resumed.json"
+    run 3 "${job[@]}"
+    [ $rc -eq 0 ] || fail "a rerun of the finished job failed: $out"
+    grep -qF "resuming from checkpoint '$work/ck.bin': 6 of 6 epochs done" <<<"$out" && ! grep -q '^epoch' <<<"$out" ||
+      fail "a rerun of the finished job trained again: $out"
+    cmp -s "$work/straight.json" "$work/resumed.json" || fail "a rerun of the finished job exported other parameters"
+    echo "ok: a rerun of the finished job trains nothing and exports the same parameters"
+    # The shards follow from the world size: a checkpoint of 3 ranks is refused on 2, as with --resume.
+    expect_error 1 "was written by a run of 3 ranks with shuffle on; this run has 2 ranks" 2 "${job[@]}"
+    ! grep -q '^epoch' <<<"$out" || fail "--resume auto on another world size trained: $out"
+    # --resume never starts at epoch 1 whatever is there; bare --resume still needs the file.
+    cp "$work/ck.bin" "$work/again.bin"
+    run 3 "${common[@]}" --epochs 1 --checkpoint "$work/again.bin" --resume never
+    [ $rc -eq 0 ] && grep -q '^epoch 1/1' <<<"$out" || fail "--resume never did not start fresh: $out"
+    expect_error 1 "cannot open checkpoint '$work/none.bin'" 2 --checkpoint "$work/none.bin" --resume
+    expect_error 1 "--resume needs --checkpoint PATH" 2 --resume auto
+    # A checkpoint that cannot be looked at is not taken for a missing one, which would start the
+    # job over and overwrite it at the first save.
+    ln -s "$work/loop.bin" "$work/loop.bin"
+    expect_error 1 "--resume auto: cannot tell whether checkpoint '$work/loop.bin' exists: Too many levels of symbolic links" 2 \
+      --checkpoint "$work/loop.bin" --resume auto
+    ! grep -q '^epoch' <<<"$out" || fail "--resume auto trained past a checkpoint it could not look at: $out"
+    expect_error 2 "--resume: 'sometimes' is not a resume mode: expected always (the checkpoint must exist), auto" 2 --resume sometimes
+    expect_error 2 "--resume: '' is not a resume mode" 2 --resume ''
+    ;;
+  resume-torn-save)
+    # A rank killed while it writes the checkpoint (SIGXFSZ at a file-size limit, the default
+    # action of which ends the process mid-write) leaves the previous checkpoint whole: --resume
+    # auto continues from it and ends as an uninterrupted run does.
+    common=(--model mlp --hidden 64,64 --momentum 0.9 --bucket-mb 0.01)
+    run 2 "${common[@]}" --epochs 4 --export "$work/straight.json"
+    [ $rc -eq 0 ] || fail "uninterrupted run failed: $out"
+    job=("${common[@]}" --epochs 4 --checkpoint "$work/ck.bin" --resume auto --export "$work/resumed.json")
+    run 2 "${common[@]}" --epochs 2 --checkpoint "$work/ck.bin" --resume auto
+    [ $rc -eq 0 ] || fail "the first two epochs failed: $out"
+    cp "$work/ck.bin" "$work/ck.before"
+    # The checkpoint is some 60 KB: writes past 8 KiB end the rank at its next save.
+    rank_prefix=(bash -c "ulimit -f 8; exec \"\$@\"" limited)
+    OMPI_MCA_btl=self,tcp UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1 RINGDP_SHM_SLOT_BYTES=64 run 2 "${job[@]}"
+    rank_prefix=()
+    [ $rc -ne 0 ] || fail "the job killed during its save ended with exit 0: $out"
+    grep -q '^epoch 3/4' <<<"$out" || fail "the job did not reach its save after epoch 3: $out"
+    cmp -s "$work/ck.bin" "$work/ck.before" || fail "a save killed midway changed the previous checkpoint"
+    ls "$work"/ck.bin.tmp.* >/dev/null 2>&1 || fail "no partial ck.bin.tmp.PID: the save was not interrupted: $out"
+    echo "ok: a rank killed in the middle of writing its checkpoint (exit $rc) leaves the previous one unchanged"
+    run 2 "${job[@]}"
+    [ $rc -eq 0 ] || fail "the rerun with --resume auto failed: $out"
+    grep -qF "resuming from checkpoint '$work/ck.bin': 2 of 4 epochs done" <<<"$out" || fail "the rerun did not resume at epoch 3: $out"
+    ! ls "$work"/ck.bin.tmp.* >/dev/null 2>&1 || fail "the rerun's save left the dead writer's temporary file"
+    cmp -s "$work/straight.json" "$work/resumed.json" || fail "the resumed parameters differ from the uninterrupted run's"
+    echo "ok: --resume auto continues from it, removes the torn temporary and ends bit-identical to an uninterrupted run"
     ;;
   full-disk)
     # Every file ringdp-train writes, written past a file-size limit (EFBIG, as a full disk gives

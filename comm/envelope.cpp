@@ -29,7 +29,7 @@ std::string describe_tag(int tag) {
   if (kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce ||
       kind == CollectiveKind::reduce_scatter)
     text += std::string(reduce_op_name(static_cast<ReduceOp>((v >> 6) & 7))) + ", ";
-  return text + algorithm_name(static_cast<Algorithm>((v >> 9) & 7)) + ")";
+  return text + algorithm_name(kind, static_cast<Algorithm>((v >> 9) & 7)) + ")";
 }
 
 }  // namespace ringdp::comm

@@ -125,7 +125,7 @@ TEST_CASE("describe_tag reads back kind, sequence mod 2^bits, dtype, op and algo
                                         Algorithm::tree, 5, 8)) == "broadcast #5 (int32, tree)");
   REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::barrier, DType::float32, ReduceOp::sum,
                                         Algorithm::recursive_doubling, 2, 8)) ==
-          "barrier #2 (recursive_doubling)");
+          "barrier #2 (dissemination)");
 }
 
 TEST_CASE("one field different, the tag differs: op and algorithm are checked like kind and dtype",

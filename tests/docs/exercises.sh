@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The exercises of docs/exercises.md whose change is to the sources, run as the page tells a learner
+# to: each block marked `patch=docs/exercises/N-*.patch` is applied to a scratch copy of the tree,
+# rebuilt by the block's own `ninja -C build ...` line, checked against what the page says it
+# prints (tests/docs/run_docs.py --patched), and undone. The scratch build is configured once and
+# rebuilt incrementally per exercise; the first build is the slow part (minutes on 2 cores), which
+# is why this is the `exercises` suite and not part of `docs`.
+# Usage: tests/docs/exercises.sh SOURCE_DIR [SCRATCH_DIR]   (SCRATCH_DIR is kept when given, to reuse)
+set -euo pipefail
+source_dir=$(cd "$1" && pwd)
+scratch=${2:-}
+if [ -z "$scratch" ]; then
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+fi
+mkdir -p "$scratch/src"
+# The tree as committed plus the working changes, without build folders: what a learner has.
+(cd "$source_dir" && git ls-files -z --cached --others --exclude-standard |
+  xargs -0 tar -cf - --no-recursion) | tar -xf - -C "$scratch/src"
+if [ ! -f "$scratch/build/build.ninja" ]; then
+  meson setup "$scratch/build" "$scratch/src" -Dtorch=disabled -Dcuda=disabled >"$scratch/setup.log" 2>&1 ||
+    { cat "$scratch/setup.log"; exit 1; }
+fi
+# The page's commands say `build/...`: run_docs.py links build -> the scratch build.
+exec /usr/bin/python3 "$source_dir/tests/docs/run_docs.py" --patched "$scratch/build" "$scratch/src" docs/exercises.md

@@ -14,9 +14,16 @@ if [ -z "$scratch" ]; then
   trap 'rm -rf "$scratch"' EXIT
 fi
 mkdir -p "$scratch/src"
-# The tree as committed plus the working changes, without build folders: what a learner has.
-(cd "$source_dir" && git ls-files -z --cached --others --exclude-standard |
-  xargs -0 tar -cf - --no-recursion) | tar -xf - -C "$scratch/src"
+# The tree as committed plus the working changes, without build folders: what a learner has. Only
+# files that differ are copied, with a new time, so a reused scratch build rebuilds exactly those
+# (a copy that kept the source's older time would leave a stale object in place).
+(cd "$source_dir" && git ls-files -z --cached --others --exclude-standard) |
+  while IFS= read -r -d '' file; do
+    [ -f "$source_dir/$file" ] || continue
+    cmp -s "$source_dir/$file" "$scratch/src/$file" && continue
+    mkdir -p "$scratch/src/$(dirname "$file")"
+    cp "$source_dir/$file" "$scratch/src/$file"
+  done
 if [ ! -f "$scratch/build/build.ninja" ]; then
   meson setup "$scratch/build" "$scratch/src" -Dtorch=disabled -Dcuda=disabled >"$scratch/setup.log" 2>&1 ||
     { cat "$scratch/setup.log"; exit 1; }

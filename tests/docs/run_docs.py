@@ -9,9 +9,11 @@ Usage: run_docs.py BUILD_DIR SOURCE_DIR PAGE.md     (one page: one meson test, s
 A block takes part when the line before its opening fence is a marker, an HTML comment that
 renders as nothing:
 
-    <!-- docs-test: run [match=quoted|unordered|exact] [timeout=SECONDS] [patch=FILE] -->
+    <!-- docs-test: run [match=quoted|unordered|exact] [timeout=SECONDS] [patch=FILE] [needs=WHAT] -->
     <!-- docs-test: skip: REASON -->
 
+`needs=torch` skips the block, saying why, where Debian's python3-torch (with gloo) is missing;
+NEEDS below lists what can be needed.
 `patch=FILE` (a path in the source tree) marks a block that shows a planted change: the exercises'.
 Such a block runs only with --patched, against a scratch copy of the sources that the runner
 patches (`patch -p1`) before the block and restores after it; the block's own commands rebuild
@@ -45,6 +47,13 @@ import tempfile
 MARKER = re.compile(r"^<!--\s*docs-test:\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^\s*(```+|~~~+)")
 EXIT_LINE = re.compile(r"^\[exit (\d+)\]$")
+# needs=NAME: a check that must pass, and what to install when it does not.
+NEEDS = {
+    "torch": (["/usr/bin/python3", "-c", "import torch.distributed as d; assert d.is_gloo_available()"],
+              "needs python3-torch with gloo (apt-get install python3-torch)"),
+    "matplotlib": (["/usr/bin/python3", "-c", "import matplotlib"],
+                   "needs python3-matplotlib (apt-get install python3-matplotlib)"),
+}
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
 
@@ -67,22 +76,37 @@ def parse_marker(text):
     options = {"match": "quoted", "timeout": "180"}
     for word in words[1:]:
         key, _, value = word.partition("=")
-        if key not in ("match", "timeout", "patch") or not value:
+        if key not in ("match", "timeout", "patch", "needs") or not value:
             raise ValueError("unknown docs-test option '%s'" % word)
         options[key] = value
+    if options.get("needs", "torch") not in NEEDS:
+        raise ValueError("needs= is one of %s, not '%s'" % (", ".join(NEEDS), options["needs"]))
     if options["match"] not in ("quoted", "unordered", "exact"):
         raise ValueError("match= is quoted, unordered or exact, not '%s'" % options["match"])
     return options
 
 
+def check_unmarked(path, lines, i):
+    """The index after the unmarked block opening at i; one that holds a command is an error."""
+    fence = FENCE.match(lines[i]).group(1)
+    j = i + 1
+    while j < len(lines) and not lines[j].strip().startswith(fence):
+        if lines[j].startswith("$ "):
+            raise ValueError("%s:%d: a command block with no docs-test marker before it: mark it "
+                             "'run', or 'skip: REASON'" % (path, i + 1))
+        j += 1
+    return j + 1
+
+
 def parse_page(path, text):
-    """The marked blocks of a page, in order; a marker not followed by a fence is an error."""
+    """The marked blocks of a page, in order; a marker not followed by a fence, or a block of
+    `$ ` commands with no marker, is an error."""
     lines = text.split("\n")
     blocks, i = [], 0
     while i < len(lines):
         found = MARKER.match(lines[i])
         if not found:
-            i += 1
+            i = check_unmarked(path, lines, i) if FENCE.match(lines[i]) else i + 1
             continue
         options = parse_marker(found.group(1))
         block = Block(path, i + 1, options)
@@ -94,7 +118,7 @@ def parse_page(path, text):
         while i < len(lines) and not lines[i].strip().startswith(fence.group(1)):
             line = lines[i]
             if command is not None and command[1].endswith("\\"):
-                command[1] = command[1][:-1] + "\n" + line
+                command[1] = command[1] + "\n" + line  # bash reads the backslash-newline
             elif line.startswith("$ "):
                 command = [i + 1, line[2:], [], 0]
                 block.commands.append(command)
@@ -102,7 +126,7 @@ def parse_page(path, text):
                 command[3] = int(EXIT_LINE.match(line.strip()).group(1))
             elif command is not None:
                 command[2].append((i + 1, line))
-            elif line.strip():
+            elif line.strip() and "skip" not in options:  # a skipped block may be any record
                 raise ValueError("%s:%d: output before any '$ ' command in a docs-test block" % (path, i + 1))
             i += 1
         if "skip" not in options and not block.commands:
@@ -148,6 +172,7 @@ def compare(shown, printed, match):
 
 def scratch_folder(build_dir, source_dir):
     folder = tempfile.mkdtemp(prefix="ringdp-docs-")
+    source_dir = os.path.abspath(source_dir)
     for entry in os.listdir(source_dir):
         if entry not in ("build", ".git"):
             os.symlink(os.path.join(source_dir, entry), os.path.join(folder, entry))
@@ -157,6 +182,8 @@ def scratch_folder(build_dir, source_dir):
 
 def command_environment():
     env = dict(os.environ)
+    # Debian's python3 first: the pages' `python3` is the one python3-torch installs into.
+    env["PATH"] = "/usr/bin:" + env.get("PATH", "")
     env.update({
         "OMPI_ALLOW_RUN_AS_ROOT": "1",
         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -214,6 +241,10 @@ def run_page(build_dir, source_dir, page, patched=False):
     try:
         for block in blocks:
             skip = block.options.get("skip")
+            if not skip and "needs" in block.options:
+                check, reason = NEEDS[block.options["needs"]]
+                if subprocess.run(check, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0:
+                    skip = reason
             if not skip and "patch" in block.options and not patched:
                 skip = "a change to the sources (%s): tests/docs/exercises.sh runs it" % block.options["patch"]
             if patched and not skip and "patch" not in block.options:
@@ -225,6 +256,9 @@ def run_page(build_dir, source_dir, page, patched=False):
             ran += len(block.commands)
     finally:
         subprocess.run(["rm", "-rf", folder])
+    if not blocks:
+        print("%s: no command blocks" % page)
+        return 0
     if ran == 0:
         print("SKIPPED: %s has no runnable block here" % page)
         return 77
@@ -291,6 +325,7 @@ def self_test():
             print("%s: %s (%s)" % ("ok" if got == want else "WRONG", name, "fails" if got else "passes"))
             bad += got != want
         for name, page in [("a marker with no fence", "<!-- docs-test: run -->\ntext\n"),
+                           ("a command block with no marker", "```\n$ ringdp-train\n```\n"),
                            ("an unknown option", "<!-- docs-test: run ranks=4 -->\n```\n$ true\n```\n")]:
             try:
                 parse_page("self-test.md", page)

@@ -284,10 +284,9 @@ void MpiTransport::advance_two_part() {
     MPI_Status status;
     const int rc = MPI_Test(&part->envelope_request, &arrived, &status);
     // A message of another collective, longer than the envelope, is cut (it is sent eagerly).
-    RINGDP_CHECK(
-        rc != MPI_ERR_TRUNCATE, "rank ", rank_, " expected ", part->bytes, " bytes of ",
-        describe_tag(part->tag), " from rank ", part->peer,
-        " and got a shorter message: ", kLengthOrCallWhy);
+    RINGDP_CHECK(rc != MPI_ERR_TRUNCATE, "rank ", rank_, " expected ", part->bytes, " bytes of ",
+                 describe_tag(part->tag), " from rank ", part->peer,
+                 " and got a shorter message: ", kLengthOrCallWhy);
     RINGDP_MPI_CHECK(rc);
     if (!arrived) return;
     check_envelope(*part, status);
@@ -318,10 +317,9 @@ bool MpiTransport::test_one(Request& request) {
   int done = 0;
   statuses_.resize(1);
   const int rc = MPI_Test(&m, &done, statuses_.data());
-  RINGDP_CHECK(
-      !(rc == MPI_ERR_TRUNCATE && request.receive), "rank ", rank_, " expected ", request.bytes, " bytes of ",
-      describe_tag(request.tag), " from rank ", request.peer,
-      " and got a longer message: ", kLengthOrCallWhy);
+  RINGDP_CHECK(!(rc == MPI_ERR_TRUNCATE && request.receive), "rank ", rank_, " expected ", request.bytes,
+               " bytes of ", describe_tag(request.tag), " from rank ", request.peer,
+               " and got a longer message: ", kLengthOrCallWhy);
   RINGDP_MPI_CHECK(rc);
   if (!done) return false;
   check_envelopes(std::span<Request>(&request, 1));

@@ -113,7 +113,8 @@ uint64_t make_gradient_legible(Tensor& param, int rank, int N, double& real_grad
 
 // The observer runs on the communicator's worker: it follows the bucket-th all-reduce after
 // backward begins (DDP launches buckets in index order, and nothing else all-reduces then).
-void observe_bucket(comm::Communicator& comm, int bucket, const Tensor& buffer, int64_t offset, Observed& seen) {
+void observe_bucket(comm::Communicator& comm, int bucket, const Tensor& buffer, int64_t offset,
+                    Observed& seen) {
   const float* watched = buffer.data<float>() + offset;
   const float* first = buffer.data<float>();
   const int64_t count = buffer.numel();
@@ -380,7 +381,8 @@ int64_t bucket_mismatches(comm::Communicator& comm, const StepRecord& step, cons
   // few units of rounding of the terms, not of a result that cancelled to near zero.
   std::vector<double> magnitudes(n);
   std::transform(mine.begin(), mine.end(), magnitudes.begin(), [](double v) { return std::abs(v); });
-  Tensor reference = from_vector(mine, {n}, DType::float64), scale = from_vector(magnitudes, {n}, DType::float64);
+  Tensor reference = from_vector(mine, {n}, DType::float64),
+         scale = from_vector(magnitudes, {n}, DType::float64);
   comm.all_reduce(reference, ReduceOp::avg, {.algorithm = comm::Algorithm::native});
   comm.all_reduce(scale, ReduceOp::avg, {.algorithm = comm::Algorithm::native});
   const std::vector<double> want = reference.to_vector(), got = step.bucket_after.to_vector();
@@ -389,7 +391,8 @@ int64_t bucket_mismatches(comm::Communicator& comm, const StepRecord& step, cons
   for (int64_t i = 0; i < n; ++i) {
     if (std::abs(got[i] - want[i]) <= 1e-6 * size[i] + 1e-30) continue;
     if (wrong++ == 0)
-      first = "element " + std::to_string(i) + " is " + number(got[i]) + ", MPI_Allreduce gives " + number(want[i]);
+      first = "element " + std::to_string(i) + " is " + number(got[i]) + ", MPI_Allreduce gives " +
+              number(want[i]);
   }
   return wrong;
 }
@@ -412,7 +415,9 @@ void tell_update(const TrainConfig& config, comm::Communicator& comm, const Step
   if (comm.rank() == 0) {
     std::printf("   after the step, %s[0] on every rank: %s (%s)\n", step.followed.c_str(),
                 row(params, 0, comm.size()).c_str(),
-                !same ? "DIFFERENT" : (averages_right && wrong_total == 0) ? "identical" : "identical, but wrong");
+                !same                                  ? "DIFFERENT"
+                : (averages_right && wrong_total == 0) ? "identical"
+                                                       : "identical, but wrong");
     if (wrong_total > 0)
       std::printf("   bucket %d against MPI_Allreduce of the same inputs, wrong elements per rank: %s\n",
                   step.bucket, row(wrong, 0, comm.size()).c_str());

@@ -66,9 +66,9 @@ TEST_CASE("each dtype group has its own first, smaller cap", "[ddp][buckets]") {
 
 TEST_CASE("the timeline model of docs/ddp.md: PyTorch's 3 buckets", "[ddp][buckets]") {
   // Linear 10->1024->1024->1024->1: weight then bias per layer, float32, --bucket-mb 2.
-  const std::vector<BucketParameter> params{f32(10 * 1024 * 4), f32(1024 * 4),        f32(1024 * 1024 * 4),
-                                            f32(1024 * 4),      f32(1024 * 1024 * 4), f32(1024 * 4),
-                                            f32(1024 * 4),      f32(4)};
+  const std::vector<BucketParameter> params{
+      f32(10 * 1024 * 4),   f32(1024 * 4), f32(1024 * 1024 * 4), f32(1024 * 4),
+      f32(1024 * 1024 * 4), f32(1024 * 4), f32(1024 * 4),        f32(4)};
   CHECK(assign_buckets(params, 2.0 * 1024 * 1024, 1024.0 * 1024) == Buckets{{7, 6, 5, 4}, {3, 2}, {1, 0}});
 }
 

@@ -8,6 +8,10 @@
 # Usage: tests/docs/exercises.sh SOURCE_DIR [SCRATCH_DIR]   (SCRATCH_DIR is kept when given, to reuse)
 set -euo pipefail
 source_dir=$(cd "$1" && pwd)
+if ! git -C "$source_dir" rev-parse --git-dir >/dev/null 2>&1; then
+  echo "SKIPPED: $source_dir is not a git checkout (the scratch copy is made of git ls-files)"
+  exit 77
+fi
 scratch=${2:-}
 if [ -z "$scratch" ]; then
   scratch=$(mktemp -d)

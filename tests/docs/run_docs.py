@@ -5,6 +5,7 @@ Usage: run_docs.py BUILD_DIR SOURCE_DIR PAGE.md     (one page: one meson test, s
        run_docs.py --patched BUILD_DIR SOURCE_DIR PAGE.md
                                                     (only the blocks with patch=: tests/docs/exercises.sh)
        run_docs.py --self-test                      (planted mismatches must fail)
+       run_docs.py --listed SOURCE_DIR PAGE.md...   (every docs/*.md has its test)
 
 A block takes part when the line before its opening fence is a marker, an HTML comment that
 renders as nothing:
@@ -26,7 +27,7 @@ other lines may come between them: a page quotes the lines it explains. `match=u
 the order, for lines that several ranks print as they please. `match=exact` requires the
 output to be the shown lines and nothing else. In a shown line, `…` stands for any text (a time,
 an address, a path) and `<n>` for one number; everything else must match as written, apart from
-trailing spaces. A command's exit status must be 0 unless the page shows it on a line of its own,
+leading and trailing spaces (a right-aligned time is one column wider from 100 ms on). A command's exit status must be 0 unless the page shows it on a line of its own,
 `[exit N]`, after the command's lines.
 
 Each command runs under bash in a fresh folder holding links to the source tree's top-level
@@ -138,14 +139,14 @@ def parse_page(path, text):
 
 def shown_pattern(shown):
     """A shown line as a regex: `…` any text, `<n>` one number, the rest literal."""
-    parts = re.split(r"(…|<n>)", shown.rstrip())
+    parts = re.split(r"(…|<n>)", shown.strip())
     regex = "".join(".*" if p == "…" else NUMBER if p == "<n>" else re.escape(p) for p in parts)
     return re.compile("^" + regex + "$")
 
 
 def compare(shown, printed, match):
     """None when the output agrees with the page, else (line, shown, what came instead)."""
-    printed = [line.rstrip() for line in printed]
+    printed = [line.strip() for line in printed]
     if match == "exact":
         for k, (line, text) in enumerate(shown):
             got = printed[k] if k < len(printed) else "(end of output)"
@@ -338,9 +339,20 @@ def self_test():
     return 1 if bad else 0
 
 
+def check_listed(source_dir, pages):
+    """A page missing from tests/docs/meson.build would never be checked: name it."""
+    docs = sorted("docs/" + name for name in os.listdir(os.path.join(source_dir, "docs")) if name.endswith(".md"))
+    missing = [page for page in docs if page not in pages]
+    for page in missing:
+        print("%s has no docs test: add it to docs_pages in tests/docs/meson.build" % page)
+    return 1 if missing else 0
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--self-test"]:
         sys.exit(self_test())
+    if sys.argv[1:2] == ["--listed"]:
+        sys.exit(check_listed(sys.argv[2], sys.argv[3:]))
     patched = sys.argv[1:2] == ["--patched"]
     arguments = sys.argv[2:] if patched else sys.argv[1:]
     if len(arguments) != 3:

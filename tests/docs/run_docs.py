@@ -27,14 +27,15 @@ other lines may come between them: a page quotes the lines it explains. `match=u
 the order, for lines that several ranks print as they please. `match=exact` requires the
 output to be the shown lines and nothing else. In a shown line, `…` stands for any text (a time,
 an address, a path) and `<n>` for one number; everything else must match as written, apart from
-leading and trailing spaces (a right-aligned time is one column wider from 100 ms on). A command's exit status must be 0 unless the page shows it on a line of its own,
-`[exit N]`, after the command's lines.
+leading and trailing spaces (a right-aligned time is one column wider from 100 ms on). A
+command's exit status must be 0 unless the page shows it on a line of its own, `[exit N]`, after
+the command's lines.
 
 Each command runs under bash in a fresh folder holding links to the source tree's top-level
 entries and `build` -> BUILD_DIR, so the page's paths (`build/apps/train/ringdp-train`,
-`scripts/...`) work as written in a checkout. Open MPI's settings for this machine kind (root,
-more ranks than cores) come from the environment, as tests/cli/common.sh sets them, so a page's
-`mpirun` line reads as a user types it.
+`scripts/...`) work as written in a checkout; BUILD is set to BUILD_DIR for the perf scripts. The
+runner sets Open MPI's settings for this machine kind (root, more ranks than cores), as
+tests/cli/common.sh does, so a page's `mpirun` line reads as a user types it.
 
 The runner is stdlib-only (/usr/bin/python3) and reports each mismatch as PAGE:LINE with what the
 page shows and what the run printed.
@@ -181,8 +182,10 @@ def scratch_folder(build_dir, source_dir):
     return folder
 
 
-def command_environment():
+def command_environment(build_dir=None):
     env = dict(os.environ)
+    if build_dir:  # the perf scripts read their build from BUILD (default build/)
+        env["BUILD"] = os.path.abspath(build_dir)
     # Debian's python3 first: the pages' `python3` is the one python3-torch installs into.
     env["PATH"] = "/usr/bin:" + env.get("PATH", "")
     env.update({
@@ -236,7 +239,7 @@ def run_page(build_dir, source_dir, page, patched=False):
     path = os.path.join(source_dir, page)
     with open(path, encoding="utf-8") as f:
         blocks = parse_page(page, f.read())
-    env = command_environment()
+    env = command_environment(build_dir)
     folder = scratch_folder(build_dir, source_dir)
     failures = ran = 0
     try:

@@ -51,7 +51,8 @@ FENCE = re.compile(r"^\s*(```+|~~~+)")
 EXIT_LINE = re.compile(r"^\[exit (\d+)\]$")
 # needs=NAME: a check that must pass, and what to install when it does not.
 NEEDS = {
-    "torch": (["/usr/bin/python3", "-c", "import torch.distributed as d; assert d.is_gloo_available()"],
+    "torch": (["/usr/bin/python3", "-c",
+               "import torch.distributed as d; assert d.is_gloo_available()"],
               "needs python3-torch with gloo (apt-get install python3-torch)"),
     "matplotlib": (["/usr/bin/python3", "-c", "import matplotlib"],
                    "needs python3-matplotlib (apt-get install python3-matplotlib)"),
@@ -114,7 +115,8 @@ def parse_page(path, text):
         block = Block(path, i + 1, options)
         fence = FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
         if not fence:
-            raise ValueError("%s:%d: a docs-test marker must sit on the line before a ``` fence" % (path, i + 1))
+            raise ValueError("%s:%d: a docs-test marker must sit on the line before a ``` fence"
+                             % (path, i + 1))
         i += 2
         command = None
         while i < len(lines) and not lines[i].strip().startswith(fence.group(1)):
@@ -129,10 +131,12 @@ def parse_page(path, text):
             elif command is not None:
                 command[2].append((i + 1, line))
             elif line.strip() and "skip" not in options:  # a skipped block may be any record
-                raise ValueError("%s:%d: output before any '$ ' command in a docs-test block" % (path, i + 1))
+                raise ValueError("%s:%d: output before any '$ ' command in a docs-test block"
+                                 % (path, i + 1))
             i += 1
         if "skip" not in options and not block.commands:
-            raise ValueError("%s:%d: a docs-test block without a '$ ' command" % (path, block.marker_line))
+            raise ValueError("%s:%d: a docs-test block without a '$ ' command"
+                             % (path, block.marker_line))
         blocks.append(block)
         i += 1
     return blocks
@@ -206,7 +210,8 @@ def run_block(block, folder, env, report):
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   timeout=int(block.options["timeout"]))
         except subprocess.TimeoutExpired:
-            report("%s:%d: '%s' did not finish within %s s" % (block.page, line, command, block.options["timeout"]))
+            report("%s:%d: '%s' did not finish within %s s"
+                   % (block.page, line, command, block.options["timeout"]))
             failures += 1
             continue
         printed = done.stdout.decode("utf-8", "replace").split("\n")
@@ -214,11 +219,14 @@ def run_block(block, folder, env, report):
             printed.pop()
         wrong = compare(shown, printed, block.options["match"])
         if done.returncode != status:
-            report("%s:%d: '%s' exited %d, the page expects %d" % (block.page, line, command, done.returncode, status))
+            report("%s:%d: '%s' exited %d, the page expects %d"
+                   % (block.page, line, command, done.returncode, status))
         if wrong:
-            report("%s:%d: '%s'\n  page shows: %s\n  run gives:  %s" % (block.page, wrong[0], command, wrong[1], wrong[2]))
+            report("%s:%d: '%s'\n  page shows: %s\n  run gives:  %s"
+                   % (block.page, wrong[0], command, wrong[1], wrong[2]))
         if wrong or done.returncode != status:
-            report("  --- the command's output ---\n" + "\n".join("  | " + p for p in printed[-40:]))
+            report("  --- the command's output ---\n"
+                   + "\n".join("  | " + p for p in printed[-40:]))
             failures += 1
     return failures
 

@@ -34,7 +34,7 @@ std::string describe_tag(int tag) {
   text += " (";
   if (kind != CollectiveKind::barrier) text += std::string(dtype_name(dtype)) + ", ";
   if (kind_reduces(kind)) text += std::string(reduce_op_name(static_cast<ReduceOp>(call % 8))) + ", ";
-  return text + algorithm_name(static_cast<Algorithm>((v >> 9) & 7)) + ")";
+  return text + algorithm_name(kind, static_cast<Algorithm>((v >> 9) & 7)) + ")";
 }
 
 }  // namespace ringdp::comm

@@ -146,8 +146,8 @@ void Executor::set_step_observer(StepObserver observer) {
 void Executor::record_collective(const Issue& issue, uint64_t sequence, timeline::Clock::time_point began) {
   timeline::complete(
       "collective",
-      detail::concat(kind_name(issue.kind), " #", sequence, " ", algorithm_name(issue.algorithm)), began,
-      timeline::Clock::now(), timeline::thread_row(),
+      detail::concat(kind_name(issue.kind), " #", sequence, " ", algorithm_name(issue.kind, issue.algorithm)),
+      began, timeline::Clock::now(), timeline::thread_row(),
       detail::concat("\"count\": ", issue.count,
                      ", \"bytes\": ", issue.count * static_cast<int64_t>(dtype_size(issue.dtype)),
                      ", \"dtype\": \"", dtype_name(issue.dtype), "\""));

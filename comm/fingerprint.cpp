@@ -11,7 +11,7 @@ std::string Fingerprint::describe() const {
   std::ostringstream out;
   out << kind_name(static_cast<CollectiveKind>(kind)) << " #" << sequence << " (";
   if (kind == static_cast<int64_t>(CollectiveKind::barrier))
-    return out.str() + algorithm_name(static_cast<Algorithm>(algorithm)) + ")";
+    return out.str() + algorithm_name(CollectiveKind::barrier, static_cast<Algorithm>(algorithm)) + ")";
   if (kind == static_cast<int64_t>(CollectiveKind::all_reduce) ||
       kind == static_cast<int64_t>(CollectiveKind::reduce) ||
       kind == static_cast<int64_t>(CollectiveKind::reduce_scatter))

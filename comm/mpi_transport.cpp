@@ -50,6 +50,19 @@ namespace {
 // Tag 0 is never a collective's (encode_tag starts at 1): it marks an envelope.
 constexpr int kEnvelopeTag = 0;
 constexpr uint32_t kEnvelopeMagic = 0x52445045;  // "RDPE"
+// What a length that differs can mean. The envelope (the MPI tag, or the envelope message ahead
+// of a large payload) names the collective and carries the length, not the count each rank
+// passed nor which chunk was sent, so a count that differs and a schedule that sends the wrong
+// chunk of the right collective look alike here; DETAIL compares the counts before the call.
+constexpr const char* kLengthWhy =
+    "the ranks passed different counts, or the algorithm sent another chunk than this step expects "
+    "(the envelope carries the collective and the length, not which chunk; RINGDP_DEBUG=DETAIL "
+    "compares the counts before each collective and tells the two apart)";
+// The same when the tag was not read either (a message cut short by MPI).
+constexpr const char* kLengthOrCallWhy =
+    "the ranks passed different counts or called different collectives, or the algorithm sent "
+    "another chunk than this step expects (RINGDP_DEBUG=DETAIL compares the calls before each "
+    "collective and tells these apart)";
 }  // namespace
 
 MpiTransport::MpiTransport(MPI_Comm comm) {
@@ -124,8 +137,7 @@ void MpiTransport::wait_all(std::span<Request> requests) {
         if (statuses_[i].MPI_ERROR == MPI_ERR_TRUNCATE && requests[i].receive) {
           RINGDP_FAIL("rank ", rank_, " expected ", requests[i].bytes, " bytes of ",
                       describe_tag(requests[i].tag), " from rank ", requests[i].peer,
-                      " and got a longer message: the ranks passed different "
-                      "counts (or called different collectives)");
+                      " and got a longer message: ", kLengthOrCallWhy);
         }
       }
     }
@@ -198,16 +210,15 @@ void MpiTransport::check_envelopes(std::span<Request> requests) {
     const MPI_Status& status = statuses_[i];
     RINGDP_CHECK(status.MPI_TAG != kEnvelopeTag, "rank ", rank_, " expected ", r.bytes, " bytes of ",
                  describe_tag(r.tag), " from rank ", r.peer, " and got the envelope of a message over ",
-                 kDirectMaxBytes,
-                 " bytes: the ranks passed different counts (or called different collectives)");
+                 kDirectMaxBytes, " bytes: ", kLengthOrCallWhy);
     RINGDP_CHECK(status.MPI_TAG == r.tag, "rank ", rank_, " is in ", describe_tag(r.tag), " but rank ",
                  r.peer, " sent it a message of ", describe_tag(status.MPI_TAG),
                  ": the ranks called different collectives");
     int received = 0;
     MPI_Get_count(&status, MPI_BYTE, &received);
     RINGDP_CHECK(static_cast<size_t>(received) == r.bytes, "rank ", rank_, " expected ", r.bytes,
-                 " bytes of ", describe_tag(r.tag), " from rank ", r.peer, " and got ", received,
-                 ": the ranks passed different counts");
+                 " bytes of ", describe_tag(r.tag), " from rank ", r.peer, " and got ", received, ": ",
+                 kLengthWhy);
   }
 }
 
@@ -251,12 +262,11 @@ Request MpiTransport::post_two_part(int peer, void* data, size_t bytes, int tag,
 }
 
 void MpiTransport::check_envelope(const TwoPart& part, const MPI_Status& status) const {
-  const char* why = "the ranks passed different counts (or called different collectives)";
   int received = 0;
   MPI_Get_count(&status, MPI_BYTE, &received);
   RINGDP_CHECK(status.MPI_TAG == kEnvelopeTag, "rank ", rank_, " expected ", part.bytes, " bytes of ",
                describe_tag(part.tag), " from rank ", part.peer, " and got ", received, " bytes of ",
-               describe_tag(status.MPI_TAG), ": ", why);
+               describe_tag(status.MPI_TAG), ": ", kLengthOrCallWhy);
   RINGDP_CHECK(received == static_cast<int>(sizeof(Envelope)) && part.envelope.magic == kEnvelopeMagic,
                "rank ", rank_, " got a malformed envelope from rank ", part.peer);
   RINGDP_CHECK(part.envelope.tag == part.tag, "rank ", rank_, " is in ", describe_tag(part.tag), " but rank ",
@@ -264,7 +274,7 @@ void MpiTransport::check_envelope(const TwoPart& part, const MPI_Status& status)
                ": the ranks called different collectives");
   RINGDP_CHECK(part.envelope.bytes == part.bytes, "rank ", rank_, " expected ", part.bytes, " bytes of ",
                describe_tag(part.tag), " from rank ", part.peer, " and rank ", part.peer, " is sending ",
-               part.envelope.bytes, " (stopped before any of it moved): ", why);
+               part.envelope.bytes, " (stopped before any of it moved): ", kLengthWhy);
 }
 
 void MpiTransport::advance_two_part() {
@@ -274,10 +284,9 @@ void MpiTransport::advance_two_part() {
     MPI_Status status;
     const int rc = MPI_Test(&part->envelope_request, &arrived, &status);
     // A message of another collective, longer than the envelope, is cut (it is sent eagerly).
-    RINGDP_CHECK(
-        rc != MPI_ERR_TRUNCATE, "rank ", rank_, " expected ", part->bytes, " bytes of ",
-        describe_tag(part->tag), " from rank ", part->peer,
-        " and got a shorter message: the ranks passed different counts (or called different collectives)");
+    RINGDP_CHECK(rc != MPI_ERR_TRUNCATE, "rank ", rank_, " expected ", part->bytes, " bytes of ",
+                 describe_tag(part->tag), " from rank ", part->peer,
+                 " and got a shorter message: ", kLengthOrCallWhy);
     RINGDP_MPI_CHECK(rc);
     if (!arrived) return;
     check_envelope(*part, status);
@@ -308,10 +317,9 @@ bool MpiTransport::test_one(Request& request) {
   int done = 0;
   statuses_.resize(1);
   const int rc = MPI_Test(&m, &done, statuses_.data());
-  RINGDP_CHECK(
-      !(rc == MPI_ERR_TRUNCATE && request.receive), "rank ", rank_, " expected ", request.bytes, " bytes of ",
-      describe_tag(request.tag), " from rank ", request.peer,
-      " and got a longer message: the ranks passed different counts (or called different collectives)");
+  RINGDP_CHECK(!(rc == MPI_ERR_TRUNCATE && request.receive), "rank ", rank_, " expected ", request.bytes,
+               " bytes of ", describe_tag(request.tag), " from rank ", request.peer,
+               " and got a longer message: ", kLengthOrCallWhy);
   RINGDP_MPI_CHECK(rc);
   if (!done) return false;
   check_envelopes(std::span<Request>(&request, 1));

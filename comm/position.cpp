@@ -29,8 +29,8 @@ const char* phase_name(Phase phase) {
 
 std::string Position::describe() const {
   std::ostringstream out;
-  out << kind_name(kind) << " #" << sequence << " (" << algorithm_name(algorithm) << ", " << count << " x "
-      << dtype_name(dtype);
+  out << kind_name(kind) << " #" << sequence << " (" << algorithm_name(kind, algorithm) << ", " << count
+      << " x " << dtype_name(dtype);
   if (steps > 0) out << ", step " << step << "/" << steps;
   if (phase != Phase::none) out << " " << phase_name(phase);
   if (waiting_for_rank >= 0) {

@@ -33,6 +33,11 @@ const char* algorithm_name(Algorithm algorithm) {
   return "unknown";
 }
 
+const char* algorithm_name(CollectiveKind kind, Algorithm algorithm) {
+  if (kind == CollectiveKind::barrier && algorithm == Algorithm::recursive_doubling) return "dissemination";
+  return algorithm_name(algorithm);
+}
+
 const char* backend_name(Backend backend) {
   switch (backend) {
     case Backend::automatic: return "auto";

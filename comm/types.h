@@ -43,6 +43,10 @@ const char* backend_name(Backend backend);
 /// Parses auto, mpi, nccl; anything else is an Error naming it.
 Backend parse_backend(std::string_view name);
 const char* algorithm_name(Algorithm algorithm);
+/// The name a report gives an algorithm of one collective: the barrier runs under the
+/// recursive_doubling id (the tag has 3 bits for the algorithm, all taken) but is a dissemination
+/// barrier, and traces, timeouts and envelopes say so.
+const char* algorithm_name(CollectiveKind kind, Algorithm algorithm);
 /// Parses auto, ring, recursive_doubling (or rd), rabenseifner, shared_memory (or shm), tree,
 /// native, hierarchical.
 Algorithm parse_algorithm(std::string_view name);

@@ -4,9 +4,11 @@
 // prints on rank 0 only. Tested by tests/cli/train.sh (case explain).
 #include "apps/train/explain.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -57,6 +59,7 @@ struct Observed {
   std::vector<double> before_step;  // [k]: value as step k+1 began; [steps]: after the last
   std::vector<comm::Phase> phases;  // [k]: phase of step k+1
   std::vector<bool> took_part;
+  std::vector<float> bucket_before;  // the followed bucket before its all-reduce: this rank's part
 };
 
 // What this rank recorded of the step, for the chapters told after it. The followed element is
@@ -72,6 +75,7 @@ struct StepRecord {
   double real_gradient = 0;  // before make_gradient_legible replaced it
   double averaged = 0;  // after the all-reduce
   double param_before = 0, param_after = 0;  // around sgd.step()
+  Tensor bucket_after;  // the followed bucket after the all-reduce, a copy
 };
 
 // Each rank starts from its own initial weights (seed + rank), as if it had initialized them
@@ -109,8 +113,12 @@ uint64_t make_gradient_legible(Tensor& param, int rank, int N, double& real_grad
 
 // The observer runs on the communicator's worker: it follows the bucket-th all-reduce after
 // backward begins (DDP launches buckets in index order, and nothing else all-reduces then).
-void observe_bucket(comm::Communicator& comm, int bucket, const float* watched, Observed& seen) {
-  comm.set_step_observer([bucket, watched, &seen](const comm::Position& where) {
+void observe_bucket(comm::Communicator& comm, int bucket, const Tensor& buffer, int64_t offset,
+                    Observed& seen) {
+  const float* watched = buffer.data<float>() + offset;
+  const float* first = buffer.data<float>();
+  const int64_t count = buffer.numel();
+  comm.set_step_observer([bucket, watched, first, count, &seen](const comm::Position& where) {
     if (where.kind != comm::CollectiveKind::all_reduce) return;
     std::lock_guard lock(seen.mutex);
     if (static_cast<int64_t>(where.sequence) != seen.current) {
@@ -121,6 +129,9 @@ void observe_bucket(comm::Communicator& comm, int bucket, const float* watched, 
         seen.before_step.assign(where.steps + 1, std::nan(""));
         seen.phases.assign(where.steps, comm::Phase::none);
         seen.took_part.assign(where.steps, false);
+        // The first call for this collective on this rank: a rank that sits out the first steps
+        // is first called later, its part still untouched.
+        seen.bucket_before.assign(first, first + count);
       }
     }
     if (seen.current != seen.collective || where.step < 1 || where.step > seen.steps + 1) return;
@@ -178,7 +189,7 @@ StepRecord take_step(const TrainConfig& config, const std::shared_ptr<comm::Comm
   }
   std::tie(step.bucket, step.offset) = ddp.locate(step.followed);
   step.bucket_bytes = ddp.bucket_buffer(step.bucket).nbytes();
-  observe_bucket(comm, step.bucket, ddp.bucket_buffer(step.bucket).data<float>() + step.offset, seen);
+  observe_bucket(comm, step.bucket, ddp.bucket_buffer(step.bucket), step.offset, seen);
   optim::SGD sgd(model->parameters(),
                  optim::SGDOptions(config.lr).momentum(config.momentum).weight_decay(config.weight_decay));
   Tensor loss;
@@ -187,6 +198,7 @@ StepRecord take_step(const TrainConfig& config, const std::shared_ptr<comm::Comm
   followed_param.remove_hook(legible_hook);
   step.loss = loss.item();
   step.averaged = followed_param.grad().to_vector()[0];
+  step.bucket_after = ddp.bucket_buffer(step.bucket).clone();
   step.param_before = followed_param.to_vector()[0];
   sgd.step();
   step.param_after = followed_param.to_vector()[0];
@@ -260,7 +272,7 @@ StepTable gather_step_table(comm::Communicator& comm, const Observed& seen) {
 }
 
 void print_step_table(const StepTable& table, const std::vector<comm::Phase>& phases,
-                      const std::vector<double>& finals, int N) {
+                      const std::vector<double>& finals, int N, const std::string& final_label) {
   const int steps = table.steps;
   const auto at = [&](int r, int k) { return table.values[r * (steps + 1) + k]; };
   std::printf("\n   %-28s", "");
@@ -276,8 +288,7 @@ void print_step_table(const StepTable& table, const std::vector<comm::Phase>& ph
       std::printf("%12s", (number(at(r, k + 1)) + (idle ? "*" : "")).c_str());
     }
   }
-  std::printf("\n   %-28s%s\n", ("averaged (sum / " + std::to_string(N) + ")").c_str(),
-              row(finals, 0, N).c_str());
+  std::printf("\n   %-28s%s\n", final_label.c_str(), row(finals, 0, N).c_str());
   bool any_idle = false;
   for (double p : table.took_part) any_idle = any_idle || p == 0;
   if (any_idle) std::printf("   (* this rank sat the step out and kept its value)\n");
@@ -320,8 +331,19 @@ void print_algorithm_notes(comm::Algorithm used, const std::vector<comm::Phase>&
         N);
 }
 
+// Whether every rank's result is the average of the "before" row, the ranks' own values: the
+// reference is computed here, not by the all-reduce it checks.
+bool averages_agree(const StepTable& table, const std::vector<double>& finals, int N) {
+  double sum = 0;
+  for (int r = 0; r < N; ++r) sum += table.values[r * (table.steps + 1)];
+  bool agree = true;
+  for (double v : finals) agree = agree && std::abs(v - sum / N) <= 1e-6 * std::max(1.0, std::abs(sum / N));
+  return agree;
+}
+
 // Chapter 3's table: the followed element before the all-reduce, after each step, averaged.
-void tell_all_reduce(const TrainConfig& config, comm::Communicator& comm, const StepRecord& step,
+// Returns whether the result is the average (every rank gets the same answer).
+bool tell_all_reduce(const TrainConfig& config, comm::Communicator& comm, const StepRecord& step,
                      const Observed& seen) {
   // A world of one exchanges nothing: no step to tabulate (the table's loops assumed one, and
   // --explain on one rank crashed).
@@ -330,18 +352,55 @@ void tell_all_reduce(const TrainConfig& config, comm::Communicator& comm, const 
       std::printf(
           "\n   one rank, so the all-reduce has nothing to exchange: the average is %s, this rank's own\n",
           number(step.averaged).c_str());
-    return;
+    return true;
   }
   const StepTable table = gather_step_table(comm, seen);
   const std::vector<double> finals = gather(comm, {step.averaged});
-  if (comm.rank() != 0) return;
-  print_step_table(table, seen.phases, finals, comm.size());
+  const int N = comm.size();
+  const bool agree = averages_agree(table, finals, N);
+  if (comm.rank() != 0) return agree;
+  // The label says what the row is, so a sum left undivided is not called an average.
+  print_step_table(table, seen.phases, finals, N,
+                   agree ? "averaged (sum / " + std::to_string(N) + ")" : "after the all-reduce");
+  if (!agree)
+    std::printf("   WRONG: that is not the average of the row \"before the all-reduce\" on every rank\n");
   print_algorithm_notes(comm.resolve(comm::CollectiveKind::all_reduce, step.bucket_bytes, config.algorithm),
-                        seen.phases, comm.size());
+                        seen.phases, N);
+  return agree;
 }
 
-// Chapter 4: the update, and the check that it left every rank with the same parameter.
-void tell_update(const TrainConfig& config, comm::Communicator& comm, const StepRecord& step) {
+// Elements of the followed bucket that differ from MPI's own all-reduce (native) of the same
+// inputs, counted on this rank; `first` gets the first one. An independent reference: identical
+// results on every rank prove only that the ranks agree, and a wrong schedule agrees with itself.
+int64_t bucket_mismatches(comm::Communicator& comm, const StepRecord& step, const Observed& seen,
+                          std::string& first) {
+  const int64_t n = step.bucket_after.numel();
+  std::vector<double> mine(seen.bucket_before.begin(), seen.bucket_before.end());
+  mine.resize(n, std::nan(""));  // an observer that missed the first step makes every element wrong
+  // The average of the magnitudes sizes the tolerance: float32 sums in another order differ by a
+  // few units of rounding of the terms, not of a result that cancelled to near zero.
+  std::vector<double> magnitudes(n);
+  std::transform(mine.begin(), mine.end(), magnitudes.begin(), [](double v) { return std::abs(v); });
+  Tensor reference = from_vector(mine, {n}, DType::float64),
+         scale = from_vector(magnitudes, {n}, DType::float64);
+  comm.all_reduce(reference, ReduceOp::avg, {.algorithm = comm::Algorithm::native});
+  comm.all_reduce(scale, ReduceOp::avg, {.algorithm = comm::Algorithm::native});
+  const std::vector<double> want = reference.to_vector(), got = step.bucket_after.to_vector();
+  const std::vector<double> size = scale.to_vector();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::abs(got[i] - want[i]) <= 1e-6 * size[i] + 1e-30) continue;
+    if (wrong++ == 0)
+      first = "element " + std::to_string(i) + " is " + number(got[i]) + ", MPI_Allreduce gives " +
+              number(want[i]);
+  }
+  return wrong;
+}
+
+// Chapter 4: the update, and the checks that it left every rank with the same parameter and that
+// the all-reduce it used was right.
+void tell_update(const TrainConfig& config, comm::Communicator& comm, const StepRecord& step,
+                 const Observed& seen, bool averages_right) {
   if (comm.rank() == 0)
     std::printf("\n4. SGD, the same on every rank: %s[0] = %s - lr %s x %s = %s\n", step.followed.c_str(),
                 number(step.param_before).c_str(), number(config.lr).c_str(), number(step.averaged).c_str(),
@@ -349,11 +408,24 @@ void tell_update(const TrainConfig& config, comm::Communicator& comm, const Step
   const std::vector<double> params = gather(comm, {step.param_after});
   bool same = true;
   for (double v : params) same = same && v == params[0];
+  std::string first;
+  const int64_t mine = comm.size() > 1 && seen.steps > 0 ? bucket_mismatches(comm, step, seen, first) : 0;
+  const std::vector<double> wrong = gather(comm, {static_cast<double>(mine)});
+  const double wrong_total = std::accumulate(wrong.begin(), wrong.end(), 0.0);
   if (comm.rank() == 0) {
     std::printf("   after the step, %s[0] on every rank: %s (%s)\n", step.followed.c_str(),
-                row(params, 0, comm.size()).c_str(), same ? "identical" : "DIFFERENT");
+                row(params, 0, comm.size()).c_str(),
+                !same                                  ? "DIFFERENT"
+                : (averages_right && wrong_total == 0) ? "identical"
+                                                       : "identical, but wrong");
+    if (wrong_total > 0)
+      std::printf("   bucket %d against MPI_Allreduce of the same inputs, wrong elements per rank: %s\n",
+                  step.bucket, row(wrong, 0, comm.size()).c_str());
   }
   RINGDP_CHECK(same, "--explain: the ranks' parameters differ after the step");
+  RINGDP_CHECK(averages_right, "--explain: the all-reduce did not leave the average of the ranks' values");
+  RINGDP_CHECK(mine == 0, "--explain: ", mine, " elements of bucket ", step.bucket,
+               " differ from MPI_Allreduce's average of the same inputs (", first, ")");
 }
 }  // namespace
 
@@ -367,8 +439,8 @@ int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communica
   Observed seen;
   const StepRecord step = take_step(config, communicator, data, seen);
   tell_backward(config, comm, step);
-  tell_all_reduce(config, comm, step, seen);
-  tell_update(config, comm, step);
+  const bool averages_right = tell_all_reduce(config, comm, step, seen);
+  tell_update(config, comm, step, seen, averages_right);
   comm.barrier();
   return 0;
 }

@@ -2,11 +2,19 @@
 // devices (PyTorch's compute_bucket_assignment_by_size plays this part), so it is tested without
 // MPI or autograd: tests/unit/test_bucket_assignment.cpp.
 //
-// Parameters are taken in reverse registration order, the order in which backward finishes their
-// gradients, and packed greedily: a parameter opens a new bucket when it would push the current
-// one past its cap, or when its dtype or device differs from the bucket's (a bucket is one flat
-// buffer, reduced by one collective). The first bucket has a cap of its own, small, so that the
-// first all-reduce starts early in backward. A parameter larger than the cap gets a bucket alone.
+// The rule is PyTorch's (compute_bucket_assignment_by_size in reducer.cpp, 1.13): parameters are
+// taken in reverse registration order, the order in which backward finishes their gradients; each
+// (dtype, device) group has its own open bucket, because a bucket is one flat buffer reduced by one
+// collective; a parameter is added to its group's bucket first, and the bucket is closed once its
+// size reaches the cap, so a bucket may end above its cap (a parameter larger than the cap closes
+// the bucket it joins). Each group's first bucket has a cap of its own, small, so that the first
+// all-reduce can start early in backward. Buckets are launched in the order their last gradient
+// arrives.
+//
+// Where PyTorch differs: its first iteration runs the rule over registration order and reverses
+// the list, so its small bucket holds the first layers and is launched last; after that iteration
+// it rebuilds the buckets in the order gradients arrived, which is the layout ringdp builds from
+// the start (when gradients arrive in reverse registration order, as in a sequential model).
 #pragma once
 
 #include <cstdint>

@@ -2,8 +2,9 @@
 // parameters and averaging gradients every step.
 //
 // Buckets: parameters are grouped in reverse registration order (the order backward finishes
-// them) into buckets of at most bucket_cap_mb (the first one small, first_bucket_mb, so
-// communication starts early), one dtype and device per bucket. A hook on each parameter marks
+// them) by PyTorch's rule: a bucket closes once it holds at least bucket_cap_mb (the first one
+// first_bucket_mb, small), so it may end above the cap; one dtype and device per bucket
+// (comm/ddp/bucket_assignment.h). A hook on each parameter marks
 // its final gradient ready; when every parameter of a bucket is ready, the bucket's asynchronous
 // all-reduce (avg) starts at once while backward continues on earlier layers. Buckets are
 // launched strictly in index order on every rank, so all ranks issue the same collectives in the

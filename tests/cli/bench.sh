@@ -145,7 +145,7 @@ case "$case_name" in
     # byte count).
     RINGDP_FAULT=skip:rank=2:op=5 run 3 all_reduce -b 1K -e 1K --algo ring
     [ $rc -ne 0 ] || fail "a skipped collective ended with exit 0"
-    grep -qF "rank 2 is in all_reduce #6 (float32, sum, ring) but rank 1 sent it a message of barrier #5 (recursive_doubling): the ranks called different collectives" <<<"$out" ||
+    grep -qF "rank 2 is in all_reduce #6 (float32, sum, ring) but rank 1 sent it a message of barrier #5 (dissemination): the ranks called different collectives" <<<"$out" ||
       fail "no envelope report for a skipped collective: $out"
     RINGDP_FAULT=count:rank=1:op=8:delta=-100 run 3 all_reduce -b 1K -e 1K --algo ring
     [ $rc -ne 0 ] || fail "a count mismatch ended with exit 0"

@@ -133,7 +133,7 @@ TEST_CASE("describe_tag reads back kind, sequence mod 2^bits, dtype, op and algo
                                         Algorithm::tree, 5, 8)) == "broadcast #5 (int32, tree)");
   REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::barrier, DType::float32, ReduceOp::sum,
                                         Algorithm::recursive_doubling, 2, 8)) ==
-          "barrier #2 (recursive_doubling)");
+          "barrier #2 (dissemination)");
   REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::reduce, DType::boolean, ReduceOp::bxor,
                                         Algorithm::tree, 1, 8)) == "reduce #1 (bool, bxor, tree)");
   // Every field read back, for every value: a field that spilled into its neighbour would not.
@@ -151,7 +151,7 @@ TEST_CASE("describe_tag reads back kind, sequence mod 2^bits, dtype, op and algo
           }
           if (kind != CollectiveKind::barrier) want += ", ";
           if (comm::kind_reduces(kind)) want += std::string(reduce_op_name(op)) + ", ";
-          REQUIRE(text == want + comm::algorithm_name(algorithm) + ")");
+          REQUIRE(text == want + comm::algorithm_name(kind, algorithm) + ")");
         }
 }
 

@@ -79,8 +79,8 @@ StateDict read_dict(Reader& in, const std::string& source, const char* part) {
     RINGDP_CHECK(names.insert(name).second, "checkpoint '", source, "' is corrupt: ", part, " entry '", name,
                  "' appears twice");
     const uint8_t dtype = in.get<uint8_t>("a dtype");
-    RINGDP_CHECK(is_dtype_code(dtype), "checkpoint '", source,
-                 "' is corrupt: dtype code ", int(dtype), " for '", name, "'");
+    RINGDP_CHECK(is_dtype_code(dtype), "checkpoint '", source, "' is corrupt: dtype code ", int(dtype),
+                 " for '", name, "'");
     const uint32_t ndim = in.get<uint32_t>("a rank");
     RINGDP_CHECK(ndim <= 8, "checkpoint '", source, "' is corrupt: ", ndim, " dimensions for '", name, "'");
     Shape shape;

@@ -30,7 +30,8 @@ std::string describe_tag(int tag) {
   const CollectiveKind kind = call < 24 ? kReducing[call / 8] : kOthers[call - 24];
   const auto dtype = static_cast<DType>(v & 15);
   std::string text = std::string(kind_name(kind)) + " #" + std::to_string(v >> kCallBits);
-  if (kind == CollectiveKind::send || kind == CollectiveKind::recv) return text + " (" + dtype_name(dtype) + ")";
+  if (kind == CollectiveKind::send || kind == CollectiveKind::recv)
+    return text + " (" + dtype_name(dtype) + ")";
   text += " (";
   if (kind != CollectiveKind::barrier) text += std::string(dtype_name(dtype)) + ", ";
   if (kind_reduces(kind)) text += std::string(reduce_op_name(static_cast<ReduceOp>(call % 8))) + ", ";

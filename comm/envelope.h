@@ -147,7 +147,8 @@ static_assert(largest_tag_kind() <= 7 && largest_tag_op() <= 7,
               "CollectiveKind or ReduceOp outgrew the tag's call field: list the new kind in call_code and "
               "check it still fits 5 bits (comment above)");
 static_assert(call_code(CollectiveKind::recv, ReduceOp::sum) <= 31, "the call field is 5 bits");
-static_assert(largest_tag_dtype() <= 15, "DType outgrew the tag's 4-bit dtype field: widen it (comment above)");
+static_assert(largest_tag_dtype() <= 15,
+              "DType outgrew the tag's 4-bit dtype field: widen it (comment above)");
 static_assert(largest_tag_algorithm() <= 7,
               "Algorithm outgrew the tag's 3-bit algorithm field: widen it (comment above)");
 
@@ -156,7 +157,8 @@ inline int encode_tag(CollectiveKind kind, DType dtype, ReduceOp op, Algorithm a
                       int sequence_bits) {
   const uint64_t mask = (uint64_t{1} << sequence_bits) - 1;
   return 1 + static_cast<int>(((sequence & mask) << kCallBits) | (static_cast<uint64_t>(algorithm) << 9) |
-                              (static_cast<uint64_t>(call_code(kind, op)) << 4) | static_cast<uint64_t>(dtype));
+                              (static_cast<uint64_t>(call_code(kind, op)) << 4) |
+                              static_cast<uint64_t>(dtype));
 }
 
 /// "all_reduce #8 (float32, sum, ring)" from a collective tag (the sequence number modulo 2^bits);

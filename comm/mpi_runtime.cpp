@@ -44,7 +44,8 @@ bool mpi_cuda_aware() {
 }
 
 bool launched_by_srun() {
-  return std::getenv("SLURM_STEP_NUM_TASKS") && !std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMI_SIZE");
+  return std::getenv("SLURM_STEP_NUM_TASKS") && !std::getenv("OMPI_COMM_WORLD_SIZE") &&
+         !std::getenv("PMI_SIZE");
 }
 
 // srun counts even with --mpi=none, where no PMI variable is set: its tasks must still reach MPI,
@@ -58,12 +59,14 @@ bool launched_by_mpi_launcher() {
 // PMI_RANK; a PMIx launcher PMIX_RANK but no size; srun always SLURM_STEP_NUM_TASKS and
 // SLURM_PROCID (a batch script has neither the step's count nor a task of its own).
 int launcher_world_size() {
-  return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", launched_by_srun() ? env_int("SLURM_STEP_NUM_TASKS", 1) : 1));
+  return env_int("OMPI_COMM_WORLD_SIZE",
+                 env_int("PMI_SIZE", launched_by_srun() ? env_int("SLURM_STEP_NUM_TASKS", 1) : 1));
 }
 
 int launcher_rank() {
-  return env_int("OMPI_COMM_WORLD_RANK",
-                 env_int("PMI_RANK", env_int("PMIX_RANK", launched_by_srun() ? env_int("SLURM_PROCID", 0) : 0)));
+  return env_int(
+      "OMPI_COMM_WORLD_RANK",
+      env_int("PMI_RANK", env_int("PMIX_RANK", launched_by_srun() ? env_int("SLURM_PROCID", 0) : 0)));
 }
 
 #if RINGDP_HAVE_MPI
@@ -98,10 +101,11 @@ constexpr const char* kSrunMpi = "pmi2";
 void check_srun_plugin_before_init() {
 #ifdef OPEN_MPI
   if (!launched_by_srun() || std::getenv("PMIX_RANK")) return;
-  RINGDP_FAIL("this process is task ", launcher_rank(), " of ", launcher_world_size(), " started by srun ",
-              std::getenv("PMI_FD") ? "with --mpi=pmi2" : "without a PMI plugin (--mpi=none)", ", but ringdp's MPI (",
-              "Open MPI) joins a Slurm job only through PMIx: run srun --mpi=pmix (or set MpiDefault=pmix in ",
-              "slurm.conf; docs/launching.md)");
+  RINGDP_FAIL(
+      "this process is task ", launcher_rank(), " of ", launcher_world_size(), " started by srun ",
+      std::getenv("PMI_FD") ? "with --mpi=pmi2" : "without a PMI plugin (--mpi=none)", ", but ringdp's MPI (",
+      "Open MPI) joins a Slurm job only through PMIx: run srun --mpi=pmix (or set MpiDefault=pmix in ",
+      "slurm.conf; docs/launching.md)");
 #endif
 }
 
@@ -112,9 +116,11 @@ void check_launcher_matches_library() {
   if (launched_by_srun()) {  // srun --mpi=pmix or none: no PMI_SIZE to go by
     if (launcher_world_size() == size) return;
     RINGDP_FAIL("this process is task ", launcher_rank(), " of ", launcher_world_size(),
-                " started by srun (SLURM_STEP_NUM_TASKS=", launcher_world_size(), "), but the MPI library ringdp ",
-                "was built with (", library_version(), ") sees a job of ", size,
-                " rank(s): srun's --mpi plugin is not one this MPI speaks, and every task would run alone. Run srun --mpi=",
+                " started by srun (SLURM_STEP_NUM_TASKS=", launcher_world_size(),
+                "), but the MPI library ringdp ", "was built with (", library_version(), ") sees a job of ",
+                size,
+                " rank(s): srun's --mpi plugin is not one this MPI speaks, and every task would run alone. "
+                "Run srun --mpi=",
                 kSrunMpi, " (docs/launching.md)");
   }
   const char* variable = open_mpi_launcher ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE";

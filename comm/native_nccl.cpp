@@ -39,7 +39,8 @@ ncclRedOp_t nccl_op(ReduceOp op, DType dtype) {
 }  // namespace
 
 void all_reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op) {
-  t.RINGDP_NCCL_SETTLE(ncclAllReduce(input, out, count, nccl_type(dtype), nccl_op(op, dtype), t.comm(), t.stream()));
+  t.RINGDP_NCCL_SETTLE(
+      ncclAllReduce(input, out, count, nccl_type(dtype), nccl_op(op, dtype), t.comm(), t.stream()));
 }
 void reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op,
             int root) {

@@ -61,7 +61,8 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
   app.add_option("-c,--check", o.check, "check results (0: off)")->check(CLI::Range(0, 1000000));
   app.add_option("-o,--op", o.op, "sum, prod, min, max, avg, band, bor, bxor or all (the first five)")
       ->check(CLI::IsMember({"sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "all"}));
-  app.add_option("-d,--datatype", o.dtype, "float, double, half, bfloat16, int64, int32, int8, uint8, bool or all")
+  app.add_option("-d,--datatype", o.dtype,
+                 "float, double, half, bfloat16, int64, int32, int8, uint8, bool or all")
       ->check(CLI::IsMember({"float", "double", "half", "bfloat16", "int64", "int32", "int8", "uint8", "bool",
                              "float32", "float64", "float16", "all"}));
   app.add_option("-r,--root", o.root, "root of reduce and broadcast");
@@ -137,7 +138,8 @@ Sweep make_sweep(const Options& o) {
                ": avg is defined for floating-point types only (float, double, half, bfloat16)");
   RINGDP_CHECK(!reduces || o.op == "all" || !is_bitwise(sweep.ops.front()) || o.dtype == "all" ||
                    !is_floating(sweep.dtypes.front()),
-               "-o ", o.op, " -d ", o.dtype, ": ", o.op, " is defined for integer types and bool only (int64, int32, int8, uint8, bool)");
+               "-o ", o.op, " -d ", o.dtype, ": ", o.op,
+               " is defined for integer types and bool only (int64, int32, int8, uint8, bool)");
   RINGDP_CHECK(o.device == "cpu" || kernels::cuda_device_count() > 0,
                "--device cuda: no CUDA device is visible",
                kernels::built_with_cuda() ? "" : " (ringdp was built without CUDA)");

@@ -178,6 +178,7 @@ StepRecord take_step(const TrainConfig& config, const std::shared_ptr<comm::Comm
   const uint64_t legible_hook = make_gradient_legible(followed_param, rank, N, step.real_gradient);
   ddp::DistributedDataParallel ddp(model, communicator,
                                    {.bucket_cap_mb = config.bucket_mb,
+                                    .first_bucket_mb = config.first_bucket_mb,
                                     .algorithm = config.algorithm,
                                     .overlap = config.overlap,
                                     .on_event = [&](const ddp::DdpEvent& e) { step.events.push_back(e); }});

@@ -150,6 +150,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(
           {"auto", "ring", "recursive_doubling", "rabenseifner", "shared_memory", "native", "hierarchical"}));
   app.add_option("--bucket-mb", config.bucket_mb, "DDP gradient bucket capacity in MiB")->check(kPositive);
+  app.add_option("--first-bucket-mb", config.first_bucket_mb,
+                 "capacity of the first DDP bucket in MiB (PyTorch's 1 MiB; a bucket closes once it reaches its "
+                 "capacity)")
+      ->check(kPositive);
   app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0")
       ->check(kOutputFile);
   app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kCount);

@@ -32,6 +32,7 @@ struct TrainConfig {
   std::string backend = "auto";
   comm::Algorithm algorithm = comm::Algorithm::automatic;
   double bucket_mb = 25;
+  double first_bucket_mb = 1;  // PyTorch's first bucket: small, so the first all-reduce starts early
   std::string checkpoint_path;
   int64_t save_every = 1;
   ResumeMode resume = ResumeMode::never;

@@ -82,7 +82,8 @@ void reduce_typed(T* dst, const T* src, int64_t count, ReduceOp op) {
 template <typename T>
 void reduce_through_float(T* dst, const T* src, int64_t count, ReduceOp op) {
   auto run = [&](auto combine) {
-    for (int64_t i = 0; i < count; ++i) dst[i] = T(combine(static_cast<float>(dst[i]), static_cast<float>(src[i])));
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = T(combine(static_cast<float>(dst[i]), static_cast<float>(src[i])));
   };
   switch (op) {
     case ReduceOp::sum:

@@ -76,8 +76,8 @@ print("ok: recursive doubling: pairs (0,1)(2,3) then (0,2)(1,3) on 4 ranks; on 3
     facts buckets
     check buckets '
 names = [[p["name"] for p in b["parameters"]] for b in f["buckets"]]
-# Reverse registration order (backward order), the first bucket capped: 104 bytes = 26 floats.
-assert names == [["4.bias", "4.weight", "2.bias", "2.weight", "0.bias"], ["0.weight"]], names
+# Reverse registration order (backward order); a bucket closes once it holds its cap, 15.7 floats.
+assert names == [["4.bias", "4.weight", "2.bias", "2.weight"], ["0.bias", "0.weight"]], names
 for b in f["buckets"]:
     at = 0
     for p in b["parameters"]:

@@ -134,15 +134,16 @@ PY
     # #36: a job killed in the middle of an epoch and started again with the same command line
     # (what a requeued Slurm job does) continues from its last checkpoint on its own, and ends with
     # the parameters of a run that was never interrupted, momentum buffers included.
-    common=(--model mlp --hidden 16,16 --batch-size 25 --momentum 0.9 --bucket-mb 0.001)
+    common=(--model mlp --hidden 16,16 --batch-size 25 --momentum 0.9 --bucket-mb 0.001 --first-bucket-mb 0.001)
     run 3 "${common[@]}" --epochs 6 --checkpoint "$work/straight.bin" --export "$work/straight.json"
     [ $rc -eq 0 ] || fail "uninterrupted run failed: $out"
     job=("${common[@]}" --epochs 6 --checkpoint "$work/ck.bin" --resume auto --export "$work/resumed.json")
     # Collectives of this job, counting from 0: 2 broadcasts of --resume auto (the epoch, the
     # momentum count: none on a fresh start), DDP's all_gather and 6 parameter broadcasts (0-8),
-    # then per epoch 4 steps of 3 bucket all-reduces and the loss's reduce (13). Epoch 4 runs
-    # collectives 48-60; 55 is the second bucket of its third step.
-    kill_op=55
+    # then per epoch 4 steps of 2 bucket all-reduces (caps of 262 floats: the last two layers,
+    # 289 floats, then the first, 176) and the loss's reduce (9). Epoch 4 runs collectives 36-44;
+    # 41 is the second bucket of its third step.
+    kill_op=41
     RINGDP_FAULT=kill:rank=1:op=$kill_op run 3 "${job[@]}"
     [ $rc -ne 0 ] || fail "the job whose rank 1 was killed ended with exit 0: $out"
     grep -qF "no checkpoint '$work/ck.bin' yet: starting at epoch 1 (--resume auto)" <<<"$out" ||

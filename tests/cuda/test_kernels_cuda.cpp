@@ -244,11 +244,12 @@ TEST_CASE("relu, sgd, scale, add, fill and cast match their CPU twins", "[cuda][
       std::vector<double> scale(n, 1.0);
       CHECK(mismatches(gp.to_vector(), p.to_vector(), scale, 1e-12, "sgd param") == 0);
     }
-    for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16, DType::float16,
-                        DType::int8, DType::uint8, DType::boolean}) {
+    for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16,
+                        DType::float16, DType::int8, DType::uint8, DType::boolean}) {
       CAPTURE(dtype_name(dtype), n);
       // The one-byte types take values that fit them (a cast out of range is undefined).
-      Tensor a = dtype_size(dtype) == 1 ? rand({n}, fresh_seed(), 0, 50, DType::float64).to(dtype) : arange(n, dtype),
+      Tensor a = dtype_size(dtype) == 1 ? rand({n}, fresh_seed(), 0, 50, DType::float64).to(dtype)
+                                        : arange(n, dtype),
              b = full({n}, 3.0, dtype);
       Tensor want = a.clone();
       add_cpu(a.data_ptr(), b.data_ptr(), want.data_ptr(), n, dtype, 2.0);
@@ -264,8 +265,8 @@ TEST_CASE("relu, sgd, scale, add, fill and cast match their CPU twins", "[cuda][
 }
 
 TEST_CASE("reduce_into matches the CPU twin for every dtype and op", "[cuda][reduce]") {
-  for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16, DType::float16,
-                      DType::int8, DType::uint8, DType::boolean}) {
+  for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16,
+                      DType::float16, DType::int8, DType::uint8, DType::boolean}) {
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg,
                         ReduceOp::band, ReduceOp::bor, ReduceOp::bxor}) {
       if (is_bitwise(op) && is_floating(dtype)) {

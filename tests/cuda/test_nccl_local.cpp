@@ -24,8 +24,8 @@ TEST_CASE("every collective over NCCL at world size 1", "[cuda][nccl]") {
   options.force_local = true;
   auto world = comm::Communicator::init(options);
   const Device gpu = world->device();
-  for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16, DType::float16,
-                      DType::int8, DType::uint8, DType::boolean}) {
+  for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16,
+                      DType::float16, DType::int8, DType::uint8, DType::boolean}) {
     for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{1031}, int64_t{1000003}}) {
       CAPTURE(dtype_name(dtype), count);
       const double low = dtype == DType::uint8 ? 0 : -100;  // a negative double cast to uint8 is undefined

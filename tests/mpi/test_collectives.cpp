@@ -18,7 +18,7 @@ using comm::Algorithm;
 
 namespace {
 
-const DType kDtypes[] = {DType::float32, DType::float64, DType::int32,  DType::int64, DType::bfloat16,
+const DType kDtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64,  DType::bfloat16,
                          DType::float16, DType::int8,    DType::uint8, DType::boolean};
 const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
                          ReduceOp::avg, ReduceOp::band, ReduceOp::bor, ReduceOp::bxor};
@@ -222,8 +222,8 @@ TEST_CASE("8-bit sums and products wrap on overflow with every algorithm, native
   auto& comm = world();
   const int N = comm.size();
   std::vector<std::pair<std::string, int64_t>> results;
-  for (Algorithm algo : {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::native,
-                         Algorithm::automatic})
+  for (Algorithm algo : {Algorithm::ring, Algorithm::recursive_doubling, Algorithm::rabenseifner,
+                         Algorithm::native, Algorithm::automatic})
     for (DType dtype : {DType::int8, DType::uint8})
       for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod}) {
         const double each = op == ReduceOp::prod ? 16 : dtype == DType::int8 ? 127 : 255;

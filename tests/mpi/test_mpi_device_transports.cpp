@@ -116,8 +116,9 @@ int64_t wrong(const std::vector<double>& got, F want) {
 }
 
 const std::vector<int64_t> kCounts = {0, 1, 2, 5, 1031, 20011};
-const std::vector<DType> kDtypes = {DType::float32, DType::float64, DType::int32, DType::int64, DType::bfloat16,
-                                    DType::float16, DType::int8,    DType::uint8, DType::boolean};
+const std::vector<DType> kDtypes = {DType::float32, DType::float64,  DType::int32,
+                                    DType::int64,   DType::bfloat16, DType::float16,
+                                    DType::int8,    DType::uint8,    DType::boolean};
 const std::vector<ReduceOp> kOps = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
 
 // Small segments (256 B) put many messages in flight at once, the case the staging overlaps.
@@ -153,7 +154,8 @@ void check_rooted_and_gathers(World& w, CudaStreamTransport& device, DType dtype
   CollectiveContext ctx = w.context(device, dtype, op, kSegment);
   reduce_tree(ctx, in.data, out.data, count, root);
   device.synchronize();
-  if (w.rank() == root) CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op, dtype); }) == 0);
+  if (w.rank() == root)
+    CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op, dtype); }) == 0);
   CHECK(wrong(in.read(), [&](int64_t i) { return input_value(w.rank(), i, op, dtype); }) == 0);
 
   for (bool chain : {false, true}) {
@@ -175,15 +177,17 @@ void check_rooted_and_gathers(World& w, CudaStreamTransport& device, DType dtype
   CollectiveContext gctx = w.context(device, dtype, op, kSegment);
   all_gather_ring(gctx, chunk.data, gathered.data, count);
   device.synchronize();
-  CHECK(wrong(gathered.read(),
-              [&](int64_t i) { return input_value(static_cast<int>(i / width), i % width, op, dtype); }) == 0);
+  CHECK(wrong(gathered.read(), [&](int64_t i) {
+          return input_value(static_cast<int>(i / width), i % width, op, dtype);
+        }) == 0);
 
   DeviceBuffer whole(dtype, count * N), mine(dtype, count);
   whole.fill(w.rank(), op);
   CollectiveContext sctx = w.context(device, dtype, op, kSegment);
   reduce_scatter_ring(sctx, whole.data, mine.data, count);
   device.synchronize();
-  CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op, dtype); }) == 0);
+  CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op, dtype); }) ==
+        0);
 }
 
 }  // namespace
@@ -321,8 +325,8 @@ TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[dev
         CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op, dtype); }) == 0);
         if (w.rank() == N - 1)
           CHECK(wrong(red.read(), [&](int64_t i) { return expected_value(N, i, op, dtype); }) == 0);
-        CHECK(wrong(mine.read(), [&](int64_t i) { return expected_value(N, w.rank() * count + i, op, dtype); }) ==
-              0);
+        CHECK(wrong(mine.read(),
+                    [&](int64_t i) { return expected_value(N, w.rank() * count + i, op, dtype); }) == 0);
         CHECK(wrong(gathered.read(), [&](int64_t i) {
                 return input_value(static_cast<int>(i / std::max<int64_t>(count, 1)),
                                    i % std::max<int64_t>(count, 1), op, dtype);

@@ -2,7 +2,7 @@
 # The slurm suite: ringdp's programs started by srun and sbatch on a one-node Slurm cluster that
 # tests/slurm/cluster.sh brings up for each case and takes down afterwards (also on failure).
 #   tests/slurm/slurm.sh CASE BUILD_DIR SOURCE_DIR   (RINGDP_MPI_IMPL, RINGDP_MPIEXEC from meson)
-# Cases: collectives, train, bench, sbatch, refusal, kill (one node); hosts (two Slurm nodes, each
+# Cases: collectives, train, bench, sbatch, refusal, kill, requeue (one node); hosts (two Slurm nodes, each
 # a network-namespace host of tests/net/cluster.sh, needing what the net suite needs).
 set -uo pipefail
 case_name=$1 build=$2 source=$3
@@ -89,7 +89,7 @@ case "$case_name" in
     # The example users copy, submitted as they would, and waited for.
     cd "$work" || exit 1
     out=$(timeout 300 sbatch --wait --ntasks=3 --overcommit -o "$work/job.out" \
-      --export="ALL,RINGDP_SRUN_MPI=$plugin,RINGDP_TRAIN=$train,RINGDP_CHECKPOINT=$work/job.ckpt" \
+      --export="ALL,SRUN_MPI=$plugin,TRAIN=$train,CHECKPOINT=$work/job.ckpt" \
       "$source/examples/slurm/train.sbatch" --epochs 3 2>&1)
     rc=$?
     [ $rc -eq 0 ] || fail "sbatch --wait examples/slurm/train.sbatch: exit $rc: $out; job output: $(cat "$work/job.out")"
@@ -124,11 +124,44 @@ case "$case_name" in
     grep -qE "task 1: Killed|exceeded 3 s" <<<"$out" || fail "neither srun nor the watchdog says what ended the step: $out"
     # A batch job with a killed task is reported failed by sbatch --wait.
     out=$(cd "$work" && timeout 300 sbatch --wait --ntasks=2 --overcommit -o "$work/job.out" \
-      --export="ALL,RINGDP_SRUN_MPI=$plugin,RINGDP_TRAIN=$train,RINGDP_CHECKPOINT=$work/job.ckpt,RINGDP_FAULT=kill:rank=1:op=12" \
+      --export="ALL,SRUN_MPI=$plugin,TRAIN=$train,CHECKPOINT=$work/job.ckpt,RINGDP_FAULT=kill:rank=1:op=12" \
       "$source/examples/slurm/train.sbatch" --epochs 50 2>&1)
     rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "sbatch --wait of a job with a killed task: exit $rc: $out"
     echo "ok: a killed task ends the step (srun -K: ${killed_after}s), without -K in ${seconds}s, and sbatch reports the job failed (exit $rc)"
+    ;;
+  requeue)
+    # A batch job that loses a task mid-training, then is requeued (scontrol requeue, as an
+    # administrator or a node failure would): the example's --resume auto continues from its
+    # checkpoint, and the parameters equal an uninterrupted run's bit for bit.
+    options=(--model mlp --hidden 16,16 --batch-size 25 --momentum 0.9 --bucket-mb 0.001 --epochs 6)
+    run_srun 3 "$train" "${options[@]}" --export "$work/straight.json"
+    [ $rc -eq 0 ] || fail "the uninterrupted run failed: $out"
+    # The first run only is killed: a requeued job has SLURM_RESTART_COUNT.
+    cat >"$work/job.sh" <<EOF
+#!/bin/bash
+[ -n "\${SLURM_RESTART_COUNT:-}" ] || export RINGDP_FAULT=kill:rank=1:op=40
+exec bash "$source/examples/slurm/train.sbatch" ${options[*]} --export "$work/resumed.json"
+EOF
+    cd "$work" || exit 1
+    job=$(timeout 300 sbatch --parsable --wait --requeue --ntasks=3 --overcommit --open-mode=append -o "$work/job.out" \
+      --export="ALL,SRUN_MPI=$plugin,TRAIN=$train,CHECKPOINT=$work/job.ckpt" "$work/job.sh")
+    rc=$?
+    [ $rc -ne 0 ] && [ -n "$job" ] || fail "the first run of the job did not fail (exit $rc): $(cat "$work/job.out")"
+    grep -q "RINGDP_FAULT kill" "$work/job.out" && grep -q '^epoch 1/6' "$work/job.out" && ! grep -q '^epoch 6/6' "$work/job.out" ||
+      fail "the kill did not land between the first and the last epoch: $(cat "$work/job.out")"
+    # Requeue makes the job eligible only 2 minutes later; StartTime=now lets it run at once.
+    scontrol requeue "$job" && scontrol update jobid="$job" StartTime=now || fail "scontrol requeue $job failed"
+    state=
+    for _ in $(seq 600); do
+      state=$(scontrol show job "$job" -o | grep -o 'JobState=[A-Z_]*')
+      [ "$state" = JobState=COMPLETED ] || [ "$state" = JobState=FAILED ] && break
+      sleep 0.5
+    done
+    [ "$state" = JobState=COMPLETED ] || fail "the requeued job ended $state: $(cat "$work/job.out")"
+    grep -q "resuming from checkpoint" "$work/job.out" || fail "the requeued job did not resume: $(cat "$work/job.out")"
+    cmp -s "$work/straight.json" "$work/resumed.json" || fail "the resumed job's parameters differ from the uninterrupted run's"
+    echo "ok: a batch job killed mid-training and requeued resumes from its checkpoint and ends bit-identical to an uninterrupted run"
     ;;
   hosts)
     # Two Slurm nodes, two tasks on each, over TCP between the namespace hosts: every rank finds

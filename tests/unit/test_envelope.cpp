@@ -23,7 +23,7 @@ const CollectiveKind kKinds[] = {CollectiveKind::all_reduce,     CollectiveKind:
                                  CollectiveKind::send,           CollectiveKind::recv};
 const DType kDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64,  DType::bfloat16,
                          DType::float16, DType::int8,    DType::uint8, DType::boolean};
-const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min,  ReduceOp::max,
+const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
                          ReduceOp::avg, ReduceOp::band, ReduceOp::bor, ReduceOp::bxor};
 // The ops a kind's tag tells apart: every op for the kinds that reduce, none (one) for the rest.
 std::vector<ReduceOp> ops_of(CollectiveKind kind) {

@@ -149,7 +149,8 @@ TEST_CASE("reduce_into: every dtype and op against a double-precision loop", "[k
   Tensor dst = empty({n}, dtype), src = empty({n}, dtype);
   std::vector<double> want(n);
   for (int64_t i = 0; i < n; ++i) {
-    const double a = static_cast<double>(i % 13) - 4 + shift, b = static_cast<double>((i * 7) % 11) - 3 + shift;
+    const double a = static_cast<double>(i % 13) - 4 + shift,
+                 b = static_cast<double>((i * 7) % 11) - 3 + shift;
     dst.set_item(i, a);
     src.set_item(i, b);
     want[i] = reference_combine(a, b, op);
@@ -162,8 +163,8 @@ TEST_CASE("bool reduces as any (sum, max, bor), all (prod, min, band) and xor, w
           "[kernels][reduce]") {
   // Bytes a C++ bool may not hold (2, 255) are true: a corrupt byte is a wrong value, never UB.
   const uint8_t bytes[] = {0, 1, 2, 255};
-  for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::band, ReduceOp::bor,
-                      ReduceOp::bxor})
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::band,
+                      ReduceOp::bor, ReduceOp::bxor})
     for (uint8_t a : bytes)
       for (uint8_t b : bytes) {
         CAPTURE(reduce_op_name(op), int(a), int(b));
@@ -259,7 +260,8 @@ TEST_CASE("elementwise on the 8-bit types and float16: fill, cast, scale, add", 
     std::vector<double> want(n);
     // (i + 6) / 2 ≤ 28: exact in float16, truncated toward zero in the integers.
     for (int64_t i = 0; i < n; ++i)
-      want[i] = is_floating(dtype) ? (static_cast<double>(i) + 6.0) * 0.5 : std::trunc((static_cast<double>(i) + 6.0) * 0.5);
+      want[i] = is_floating(dtype) ? (static_cast<double>(i) + 6.0) * 0.5
+                                   : std::trunc((static_cast<double>(i) + 6.0) * 0.5);
     CHECK(out.to_vector() == want);
   }
   // bool: nonzero is true, and what is written is 0 or 1.

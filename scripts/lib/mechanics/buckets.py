@@ -6,10 +6,12 @@ import re
 from mechanics import runs
 
 RANKS = 2
-# A small MLP 10 -> 4 -> 3 -> 1 and a bucket cap of 104 bytes: two buckets, the first capped, as
-# a large model's first bucket is; one epoch is enough, the views are made at the first backward.
+# A small MLP 10 -> 4 -> 3 -> 1 and bucket caps of 0.00006 MiB (62.9 bytes, 15.7 floats): by
+# PyTorch's rule a bucket closes once it reaches its cap, so the first holds the last two layers
+# (19 floats, above the cap) and the second the first layer; one epoch is enough, the views are
+# made at the first backward.
 RUNS = [("apps/train/ringdp-train", RANKS, ["--model", "mlp", "--hidden", "4,3", "--epochs", "1", "--bucket-mb",
-                                           "0.0001"], {})]
+                                           "0.00006", "--first-bucket-mb", "0.00006"], {})]
 LAYOUT = re.compile(r"rank (\d+) ddp bucket (\d+) holds (\d+) (\w+): (.*)$")
 MEMBER = re.compile(r"(\S+) \[([\d, ]*)\] at offset (\d+) \((\d+) elements\)$")
 VIEW = re.compile(r"rank (\d+) ddp bucket (\d+): (\S+)\.grad \[([\d, ]*)\] is a view of elements \[(\d+), (\d+)\) "

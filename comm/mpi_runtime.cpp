@@ -43,8 +43,10 @@ bool mpi_cuda_aware() {
 #endif
 }
 
+// A step of one task is not a launch: programs run from `srun --pty bash` or `srun -n 1 ...` see
+// SLURM_STEP_NUM_TASKS=1 and must go on running alone, as outside Slurm.
 bool launched_by_srun() {
-  return std::getenv("SLURM_STEP_NUM_TASKS") && !std::getenv("OMPI_COMM_WORLD_SIZE") &&
+  return env_int("SLURM_STEP_NUM_TASKS", 0) > 1 && !std::getenv("OMPI_COMM_WORLD_SIZE") &&
          !std::getenv("PMI_SIZE");
 }
 
@@ -100,7 +102,12 @@ constexpr const char* kSrunMpi = "pmi2";
 // building PMI support, which is not the fix; say the one that is.
 void check_srun_plugin_before_init() {
 #ifdef OPEN_MPI
-  if (!launched_by_srun() || std::getenv("PMIX_RANK")) return;
+  // srun --mpi=pmi2 sets PMI_SIZE (so launched_by_srun() is false) and PMI_JOBID; MPICH's hydra,
+  // which the mixed-launcher check after MPI_Init names, sets no PMI_JOBID.
+  const bool srun_pmi2 =
+      std::getenv("PMI_JOBID") && std::getenv("PMI_SIZE") && env_int("SLURM_STEP_NUM_TASKS", 0) > 1;
+  if ((!launched_by_srun() && !srun_pmi2) || std::getenv("PMIX_RANK") || std::getenv("OMPI_COMM_WORLD_SIZE"))
+    return;
   RINGDP_FAIL(
       "this process is task ", launcher_rank(), " of ", launcher_world_size(), " started by srun ",
       std::getenv("PMI_FD") ? "with --mpi=pmi2" : "without a PMI plugin (--mpi=none)", ", but ringdp's MPI (",

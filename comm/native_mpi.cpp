@@ -6,9 +6,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
-#include <map>
 #include <mutex>
-#include <utility>
 #include <vector>
 
 #include "comm/mpi_transport.h"
@@ -43,6 +41,9 @@ void kernel_op(void* in, void* inout, int* len, MPI_Datatype*) {
 // sum (it is divided afterwards).
 template <DType kDType>
 MPI_Op user_op(ReduceOp op) {
+  // Communicators' worker threads may ask at once for the first time.
+  static std::mutex mutex;
+  const std::lock_guard lock(mutex);
   static MPI_Op ops[8] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL,
                           MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
   static MPI_User_function* const fns[8] = {
@@ -70,32 +71,11 @@ MPI_Op builtin_op(ReduceOp op) {
   return MPI_OP_NULL;
 }
 
-// Whether MPI's built-in op on an integer type gives what C's arithmetic (and ringdp's kernel)
-// gives. Two here do not, both found by the mpi suite (Debian 12):
-//   Open MPI 4.1.4's op/avx component saturates 8- and 16-bit sums from 16 elements up
-//   (255 + 1 gives 255 for MPI_UINT8_T, 127 + 1 gives 127 for MPI_INT8_T);
-//   MPICH 4.0.2 compares MPI_UINT8_T as signed in MPI_MIN and MPI_MAX (min(248, 5) gives 248).
-// MPI_Reduce_local runs the same op code as the collectives, so one probe per (dtype, op), on 64
-// elements that overflow and cross the sign bit, tells; a disagreeing built-in is replaced by
-// ringdp's kernel in a user op, so the native baseline's answer is the same under every MPI.
-bool builtin_agrees(DType dtype, ReduceOp op) {
-  static std::mutex mutex;
-  static std::map<std::pair<DType, ReduceOp>, bool> known;
-  const std::lock_guard lock(mutex);
-  const auto found = known.find({dtype, op});
-  if (found != known.end()) return found->second;
-  constexpr int kCount = 64;
-  std::vector<unsigned char> in(kCount * dtype_size(dtype)), mpi_result(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    in[i] = static_cast<unsigned char>(0xF0 + i * 7);
-    mpi_result[i] = static_cast<unsigned char>(0x7F + i * 13);
-  }
-  std::vector<unsigned char> ours = mpi_result;
-  RINGDP_MPI_CHECK(MPI_Reduce_local(in.data(), mpi_result.data(), kCount, mpi_type(dtype), builtin_op(op)));
-  kernels::reduce_into_cpu(ours.data(), in.data(), kCount, dtype, op);
-  return known[{dtype, op}] = mpi_result == ours;
-}
-
+// 8-bit integers always reduce through ringdp's kernel: two MPIs here get them wrong (both found
+// by the mpi suite, Debian 12): Open MPI 4.1.4's op/avx component saturates 8- and 16-bit sums
+// from 16 elements up (255 + 1 gives 255 for MPI_UINT8_T), and MPICH 4.0.2 compares MPI_UINT8_T
+// as signed in MPI_MIN and MPI_MAX (min(248, 5) gives 248). A probe of the library at run time
+// would decide per process, and ranks must pass the same op to a collective: the choice is fixed.
 MPI_Op mpi_op(ReduceOp op, DType dtype) {
   switch (dtype) {
     case DType::bfloat16: return user_op<DType::bfloat16>(op);
@@ -103,10 +83,10 @@ MPI_Op mpi_op(ReduceOp op, DType dtype) {
     case DType::boolean: return user_op<DType::boolean>(op);
     case DType::float32:
     case DType::float64: return builtin_op(op);
-    case DType::int8: return builtin_agrees(dtype, op) ? builtin_op(op) : user_op<DType::int8>(op);
-    case DType::uint8: return builtin_agrees(dtype, op) ? builtin_op(op) : user_op<DType::uint8>(op);
-    case DType::int32: return builtin_agrees(dtype, op) ? builtin_op(op) : user_op<DType::int32>(op);
-    case DType::int64: return builtin_agrees(dtype, op) ? builtin_op(op) : user_op<DType::int64>(op);
+    case DType::int8: return user_op<DType::int8>(op);
+    case DType::uint8: return user_op<DType::uint8>(op);
+    case DType::int32:
+    case DType::int64: return builtin_op(op);
   }
   return MPI_OP_NULL;
 }

@@ -81,14 +81,26 @@ constexpr bool is_float_stored_v =
     std::is_same_v<T, bfloat16> || std::is_same_v<T, float16> || std::is_same_v<T, boolean>;
 
 /// v converted to T, through float for the storage types (static_cast alone cannot reach them).
+/// A floating value goes to an integer narrower than 64 bits through int64, so one out of the
+/// narrow type's range wraps (as an integer-to-integer conversion does, and the CUDA twin) instead
+/// of being undefined; bool is v != 0 for every source, compared in the source's own precision.
 template <typename T, typename S>
 T convert_value(S v) {
   if constexpr (std::is_same_v<T, S>) {
     return v;
+  } else if constexpr (std::is_same_v<T, boolean>) {
+    boolean b;
+    if constexpr (is_float_stored_v<S>)
+      b.bits = static_cast<float>(v) != 0.0f;
+    else
+      b.bits = v != 0;
+    return b;
   } else if constexpr (is_float_stored_v<S>) {
     return convert_value<T>(static_cast<float>(v));
   } else if constexpr (is_float_stored_v<T>) {
     return T(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) < 8 && std::is_floating_point_v<S>) {
+    return static_cast<T>(static_cast<int64_t>(v));
   } else {
     return static_cast<T>(v);
   }

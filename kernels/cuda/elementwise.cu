@@ -33,9 +33,15 @@ template <>
 __device__ double load(const DeviceBool* p, long long i) {
   return p[i].bits != 0 ? 1.0 : 0.0;
 }
+// Integers narrower than 64 bits through long long, as the CPU twin (core/dtype.h's
+// convert_value): out of range wraps, where a direct cast would saturate in PTX and be undefined
+// in C++.
 template <typename T>
 __device__ void store(T* p, long long i, double v) {
-  p[i] = static_cast<T>(v);
+  if constexpr (std::is_integral_v<T> && sizeof(T) < 8)
+    p[i] = static_cast<T>(static_cast<long long>(v));
+  else
+    p[i] = static_cast<T>(v);
 }
 template <>
 __device__ void store(__nv_bfloat16* p, long long i, double v) {

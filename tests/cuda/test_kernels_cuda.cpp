@@ -281,12 +281,18 @@ TEST_CASE("reduce_into matches the CPU twin for every dtype and op", "[cuda][red
                             Catch::Contains("avg is not defined on bool"));
         continue;
       }
-      // uint8 from non-negative values: a negative double cast to it is undefined.
-      const double low = dtype == DType::uint8 ? 0 : -8;
+      // The 8-bit types over their whole range (uint8 crossing 128, where a signed compare would
+      // go wrong), bool as 0 and 1 in equal parts (so any and all differ), the rest in [-8, 8).
+      const auto inputs = [&](int64_t n) {
+        if (dtype == DType::uint8) return rand({n}, fresh_seed(), 0, 256, DType::float64).to(dtype);
+        if (dtype == DType::int8) return rand({n}, fresh_seed(), -128, 128, DType::float64).to(dtype);
+        if (dtype == DType::boolean)
+          return rand({n}, fresh_seed(), 0, 2, DType::float64).to(DType::int32).to(dtype);
+        return rand({n}, fresh_seed(), -8, 8, DType::float64).to(dtype);
+      };
       for (int64_t n : {1, 7, 33, 127, 129, 1000, 1 << 20}) {
         CAPTURE(dtype_name(dtype), reduce_op_name(op), n);
-        Tensor dst = rand({n}, fresh_seed(), low, 8, DType::float64).to(dtype),
-               src = rand({n}, fresh_seed(), low, 8, DType::float64).to(dtype);
+        Tensor dst = inputs(n), src = inputs(n);
         Tensor want = dst.clone();
         reduce_into_cpu(want.data_ptr(), src.data_ptr(), n, dtype, op);
         DeviceBuffer got(n, dtype);

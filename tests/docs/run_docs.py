@@ -42,6 +42,7 @@ page shows and what the run printed.
 """
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -205,11 +206,15 @@ def command_environment(build_dir=None):
 def run_block(block, folder, env, report):
     failures = 0
     for line, command, shown, status in block.commands:
+        # A session of its own, so that a timeout ends mpirun's ranks too, not only the shell.
+        process = subprocess.Popen(["bash", "-o", "pipefail", "-c", command], cwd=folder, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=folder, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=int(block.options["timeout"]))
+            out, _ = process.communicate(timeout=int(block.options["timeout"]))
+            done = subprocess.CompletedProcess(process.args, process.returncode, out)
         except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
             report("%s:%d: '%s' did not finish within %s s"
                    % (block.page, line, command, block.options["timeout"]))
             failures += 1

@@ -26,9 +26,7 @@ fi
 nodes=1
 if [ "$case_name" = hosts ]; then
   nodes=2
-  why=$(RINGDP_NET_PREFIX=rdps "$source/tests/net/cluster.sh" status >/dev/null 2>&1 && command -v nsenter >/dev/null ||
-    echo "no nsenter (util-linux)")
-  [ -z "$why" ] || { echo "SKIPPED: $why"; exit 77; }
+  command -v nsenter >/dev/null || { echo "SKIPPED: no nsenter (util-linux)"; exit 77; }
 fi
 work=$(mktemp -d)
 trap '"$cluster" down "$work/cluster"; rm -rf "$work"' EXIT
@@ -107,7 +105,20 @@ case "$case_name" in
     [ $rc -ne 0 ] || fail "srun --mpi=$wrong: exit 0: $out"
     grep -qF "srun --mpi=$plugin" <<<"$out" || fail "the refusal does not name --mpi=$plugin: $out"
     if grep -q "^epoch" <<<"$out"; then fail "a task trained alone before the refusal: $out"; fi
-    echo "ok: srun --mpi=$wrong is refused (exit $rc), naming srun --mpi=$plugin"
+    if [ "$plugin" = pmix ]; then
+      # Open MPI under srun --mpi=pmi2 dies inside MPI_Init with a page about building PMI support;
+      # ringdp refuses before it, naming the plugin.
+      out=$(cd "$work" && timeout 120 srun --mpi=pmi2 -n 2 --overcommit "$train" --epochs 1 2>&1)
+      rc=$?
+      [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "srun --mpi=pmi2: exit $rc: $out"
+      grep -qF "started by srun with --mpi=pmi2" <<<"$out" && grep -qF "srun --mpi=pmix" <<<"$out" ||
+        fail "srun --mpi=pmi2 is not refused by ringdp naming --mpi=pmix: $out"
+    fi
+    # A step of one task is no launch: the program runs alone, as outside Slurm.
+    out=$(cd "$work" && timeout 120 srun --mpi="$wrong" -n 1 "$train" --epochs 1 2>&1)
+    rc=$?
+    [ $rc -eq 0 ] || fail "srun --mpi=$wrong -n 1: a single task was refused (exit $rc): $out"
+    echo "ok: srun --mpi=$wrong is refused (exit $rc), naming srun --mpi=$plugin; a one-task step runs"
     ;;
   kill)
     # A task killed mid-training: with --kill-on-bad-exit (the example's) srun ends the step at
@@ -115,12 +126,12 @@ case "$case_name" in
     # does, the survivors' watchdog ends them, naming the stall (RINGDP_TIMEOUT=3).
     run_srun 3 --kill-on-bad-exit=1 env RINGDP_FAULT=kill:rank=1:op=12 "$train" --epochs 50
     [ $rc -ne 0 ] || fail "a killed task left the step's exit status 0"
-    [ $seconds -le 30 ] || fail "the step took $seconds s to end after a task died"
+    [ $seconds -le 60 ] || fail "the step took $seconds s to end after a task died"
     grep -qiE "task 1.*(killed|signal)|killed.*task 1" <<<"$out" || fail "srun does not say task 1 was killed: $out"
     killed_after=$seconds
     run_srun 3 env RINGDP_TIMEOUT=3 RINGDP_FAULT=kill:rank=1:op=12 "$train" --epochs 50
     [ $rc -ne 0 ] || fail "without --kill-on-bad-exit a killed task left exit status 0"
-    [ $seconds -le 60 ] || fail "without --kill-on-bad-exit the step took $seconds s to end"
+    [ $seconds -le 120 ] || fail "without --kill-on-bad-exit the step took $seconds s to end"
     grep -qE "task 1: Killed|exceeded 3 s" <<<"$out" || fail "neither srun nor the watchdog says what ended the step: $out"
     # A batch job with a killed task is reported failed by sbatch --wait.
     out=$(cd "$work" && timeout 300 sbatch --wait --ntasks=2 --overcommit -o "$work/job.out" \
@@ -144,7 +155,7 @@ case "$case_name" in
 exec bash "$source/examples/slurm/train.sbatch" ${options[*]} --export "$work/resumed.json"
 EOF
     cd "$work" || exit 1
-    job=$(timeout 300 sbatch --parsable --wait --requeue --ntasks=3 --overcommit --open-mode=append -o "$work/job.out" \
+    job=$(timeout 200 sbatch --parsable --wait --requeue --ntasks=3 --overcommit --open-mode=append -o "$work/job.out" \
       --export="ALL,SRUN_MPI=$plugin,TRAIN=$train,CHECKPOINT=$work/job.ckpt" "$work/job.sh")
     rc=$?
     [ $rc -ne 0 ] && [ -n "$job" ] || fail "the first run of the job did not fail (exit $rc): $(cat "$work/job.out")"
@@ -153,7 +164,7 @@ EOF
     # Requeue makes the job eligible only 2 minutes later; StartTime=now lets it run at once.
     scontrol requeue "$job" && scontrol update jobid="$job" StartTime=now || fail "scontrol requeue $job failed"
     state=
-    for _ in $(seq 600); do
+    for _ in $(seq 400); do
       state=$(scontrol show job "$job" -o | grep -o 'JobState=[A-Z_]*')
       [ "$state" = JobState=COMPLETED ] || [ "$state" = JobState=FAILED ] && break
       sleep 0.5

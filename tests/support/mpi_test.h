@@ -63,9 +63,11 @@ inline double input_value(int rank, int64_t index, ReduceOp op, DType dtype = DT
     case ReduceOp::band:
     case ReduceOp::bor:
     case ReduceOp::bxor: v = static_cast<double>(((rank * 37 + index * 11) % 251) - 100); break;
-    // bool needs zeros among the inputs, or every sum would be "true".
     default: v = static_cast<double>((rank * 7 + index) % 31 - 10); break;
   }
+  // bool takes the parity: zeros and ones on every op, so "any" and "all" give different answers
+  // (the values above are mostly nonzero, and prod's never zero).
+  if (dtype == DType::boolean) v = static_cast<double>(static_cast<int64_t>(v) & 1);
   return in_dtype(dtype, v);
 }
 

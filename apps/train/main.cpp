@@ -91,6 +91,14 @@ const CLI::Validator kResumeMode(
     },
     "MODE");
 
+// DDP's bucket caps; a bucket closes once it reaches its cap (PyTorch's rule, docs/ddp.md).
+void add_bucket_options(CLI::App& app, train::TrainConfig& config) {
+  app.add_option("--bucket-mb", config.bucket_mb, "DDP gradient bucket capacity in MiB")->check(kPositive);
+  app.add_option("--first-bucket-mb", config.first_bucket_mb,
+                 "capacity of the first DDP bucket in MiB (PyTorch's 1 MiB; at most --bucket-mb)")
+      ->check(kPositive);
+}
+
 // An option with an optional value: a bare --resume (the flag it used to be) reads as always.
 void add_resume_option(CLI::App& app, train::ResumeMode& resume) {
   app.add_option_function<std::string>(
@@ -149,11 +157,7 @@ int main(int argc, char** argv) {
                  "or hierarchical (across hosts; host tensors)")
       ->check(CLI::IsMember(
           {"auto", "ring", "recursive_doubling", "rabenseifner", "shared_memory", "native", "hierarchical"}));
-  app.add_option("--bucket-mb", config.bucket_mb, "DDP gradient bucket capacity in MiB")->check(kPositive);
-  app.add_option("--first-bucket-mb", config.first_bucket_mb,
-                 "capacity of the first DDP bucket in MiB (PyTorch's 1 MiB; a bucket closes once it reaches its "
-                 "capacity)")
-      ->check(kPositive);
+  add_bucket_options(app, config);
   app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0")
       ->check(kOutputFile);
   app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kCount);

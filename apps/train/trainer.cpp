@@ -254,11 +254,11 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
   const int64_t start_epoch =
       config.resume != ResumeMode::never ? resume(config, comm, *model, sgd, device) : 0;
 
-  ddp::DistributedDataParallel ddp(
-      model, communicator,
-      {.bucket_cap_mb = config.bucket_mb,
-       .first_bucket_mb = config.first_bucket_mb,
-       .algorithm = config.algorithm, .overlap = config.overlap});
+  ddp::DistributedDataParallel ddp(model, communicator,
+                                   {.bucket_cap_mb = config.bucket_mb,
+                                    .first_bucket_mb = config.first_bucket_mb,
+                                    .algorithm = config.algorithm,
+                                    .overlap = config.overlap});
   ddp::DistributedSampler sampler(data.features.size(0), rank, N, config.shuffle, config.seed);
   const int64_t shard = sampler.shard_size();
   const int64_t batch = config.batch_size > 0 ? std::min(config.batch_size, shard) : shard;

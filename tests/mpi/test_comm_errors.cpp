@@ -22,8 +22,9 @@ TEST_CASE("bad arguments are errors on every rank, with no communication", "[err
   REQUIRE_THROWS_WITH(comm.all_reduce(f, d),
                       Contains("input dtype float32 differs from output dtype float64"));
   REQUIRE_THROWS_WITH(comm.all_reduce(i32, ReduceOp::avg), Contains("avg is not defined for int32"));
-  REQUIRE_THROWS_WITH(comm.all_reduce(f, ReduceOp::bxor),
-                      Contains("reduce op bxor is not defined for float32 tensors; it takes integers or bool"));
+  REQUIRE_THROWS_WITH(
+      comm.all_reduce(f, ReduceOp::bxor),
+      Contains("reduce op bxor is not defined for float32 tensors; it takes integers or bool"));
   Tensor whole = zeros({8 * N}, DType::float64);
   REQUIRE_THROWS_WITH(comm.reduce_scatter(whole, d, ReduceOp::band),
                       Contains("band is not defined for float64"));

@@ -29,7 +29,8 @@ rc=$?
 [ $rc -eq 3 ] || fail "2 ranks without a launcher: exit $rc, expected the RuntimeError: $out"
 grep -qF "torch.distributed asks for world_size 2 but MPI has 1 rank: this process was not started by an MPI launcher" <<<"$out" ||
   fail "no launcher named: $out"
-grep -qF "mpirun -np N python3 script.py (Open MPI) or mpiexec.mpich -n N" <<<"$out" || fail "no launcher named: $out"
+grep -qF "mpirun -np N python3 script.py (Open MPI), mpiexec.mpich -n N python3 script.py (MPICH) or srun -n N" <<<"$out" ||
+  fail "no launcher named: $out"
 echo "ok: without a launcher, world_size 2 is refused naming mpirun and mpiexec.mpich"
 out=$(STORE=b timeout 60 /usr/bin/python3 -c "$(init 0 1)" 2>&1)
 [ $? -eq 0 ] && grep -qF "initialised rank 0 of 1" <<<"$out" || fail "a world of one without a launcher: $out"

@@ -38,6 +38,6 @@ echo "ok: a world of one needs no launcher"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mpi_rank='int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK")))'
 out=$(STORE=c timeout 60 "$mpiexec" -n 2 /usr/bin/python3 -c "$(init "1 - $mpi_rank" 2)" 2>&1)
-grep -qE "torch.distributed says this is rank [01] but MPI says rank [01]; pass rank from OMPI_COMM_WORLD_RANK or PMI_RANK" <<<"$out" ||
+grep -qE "torch.distributed says this is rank [01] but MPI says rank [01]; pass rank from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID" <<<"$out" ||
   fail "a rank that disagrees with MPI's: $out"
 echo "ok: a rank that disagrees with MPI's is refused naming both"

@@ -11,7 +11,9 @@
 
 namespace ringdp::comm {
 
-void Transport::corrupt_byte(void* p) { *static_cast<unsigned char*>(p) ^= 0x40; }  // a float's exponent bit
+// Bit 6 of byte 0: a low mantissa bit of a little-endian float32 (2^-17 relative), small enough to
+// pass a tolerance, so only the exact checks of verifiable inputs see it.
+void Transport::corrupt_byte(void* p) { *static_cast<unsigned char*>(p) ^= 0x40; }
 
 void* Transport::scratch(int slot, size_t bytes) {
   if (scratch_.size() <= static_cast<size_t>(slot)) scratch_.resize(slot + 1);

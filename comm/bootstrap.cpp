@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <vector>
 
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
@@ -78,9 +79,10 @@ bool ringdp_yields(bool oversubscribed) {
   return settings::flag(settings::Id::yield).value_or(oversubscribed && !mpi_yields);
 }
 
-DiscoveredWorld mpi_world(CommOptions& options) {
-  mpi_ensure_initialized(options.mpi_thread == MpiThread::single);
-  auto transport = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
+// The world over `base` (MPI_COMM_WORLD, or a group's communicator): hosts, agreed options,
+// shared memory, the transports. Collective over `base`.
+DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base) {
+  auto transport = std::make_unique<MpiTransport>(base);
   Hosts hosts = find_hosts(transport->comm(), transport->rank());
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const bool oversubscribed = static_cast<unsigned>(hosts.local_size) > cores;
@@ -108,8 +110,73 @@ DiscoveredWorld mpi_world(CommOptions& options) {
                          .bootstrap = "mpi"};
 }
 
+DiscoveredWorld mpi_world(CommOptions& options) {
+  mpi_ensure_initialized(options.mpi_thread == MpiThread::single);
+  return mpi_world_over(options, MPI_COMM_WORLD);
+}
+
+// The members must have named the same ranks in the same order: compared by the list's hash once
+// a communicator over them exists.
+void check_same_members(MPI_Comm group, std::span<const int> ranks) {
+  uint64_t hash = 1469598103934665603ull;
+  for (int r : ranks) hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
+  uint64_t extremes[2] = {hash, ~hash};
+  RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, extremes, 2, MPI_UINT64_T, MPI_MAX, group));
+  RINGDP_CHECK(extremes[0] == hash && ~extremes[1] == hash,
+               "group: the members passed different rank lists (this rank passed ", ranks.size(),
+               " ranks starting with ", ranks[0],
+               "); every member must pass the same ranks in the same order");
+}
+
+// The members' communicator, its ranks in the order of `ranks`.
+MPI_Comm create_group_comm(MPI_Comm parent, std::span<const int> ranks, int parent_rank) {
+  // Created over the sorted list, which members agree on even when their orders differ (MPI
+  // cannot build one communicator from groups that differ in order); the order is then checked
+  // and applied by a split.
+  std::vector<int> sorted(ranks.begin(), ranks.end());
+  std::sort(sorted.begin(), sorted.end());
+  MPI_Group all = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+  RINGDP_MPI_CHECK(MPI_Comm_group(parent, &all));
+  RINGDP_MPI_CHECK(MPI_Group_incl(all, static_cast<int>(sorted.size()), sorted.data(), &members));
+  // Collective over the members only (ranks outside call nothing, as torch's new_group calls the
+  // backend on members only). The tag keeps apart creations that run at once; its space is not
+  // point-to-point's (MPI 3.1, 6.4.2).
+  const int tag = static_cast<int>((sorted.size() * 131 + static_cast<size_t>(sorted[0])) % 32768);
+  MPI_Comm by_rank = MPI_COMM_NULL, ordered = MPI_COMM_NULL;
+  RINGDP_MPI_CHECK(MPI_Comm_create_group(parent, members, tag, &by_rank));
+  RINGDP_MPI_CHECK(MPI_Group_free(&members));
+  RINGDP_MPI_CHECK(MPI_Group_free(&all));
+  try {
+    check_same_members(by_rank, ranks);
+  } catch (...) {
+    MPI_Comm_free(&by_rank);
+    throw;
+  }
+  const auto position = std::find(ranks.begin(), ranks.end(), parent_rank) - ranks.begin();
+  RINGDP_MPI_CHECK(MPI_Comm_split(by_rank, 0, static_cast<int>(position), &ordered));
+  RINGDP_MPI_CHECK(MPI_Comm_free(&by_rank));
+  return ordered;
+}
+
+DiscoveredWorld mpi_group(CommOptions& options, const MpiTransport& parent, std::span<const int> ranks) {
+  MPI_Comm comm = create_group_comm(parent.comm(), ranks, parent.rank());
+  DiscoveredWorld world = mpi_world_over(options, comm);
+  RINGDP_MPI_CHECK(MPI_Comm_free(&comm));  // the transports hold duplicates of it
+  return world;
+}
+
 }  // namespace
 #endif
+
+DiscoveredWorld bootstrap_group(CommOptions& options, Transport& parent, std::span<const int> ranks) {
+#if RINGDP_HAVE_MPI
+  if (auto* mpi = dynamic_cast<MpiTransport*>(&parent)) return mpi_group(options, *mpi, ranks);
+#endif
+  // A world of one without MPI: its only group is itself (the caller checked the ranks).
+  DiscoveredWorld world;
+  world.transport = std::make_unique<LocalTransport>();
+  return world;
+}
 
 DiscoveredWorld bootstrap_world(CommOptions& options) {
   const bool under_launcher = launched_by_mpi_launcher() && !options.force_local;

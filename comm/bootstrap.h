@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "comm/comm_options.h"
 #include "comm/transport.h"
@@ -27,5 +28,9 @@ struct DiscoveredWorld {
 /// The world this process belongs to. Under MPI, `options` come back agreed: for each value that
 /// must match across ranks, the minimum over ranks; segment_bytes 0 resolved.
 DiscoveredWorld bootstrap_world(CommOptions& options);
+/// The world of `ranks` of `parent`'s (rank i of the result is parent rank ranks[i]): collective over
+/// exactly those ranks, each passing the same list, already checked to be in range, without
+/// duplicates and to hold the caller. `options` are the parent's, agreed again over the group.
+DiscoveredWorld bootstrap_group(CommOptions& options, Transport& parent, std::span<const int> ranks);
 
 }  // namespace ringdp::comm

@@ -17,6 +17,18 @@ CallQueue::~CallQueue() {
   if (worker_.joinable()) worker_.join();
 }
 
+std::shared_ptr<CallQueue> CallQueue::for_process() {
+  static std::mutex mutex;
+  static std::weak_ptr<CallQueue> current;
+  std::lock_guard lock(mutex);
+  std::shared_ptr<CallQueue> queue = current.lock();
+  if (!queue) {
+    queue = std::make_shared<CallQueue>();
+    current = queue;
+  }
+  return queue;
+}
+
 namespace {
 // Runs `call` and completes `work` with its outcome: the error waits in the Work for wait().
 void run_into(const std::function<void()>& call, const Work& work) {

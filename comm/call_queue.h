@@ -1,4 +1,8 @@
-// CallQueue: the order of everything issued on one communicator. One worker thread runs queued
+// CallQueue: the order of everything issued on the communicators of one process (one queue for
+// all of them: a group's and its parent's calls reach MPI from one thread at a time, in the order
+// they were issued, which torch also requires of every rank; two queues would let a worker run a
+// group's collective while another thread is inside the parent's, which MPI_THREAD_SERIALIZED
+// forbids, and would let each rank order the two differently). One worker thread runs queued
 // calls in issue order; a blocking call issued when nothing is queued or running runs on the
 // caller's thread instead (a hand-off costs microseconds, more than a whole small all-reduce on
 // one node). Whichever thread runs a call holds exec_mutex() meanwhile, so MPI sees one thread
@@ -12,6 +16,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -22,6 +27,9 @@ namespace ringdp::comm {
 class CallQueue {
  public:
   CallQueue() = default;
+  /// The process's queue, made when the first communicator needs it and shared by every
+  /// communicator alive (RINGDP_MPI_THREAD's single applies to it as a whole).
+  static std::shared_ptr<CallQueue> for_process();
   /// Runs what is still queued, then stops the worker.
   ~CallQueue();
   CallQueue(const CallQueue&) = delete;
@@ -31,6 +39,11 @@ class CallQueue {
   /// run, rethrowing its error. Asynchronous: returns at once; the Work completes (or carries the
   /// error) when the worker has run it.
   Work run(std::function<void()> call, bool async);
+  /// Returns when everything issued before it has run (a communicator's last act: its queued calls
+  /// use its members).
+  void drain() {
+    run([] {}, false);
+  }
   /// The blocking fast path without the std::function run() would build (a heap allocation per
   /// call, docs/benchmarks.md): runs `call` on this thread and returns true when nothing is
   /// queued or running; returns false, running nothing, otherwise (then use run()).

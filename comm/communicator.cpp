@@ -13,10 +13,26 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   options = with_environment(options);
   FaultPlan::from_environment();  // a malformed RINGDP_FAULT is an error now, before any collective
   DiscoveredWorld world = bootstrap_world(options);
-  return std::shared_ptr<Communicator>(new Communicator(std::move(world), options));
+  return std::shared_ptr<Communicator>(new Communicator(std::move(world), options, true));
 }
 
-Communicator::Communicator(DiscoveredWorld world, CommOptions options)
+std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) const {
+  RINGDP_CHECK(!ranks.empty(), "group: no ranks given; a group holds at least the calling rank");
+  std::vector<bool> seen(static_cast<size_t>(size_), false);
+  for (const int r : ranks) {
+    RINGDP_CHECK(r >= 0 && r < size_, "group: rank ", r, " out of range for a communicator of ", size_,
+                 " rank", size_ == 1 ? "" : "s", " (expected 0..", size_ - 1, ")");
+    RINGDP_CHECK(!seen[static_cast<size_t>(r)], "group: rank ", r, " is listed twice");
+    seen[static_cast<size_t>(r)] = true;
+  }
+  RINGDP_CHECK(seen[static_cast<size_t>(rank_)], "group: this rank (", rank_,
+               ") is not in the list; only a group's members create it, the others call nothing");
+  CommOptions options = options_;
+  DiscoveredWorld members = bootstrap_group(options, *world_.transport, ranks);
+  return std::shared_ptr<Communicator>(new Communicator(std::move(members), options, false));
+}
+
+Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whole_job)
     : options_(options),
       world_(std::move(world)),
       rank_(world_.transport->rank()),
@@ -24,6 +40,7 @@ Communicator::Communicator(DiscoveredWorld world, CommOptions options)
       shared_slots_(world_.transport->shared_slots()),
       routes_(*world_.transport, options_, world_.local_rank),
       executor_(routes_, options_, rank_, size_, world_.transport->tag_upper_bound()) {
+  if (!whole_job) return;
   if (rank_ == 0) settings::warn_unknown_variables();
   FaultPlan::from_environment().check_ranks(size_);
   timeline::start_from_environment(rank_);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,12 @@ class Communicator {
   Work reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op = ReduceOp::sum,
                       CollectiveOptions opts = {});
   Work barrier(CollectiveOptions opts = {});
+  /// A communicator over `ranks` of this one: its rank i is this one's rank ranks[i]. Collective over
+  /// exactly those ranks, which pass the same list (checked: an Error on every member if not); ranks
+  /// outside it call nothing. The ranks must be in range, without duplicates, and hold the caller's.
+  /// The group has its own messages, sequence numbers and watchdog, and runs beside this
+  /// communicator; it takes this one's options (agreed again over its members).
+  std::shared_ptr<Communicator> group(std::span<const int> ranks) const;
   Work send(const Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
   Work recv(Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
 
@@ -84,7 +91,8 @@ class Communicator {
   void set_step_observer(StepObserver observer);
 
  private:
-  Communicator(DiscoveredWorld world, CommOptions options);
+  /// `whole_job`: the communicator of every rank, which also checks the job-wide settings.
+  Communicator(DiscoveredWorld world, CommOptions options, bool whole_job);
   /// Runs a described collective (comm/collectives.cpp): the library call in place when nothing
   /// watches, else the executor's full path.
   template <typename D>

@@ -34,7 +34,7 @@ Executor::Executor(Routes& routes, const CommOptions& options, int rank, int siz
   trace_ = settings::flag(settings::Id::trace).value_or(false);
   check_calls_ = settings::text(settings::Id::debug).value_or("OFF") == "DETAIL";
   watchers_ = check_calls_ || !faults_.empty();
-  if (!mpi_allows_worker_thread()) queue_.set_caller_thread_only();
+  if (!mpi_allows_worker_thread()) queue_->set_caller_thread_only();
 }
 
 void Executor::kill(const Issue& issue, uint64_t sequence) {
@@ -135,7 +135,7 @@ CollectiveContext Executor::armed(Transport& transport, DType dtype, int tag, bo
 
 void Executor::set_step_observer(StepObserver observer) {
   // Read by the worker as each collective is armed: wait for those already issued.
-  queue_.run(
+  queue_->run(
       [this, observer = std::move(observer)]() mutable {
         observer_ = std::move(observer);
         watchers_ = check_calls_ || !faults_.empty() || observer_;

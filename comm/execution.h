@@ -100,6 +100,11 @@ class BodyRef {
 class Executor {
  public:
   Executor(Routes& routes, const CommOptions& options, int rank, int size, int tag_upper_bound);
+  /// Waits for this communicator's queued calls (the queue outlives it when other communicators
+  /// share it).
+  ~Executor() { queue_->drain(); }
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
 
   /// Numbers the collective, carries out RINGDP_FAULT's plan for it, and runs it in issue order.
   /// `body(call, input, output)` runs it; a queued call holds its own handles to the tensors.
@@ -117,7 +122,7 @@ class Executor {
   void set_step_observer(StepObserver observer);
   /// Sends and receives are numbered apart: they involve some ranks only.
   uint64_t last_p2p_sequence() const { return p2p_sequence_ - 1; }
-  CallQueue& queue() { return queue_; }
+  CallQueue& queue() { return *queue_; }
   Transport& host() { return routes_.host(); }
   const CommOptions& options() const { return options_; }
   /// A wait passed the collective timeout: reports where, ends the job.
@@ -153,7 +158,7 @@ class Executor {
   Position position_;
   StepObserver observer_;
   std::vector<Request> requests_;
-  CallQueue queue_;  // last: destroyed first, so queued calls still find everything above
+  std::shared_ptr<CallQueue> queue_ = CallQueue::for_process();  // the process's (comm/call_queue.h)
 };
 
 template <typename F>
@@ -167,9 +172,9 @@ Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F
   if (fault.kill) kill(issue, sequence);
   if (fault.skip) return issue.async ? Work::completed() : Work::returned();
   if (!issue.async &&
-      queue_.run_inline([&] { execute(issue, sequence, fault, BodyRef(body, input, output)); }))
+      queue_->run_inline([&] { execute(issue, sequence, fault, BodyRef(body, input, output)); }))
     return Work::returned();
-  return queue_.run(
+  return queue_->run(
       [this, issue, sequence, fault, input = input, output = output, body = std::move(body)]() mutable {
         execute(issue, sequence, fault, BodyRef(body, input, output));
       },
@@ -181,7 +186,7 @@ bool Executor::run_direct(const Issue& issue, F&& library_call) {
   if (issue.algorithm != Algorithm::native || issue.route != Route::host || issue.async) return false;
   bool ran = false;
   // Watchers change through the queue, so they are read under the execution lock.
-  queue_.run_inline([&] {
+  queue_->run_inline([&] {
     if (watched()) return;
     ran = true;
     position_ =

@@ -1,13 +1,16 @@
 // The Python module ringdp_torch: importing it registers the torch.distributed backend "ringdp",
 // whose creator starts a ringdp Communicator over the MPI world and checks that torch's rank and
-// world size are MPI's. Launch with mpirun or mpiexec (docs/torch.md): torchrun and mp.spawn start
-// processes MPI does not know, and are refused with a message naming the launchers that work.
+// world size are MPI's; new_group's groups are communicators over some of the world's ranks. Launch with
+// mpirun or mpiexec (docs/torch.md): torchrun and mp.spawn start processes MPI does not know, and are refused
+// with a message naming the launchers that work.
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "bindings/torch/process_group.h"
 #include "core/error.h"
@@ -17,8 +20,13 @@ namespace py = pybind11;
 namespace ringdp_torch {
 namespace {
 
-c10::intrusive_ptr<BackendBase> create(const c10::intrusive_ptr<::c10d::Store>&, int rank, int size,
-                                       const std::chrono::duration<float>& timeout) {
+// The default group's communicator, which new_group's groups are made from (torch numbers a
+// group's ranks in the default group, which is the MPI world).
+std::mutex g_world_mutex;
+std::weak_ptr<ringdp::comm::Communicator> g_world;
+
+std::shared_ptr<ringdp::comm::Communicator> create_world(int rank, int size,
+                                                         const std::chrono::duration<float>& timeout) {
   ringdp::comm::CommOptions options;
   // torch's timeout (init_process_group(timeout=...), 30 min by default) is the watchdog's, unless
   // RINGDP_TIMEOUT says otherwise.
@@ -36,7 +44,40 @@ c10::intrusive_ptr<BackendBase> create(const c10::intrusive_ptr<::c10d::Store>&,
   RINGDP_CHECK(communicator->rank() == rank, "torch.distributed says this is rank ", rank,
                " but MPI says rank ", communicator->rank(),
                "; pass rank from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID (docs/torch.md)");
-  return c10::make_intrusive<ProcessGroupRingdp>(std::move(communicator));
+  return communicator;
+}
+
+std::shared_ptr<ringdp::comm::Communicator> create_group(const std::vector<int64_t>& global_ranks, int rank,
+                                                         int size) {
+  std::shared_ptr<ringdp::comm::Communicator> world;
+  {
+    std::lock_guard lock(g_world_mutex);
+    world = g_world.lock();
+  }
+  RINGDP_CHECK(world,
+               "new_group: the default process group is not a ringdp one (init_process_group('ringdp') "
+               "first); ringdp makes its groups from it");
+  const std::vector<int> ranks(global_ranks.begin(), global_ranks.end());
+  auto group = world->group(ranks);
+  RINGDP_CHECK(group->size() == size && group->rank() == rank, "new_group: torch says this is rank ", rank,
+               " of ", size, " but ringdp's group has it as rank ", group->rank(), " of ", group->size());
+  return group;
+}
+
+// The creator, as torch calls a backend registered with extended_api=True: the default group
+// has no global_ranks_in_group; new_group's have the ranks, in the default group, of its members
+// (only members are called).
+c10::intrusive_ptr<BackendBase> create(const ::c10d::DistributedBackendOptions& o, const py::object&) {
+  if (o.global_ranks_in_group.empty()) {
+    auto world = create_world(o.group_rank, o.group_size, o.timeout);
+    {
+      std::lock_guard lock(g_world_mutex);
+      g_world = world;
+    }
+    return c10::make_intrusive<ProcessGroupRingdp>(std::move(world));
+  }
+  return c10::make_intrusive<ProcessGroupRingdp>(
+      create_group(o.global_ranks_in_group, o.group_rank, o.group_size));
 }
 
 }  // namespace
@@ -46,16 +87,18 @@ PYBIND11_MODULE(ringdp_torch, m) {
   m.doc() = "torch.distributed backend 'ringdp': import this module, then init_process_group('ringdp')";
   // Registers torch's ProcessGroup and Store with pybind11, which the creator's types need.
   py::module::import("torch.distributed");
-  m.def("create_process_group", &ringdp_torch::create, py::arg("store"), py::arg("rank"), py::arg("size"),
-        py::arg("timeout"), py::call_guard<py::gil_scoped_release>(),
-        "The backend's creator, as torch.distributed calls it: (store, rank, world_size, timeout)");
+  m.def("create_process_group", &ringdp_torch::create, py::arg("options"), py::arg("pg_options"),
+        py::call_guard<py::gil_scoped_release>(),
+        "The backend's creator, as torch.distributed calls it with extended_api=True: "
+        "(_DistributedBackendOptions, pg_options)");
   py::object backend = py::module::import("torch.distributed").attr("Backend");
   // PyTorch 2.x takes the devices a backend serves and warns when they are not given.
   py::object parameters =
       py::module::import("inspect").attr("signature")(backend.attr("register_backend")).attr("parameters");
   if (parameters.contains("devices"))
-    backend.attr("register_backend")("ringdp", m.attr("create_process_group"),
+    backend.attr("register_backend")("ringdp", m.attr("create_process_group"), py::arg("extended_api") = true,
                                      py::arg("devices") = py::make_tuple("cpu"));
   else
-    backend.attr("register_backend")("ringdp", m.attr("create_process_group"));
+    backend.attr("register_backend")("ringdp", m.attr("create_process_group"),
+                                     py::arg("extended_api") = true);
 }

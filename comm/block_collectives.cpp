@@ -114,27 +114,36 @@ struct Scatter {
   }
 };
 
+// In place (one buffer for input and output) the input is first copied aside, into the
+// transport's scratch slot 1: every algorithm, and the libraries' calls, would otherwise overwrite
+// block i with rank i's block before sending it. The copy costs one pass over the input.
+const void* set_aside(Transport& t, const Tensor& in, const Tensor& out) {
+  if (in.nbytes() == 0 || in.data_ptr() != out.data_ptr()) return in.data_ptr();
+  void* copy = t.scratch(1, in.nbytes());
+  t.copy(copy, in.data_ptr(), in.nbytes());
+  return copy;
+}
+
 struct AllToAll {
   Issue issue;
   Blocks blocks;
   int64_t block;  ///< elements per block of the even form; -1 for the uneven one
 
+  BlockExchange on(const void* in, void* out) const {
+    return blocks.on(BlockExchange::Pattern::all_to_all, issue.dtype, in, out, -1, block);
+  }
   void library(Transport& t, const Tensor& in, const Tensor& out) const {
-    t.native_exchange(
-        blocks.on(BlockExchange::Pattern::all_to_all, issue.dtype, in.data_ptr(), out.data_ptr(), -1, block));
+    t.native_exchange(on(set_aside(t, in, out), out.data_ptr()));
   }
   void operator()(Call& call, const Tensor& input, Tensor& output) const {
     if (block < 0 && call.executor->checks_calls())
       call.executor->check_pairwise_counts(blocks.send_counts, blocks.recv_counts, call.ctx.tag);
     const Tensor& in = call.view(input);
-    const Tensor& out = call.view(output);
+    const Tensor& out = output.is_same(input) ? in : call.view(output);
     if (call.native())
       library(call.ctx.transport, in, out);
     else
-      all_to_all_pairwise(call.ctx,
-                          blocks.on(BlockExchange::Pattern::all_to_all, issue.dtype, in.data_ptr(),
-                                    out.data_ptr(), -1, block),
-                          block >= 0);
+      all_to_all_pairwise(call.ctx, on(set_aside(call.ctx.transport, in, out), out.data_ptr()), block >= 0);
     call.ctx.end_steps();
     call.settle();
     write_back(output, out);
@@ -163,17 +172,6 @@ struct AllGatherUneven {
     write_back(output, out);
   }
 };
-
-// all_to_all in place would need the input kept aside: the pairwise exchange (and MPI without
-// MPI_IN_PLACE, and NCCL's grouped sends) would overwrite block i with rank i's block before
-// sending it. Refused rather than copied behind the caller's back.
-void refuse_in_place(const Tensor& input, const Tensor& output) {
-  RINGDP_CHECK(input.nbytes() == 0 || input.data_ptr() != output.data_ptr(),
-               "all_to_all: input and output are the same memory; all_to_all does not run in place (each "
-               "rank's block i would be overwritten by rank i's block before it is sent): pass a separate "
-               "output");
-  check_overlap(input, output, "all_to_all", input, output, 0);
-}
 
 }  // namespace
 
@@ -235,7 +233,7 @@ Work Communicator::all_to_all(const Tensor& input, Tensor& output, CollectiveOpt
                output.numel());
   RINGDP_CHECK(input.numel() % size_ == 0, "all_to_all: input has ", input.numel(),
                " elements, not a multiple of ", size_, " ranks (use the form with counts for uneven blocks)");
-  refuse_in_place(input, output);
+  check_overlap(input, output, "all_to_all", input, output, 0);
   const int64_t n = input.numel() / size_;
   std::vector<int64_t> counts = even_counts(size_, n), offsets = even_offsets(size_, n);
   const AllToAll collective{
@@ -267,7 +265,7 @@ Work Communicator::all_to_all(const Tensor& input, std::span<const int64_t> send
   RINGDP_CHECK(recv_counts[rank_] == send_counts[rank_], "all_to_all: rank ", rank_,
                "'s own block: recv_counts[", rank_, "] is ", recv_counts[rank_], " but send_counts[", rank_,
                "] is ", send_counts[rank_]);
-  refuse_in_place(input, output);
+  check_overlap(input, output, "all_to_all", input, output, 0);
   Blocks blocks{.send_counts = {send_counts.begin(), send_counts.end()},
                 .send_offsets = offsets_of(send_counts),
                 .recv_counts = {recv_counts.begin(), recv_counts.end()},

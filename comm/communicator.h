@@ -81,11 +81,11 @@ class Communicator {
   /// its own chunk of the input.
   Work scatter(const Tensor& input, Tensor& output, int root, CollectiveOptions opts = {});
   /// input and output hold size()·n elements: chunk j of input goes to rank j; chunk i of output
-  /// comes from rank i. Not in place: one buffer for both is refused (the exchange would
-  /// overwrite a chunk before sending it).
+  /// comes from rank i. In place (one tensor for both) the input is first copied aside.
   Work all_to_all(const Tensor& input, Tensor& output, CollectiveOptions opts = {});
   /// Uneven splits: input's first send_counts[0] elements go to rank 0, the next send_counts[1] to
   /// rank 1, ...; output receives recv_counts[i] elements from rank i, concatenated in rank order.
+  /// In place when input and output start at the same address (the input is copied aside first).
   /// recv_counts[i] on this rank must equal send_counts[this rank] on rank i: a peer that sends
   /// another length is an Error at the receive, never a write past the output (RINGDP_DEBUG=DETAIL
   /// compares every pair before any block moves).

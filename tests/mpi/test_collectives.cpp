@@ -313,31 +313,36 @@ TEST_CASE("scatter: tree and native, every root", "[collectives][scatter]") {
   require_all_right(results);
 }
 
-TEST_CASE("all_to_all: pairwise and native, even blocks", "[collectives][all_to_all]") {
+TEST_CASE("all_to_all: pairwise and native, even blocks, in place and out of place",
+          "[collectives][all_to_all]") {
   auto& comm = world();
   const int N = comm.size(), rank = comm.rank();
   std::vector<std::pair<std::string, int64_t>> results;
   for (Algorithm algo : {Algorithm::ring, Algorithm::native, Algorithm::automatic})
     for (DType dtype : kDtypes)
-      for (int64_t count : block_counts(dtype)) {
-        // count elements per block: rank r's input element j (block j / count) goes to rank j / count.
-        Tensor input = empty({count * N}, dtype, test_device());
-        fill_input(input, rank, ReduceOp::min);
-        Tensor output = full({count * N}, -77.0, dtype, test_device());
-        comm.all_to_all(input, output, {.algorithm = algo});
-        const auto got = output.to_vector();
-        int64_t wrong = 0;
-        for (int i = 0; i < N; ++i)
-          for (int64_t e = 0; e < count; ++e)
-            wrong += got[i * count + e] != block_value(i, rank * count + e, dtype);
-        const auto sent = input.to_vector();
-        for (int64_t j = 0; j < count * N; ++j) wrong += sent[j] != block_value(rank, j, dtype);
-        results.emplace_back(label("all_to_all", algo, dtype, ReduceOp::sum, count, false), wrong);
-      }
+      for (int64_t count : block_counts(dtype))
+        for (bool in_place : {true, false}) {
+          // count elements per block: rank r's input element j (block j / count) goes to rank j / count.
+          Tensor input = empty({count * N}, dtype, test_device());
+          fill_input(input, rank, ReduceOp::min);
+          Tensor output = in_place ? input : full({count * N}, -77.0, dtype, test_device());
+          comm.all_to_all(input, output, {.algorithm = algo});
+          const auto got = output.to_vector();
+          int64_t wrong = 0;
+          for (int i = 0; i < N; ++i)
+            for (int64_t e = 0; e < count; ++e)
+              wrong += got[i * count + e] != block_value(i, rank * count + e, dtype);
+          if (!in_place) {
+            const auto sent = input.to_vector();  // left as it was
+            for (int64_t j = 0; j < count * N; ++j) wrong += sent[j] != block_value(rank, j, dtype);
+          }
+          results.emplace_back(label("all_to_all", algo, dtype, ReduceOp::sum, count, in_place), wrong);
+        }
   require_all_right(results);
 }
 
-TEST_CASE("all_to_all with counts: uneven blocks, empty ones included", "[collectives][all_to_all]") {
+TEST_CASE("all_to_all with counts: uneven blocks, empty ones included, in place too",
+          "[collectives][all_to_all]") {
   auto& comm = world();
   const int N = comm.size(), rank = comm.rank();
   std::vector<std::pair<std::string, int64_t>> results;
@@ -348,9 +353,14 @@ TEST_CASE("all_to_all with counts: uneven blocks, empty ones included", "[collec
           const auto m = count_matrix(N, salt, scale);
           std::vector<int64_t> send(N), recv(N);
           for (int j = 0; j < N; ++j) send[j] = m[rank][j], recv[j] = m[j][rank];
-          Tensor input = empty({row_offset(send, N)}, dtype, test_device());
+          // In place: one buffer as long as the longer side, input and output both starting at it.
+          const bool in_place = salt == 2;
+          Tensor buffer = empty({std::max(row_offset(send, N), row_offset(recv, N))}, dtype, test_device());
+          Tensor input = in_place ? buffer.flat_view(0, row_offset(send, N))
+                                  : empty({row_offset(send, N)}, dtype, test_device());
           fill_input(input, rank, ReduceOp::min);
-          Tensor output = full({row_offset(recv, N)}, -77.0, dtype, test_device());
+          Tensor output = in_place ? buffer.flat_view(0, row_offset(recv, N))
+                                   : full({row_offset(recv, N)}, -77.0, dtype, test_device());
           comm.all_to_all(input, send, output, recv, {.algorithm = algo});
           const auto got = output.to_vector();
           int64_t wrong = 0, at = 0;
@@ -358,7 +368,7 @@ TEST_CASE("all_to_all with counts: uneven blocks, empty ones included", "[collec
             for (int64_t e = 0; e < m[i][rank]; ++e, ++at)
               wrong += got[at] != block_value(i, row_offset(m[i], rank) + e, dtype);
           std::ostringstream name;
-          name << label("all_to_all counts", algo, dtype, ReduceOp::sum, row_offset(send, N), false)
+          name << label("all_to_all counts", algo, dtype, ReduceOp::sum, row_offset(send, N), in_place)
                << " salt=" << salt << " scale=" << scale;
           results.emplace_back(name.str(), wrong);
         }
@@ -421,7 +431,9 @@ TEST_CASE("block collectives refuse bad arguments on every rank, naming the valu
     REQUIRE_THROWS_WITH(comm.all_to_all(odd, odd_out),
                         Contains("not a multiple of " + std::to_string(N) + " ranks"));
   }
-  REQUIRE_THROWS_WITH(comm.all_to_all(whole, whole), Contains("all_to_all does not run in place"));
+  Tensor both = zeros({4 * N + 1});  // overlapping without being one buffer: refused
+  Tensor head = both.flat_view(0, 4 * N), shifted = both.flat_view(1, 4 * N);
+  REQUIRE_THROWS_WITH(comm.all_to_all(head, shifted), Contains("all_to_all: the output overlaps the input"));
   std::vector<int64_t> fours(N, 4), short_counts(N + 1, 4), negative(N, 4);
   negative[N - 1] = -3;
   REQUIRE_THROWS_WITH(comm.all_to_all(whole, short_counts, other, fours),
@@ -434,7 +446,7 @@ TEST_CASE("block collectives refuse bad arguments on every rank, naming the valu
   REQUIRE_THROWS_WITH(comm.all_to_all(whole, more, other, fours),
                       Contains("send_counts sum to " + std::to_string(4 * N + 1) + " but the input has " +
                                std::to_string(4 * N)));
-  REQUIRE_THROWS_WITH(comm.all_to_all(whole, fours, whole, fours), Contains("does not run in place"));
+  REQUIRE_THROWS_WITH(comm.all_to_all(head, fours, shifted, fours), Contains("output overlaps the input"));
   REQUIRE_THROWS_WITH(comm.all_gather(four, whole, short_counts),
                       Contains("counts has " + std::to_string(N + 1)));
   REQUIRE_THROWS_WITH(comm.all_gather(four, whole, negative),

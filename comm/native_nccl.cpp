@@ -71,7 +71,8 @@ void exchange(NcclTransport& t, const BlockExchange& e) {
   const bool receives = e.pattern != gather || r == e.root;
   auto send_count = [&](int j) { return e.pattern == all_gather ? e.send_counts[r] : e.send_counts[j]; };
   auto send_at = [&](int j) { return e.pattern == all_gather ? in : in + e.send_offsets[j] * eb; };
-  const bool own_in_place = send_at(r) == out + e.recv_offsets[r] * eb;
+  // A rank that receives nothing (gather off the root) may have no output at all.
+  const bool own_in_place = out && send_at(r) == out + e.recv_offsets[r] * eb;
   RINGDP_NCCL_CHECK(ncclGroupStart());
   for (int j = 0; j < N; ++j) {
     if (j == r && own_in_place) continue;

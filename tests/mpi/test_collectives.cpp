@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
@@ -498,6 +499,29 @@ TEST_CASE("native MPI refuses a count or displacement past INT_MAX, naming it",
                                  .block = huge};
   REQUIRE_THROWS_WITH(comm::native::exchange(MPI_COMM_WORLD, even),
                       Catch::Contains("at most 2147483647 elements, got " + std::to_string(huge)));
+}
+
+// Hidden: run by tests/mpi/meson.build on 2 ranks, expecting the job to fail with the message.
+// Rank 0 expects another length from rank 1 than rank 1 sends it (RINGDP_TEST_A2A_MISMATCH:
+// `longer`, 5 elements where 4 come, or `empty`, none where 4 come). The receive is sized from
+// rank 0's own counts: the difference must be an Error (or under DETAIL a report before any
+// block moves), never a write past the output. The Error ends the job: the exchange was cut short.
+TEST_CASE("all_to_all with counts that disagree between ranks is stopped", "[.a2a-mismatch]") {
+  auto& comm = world();
+  REQUIRE(comm.size() == 2);
+  const char* mode = std::getenv("RINGDP_TEST_A2A_MISMATCH");
+  REQUIRE(mode != nullptr);
+  const std::vector<int64_t> send = {4, 4};
+  std::vector<int64_t> recv = {4, 4};
+  if (comm.rank() == 0) recv[1] = std::string(mode) == "empty" ? 0 : 5;
+  Tensor input = zeros({8}), output = zeros({recv[0] + recv[1]});
+  try {
+    comm.all_to_all(input, send, output, recv, {.algorithm = Algorithm::ring});
+  } catch (const Error& e) {
+    std::fprintf(stderr, "rank %d: %s\n", comm.rank(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
 }
 
 TEST_CASE("8-bit sums and products wrap on overflow with every algorithm, native included",

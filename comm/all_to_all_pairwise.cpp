@@ -20,7 +20,7 @@ void all_to_all_pairwise(CollectiveContext& ctx, const BlockExchange& blocks, bo
   if (even && send_counts[r] == 0) return;
   for (int k = 1; k < N; ++k) {
     const int to = (r + k) % N, from = (r - k + N) % N;
-    ctx.enter_step(k, N - 1, Phase::exchange, to, to, from, r, "store");
+    ctx.enter_step(k, N - 1, Phase::exchange, to, to, from, from, "store");
     const void* send = ctx.at(blocks.input, blocks.send_offsets[to]);
     void* recv = ctx.at(blocks.output, blocks.recv_offsets[from]);
     if (even)

@@ -35,6 +35,11 @@ AlgorithmSet available(CollectiveKind kind, Route route, const Topology& topolog
     case CollectiveKind::barrier: return {recursive_doubling, native};
     case CollectiveKind::send:
     case CollectiveKind::recv: return {native};
+    case CollectiveKind::gather:
+    case CollectiveKind::scatter: return {tree, native};
+    // The tag's 3 algorithm bits are all taken: `ring` names the pairwise exchange here, as it
+    // names the chain for broadcast (algorithm_name(kind, ...) prints "pairwise").
+    case CollectiveKind::all_to_all: return {ring, native};
   }
   return {};
 }
@@ -94,6 +99,9 @@ Choice choose_algorithm(CollectiveKind kind, size_t bytes, Algorithm requested, 
     case CollectiveKind::barrier: return {Algorithm::recursive_doubling, Reason::only_one};
     case CollectiveKind::send:
     case CollectiveKind::recv: return {Algorithm::native, Reason::only_one};
+    case CollectiveKind::gather:
+    case CollectiveKind::scatter: return {Algorithm::tree, Reason::only_one};
+    case CollectiveKind::all_to_all: return {Algorithm::ring, Reason::pairwise};
   }
   return {Algorithm::native, Reason::asked};
 }
@@ -152,6 +160,9 @@ std::string explain(const Choice& choice, size_t bytes, const Topology& topology
                                 ? detail::concat(" and > ", rabenseifner, " (RINGDP_RABENSEIFNER_MAX_BYTES)")
                                 : detail::concat(" on ", topology.size, " < 4 ranks"),
                             " (bandwidth-bound, 2(N-1) steps of 1/N each): ring");
+    case Reason::pairwise:
+      return "the only algorithm of ringdp's own: pairwise exchange (N-1 steps, one peer each; asked for as "
+             "ring)";
     case Reason::tree_small:
       return detail::concat(b, " < ", chain, " (RINGDP_CHAIN_MIN_BYTES): binomial tree");
     case Reason::chain_large:

@@ -48,6 +48,31 @@ void CollectiveContext::report_end_of_steps() {
   }
 }
 
+void exchange_blocks(CollectiveContext& ctx, int send_peer, const void* send, int64_t send_count,
+                     int recv_peer, void* recv, int64_t recv_count) {
+  const int64_t seg = ctx.segment_elements();
+  const size_t eb = ctx.element_bytes();
+  auto& requests = ctx.requests;
+  requests.clear();
+  int64_t off = 0;
+  do {  // at least once: an empty block is a message of no bytes
+    const int64_t len = std::min(seg, recv_count - off);
+    requests.push_back(ctx.transport.irecv(recv_peer, ctx.at(recv, off), len * eb, ctx.tag));
+    off += len;
+  } while (off < recv_count);
+  off = 0;
+  do {
+    const int64_t len = std::min(seg, send_count - off);
+    requests.push_back(ctx.transport.isend(send_peer, ctx.at(send, off), len * eb, ctx.tag));
+    off += len;
+  } while (off < send_count);
+  ctx.transport.wait_all(requests);
+  if (ctx.corrupt_next_receive && recv_count > 0) {
+    ctx.corrupt_next_receive = false;
+    ctx.transport.corrupt_byte(recv);
+  }
+}
+
 int64_t CollectiveContext::segment_elements() const {
   return std::max<int64_t>(1, static_cast<int64_t>(segment_bytes / element_bytes()));
 }

@@ -111,6 +111,13 @@ void exchange_segmented(CollectiveContext& ctx, int send_peer, const void* send,
   ctx.transport.wait_all(std::span<Request>(requests).subspan(recv_segments));
 }
 
+/// exchange_segmented for blocks whose length may differ between calls (the uneven all-to-all and
+/// all-gather): an empty block still travels, as a message of no bytes, so a peer that sends a
+/// block this rank expects empty (or the other way round) is caught by the receive's length check
+/// (comm/envelope.h) at this step, never matched by a later one.
+void exchange_blocks(CollectiveContext& ctx, int send_peer, const void* send, int64_t send_count,
+                     int recv_peer, void* recv, int64_t recv_count);
+
 /// What the ring reduce-scatter's `out` holds: every chunk (the all-reduce; out may be input), or
 /// only the chunk this rank completes (the reduce-scatter; its partials travel through scratch).
 enum class RingOut : uint8_t { whole_buffer, owned_chunk };
@@ -165,6 +172,17 @@ void all_gather_ring(CollectiveContext& ctx, const void* input, void* out, int64
 // reduce_scatter: input of N·chunk_count elements; out receives reduced chunk `rank`.
 void reduce_scatter_ring(CollectiveContext& ctx, const void* input, void* out, int64_t chunk_count);
 void barrier_dissemination(CollectiveContext& ctx);
+// gather: input of block_count elements; out (root only) of N·block_count, rank r's at block r.
+void gather_tree(CollectiveContext& ctx, const void* input, void* out, int64_t block_count, int root);
+// scatter: input (root only) of N·block_count elements; out receives block `rank`.
+void scatter_tree(CollectiveContext& ctx, const void* input, void* out, int64_t block_count, int root);
+/// all_to_all, even and uneven: counts and offsets in elements, one per rank (BlockExchange's
+/// meaning). `even`: every block has send_counts[0] elements on every rank, so empty blocks move
+/// nothing; otherwise every pair exchanges a message, empty or not (exchange_blocks).
+void all_to_all_pairwise(CollectiveContext& ctx, const BlockExchange& blocks, bool even);
+/// The uneven all-gather: rank i's counts[i] elements land at offsets[i] of out on every rank.
+void all_gather_ring_uneven(CollectiveContext& ctx, const void* input, void* out,
+                            std::span<const int64_t> counts, std::span<const int64_t> offsets);
 
 /// Hierarchical all-reduce, in place on buf (all_reduce_hierarchical.cpp). `host` spans this
 /// rank's host, `cross` the ranks of every host with this rank's local index. Hosts of equal

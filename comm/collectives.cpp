@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "comm/collective_checks.h"
 #include "comm/communicator.h"
 #include "tensor/ops.h"
 
@@ -19,41 +20,6 @@ void check_op(ReduceOp op, DType dtype) {
                dtype_name(dtype), " tensors; use sum and divide, or a floating-point dtype");
   RINGDP_CHECK(!is_bitwise(op) || !is_floating(dtype), "reduce op ", reduce_op_name(op),
                " is not defined for ", dtype_name(dtype), " tensors; it takes integers or bool");
-}
-
-void check_root(int root, int size, const char* what) {
-  RINGDP_CHECK(root >= 0 && root < size, what, ": root ", root, " out of range for ", size,
-               " ranks (expected 0..", size - 1, ")");
-}
-
-void check_pair(const Tensor& input, const Tensor& output, const char* what) {
-  RINGDP_CHECK(input.defined() && output.defined(), what, ": undefined tensor");
-  RINGDP_CHECK(input.dtype() == output.dtype(), what, ": input dtype ", dtype_name(input.dtype()),
-               " differs from output dtype ", dtype_name(output.dtype()));
-  RINGDP_CHECK(input.device() == output.device(), what, ": input on ", input.device().str(), ", output on ",
-               output.device().str(), "; both must be on one device");
-}
-
-[[noreturn, gnu::cold, gnu::noinline]] void fail_overlap(const char* what, size_t in_bytes,
-                                                         std::ptrdiff_t out_at, size_t out_bytes) {
-  RINGDP_FAIL(what, ": the output overlaps the input without being it (input bytes [0, ", in_bytes,
-              "), output bytes [", out_at, ", ", out_at + static_cast<std::ptrdiff_t>(out_bytes),
-              ") of the same memory); pass one tensor for in place, or two that do not overlap");
-}
-
-// Input and output may be one buffer (in place: the same bytes, or for all_gather and
-// reduce_scatter this rank's chunk of the larger one, at `in_place_offset` bytes into it) or two
-// that do not overlap. Anything in between is refused: the algorithms read one while writing the
-// other through restrict pointers, and MPI forbids overlapping send and receive buffers.
-void check_overlap(const Tensor& input, const Tensor& output, const char* what, const Tensor& larger,
-                   const Tensor& chunk, size_t in_place_offset) {
-  const auto* in = static_cast<const char*>(input.data_ptr());
-  const auto* out = static_cast<const char*>(output.data_ptr());
-  if (input.nbytes() == 0 || output.nbytes() == 0) return;
-  if (in + input.nbytes() <= out || out + output.nbytes() <= in) return;  // disjoint
-  const auto* base = static_cast<const char*>(larger.data_ptr());
-  if (static_cast<const char*>(chunk.data_ptr()) == base + in_place_offset) return;  // in place
-  fail_overlap(what, input.nbytes(), out - in, output.nbytes());
 }
 
 void check_same_numel(const Tensor& input, const Tensor& output, const char* what) {
@@ -267,11 +233,6 @@ struct Barrier {
 };
 
 }  // namespace
-
-template <typename D>
-Work Communicator::run(const D& collective, const Tensor& input, Tensor& output) {
-  return executor_.submit(collective.issue, input, output, collective);
-}
 
 Work Communicator::all_reduce(Tensor& tensor, ReduceOp op, CollectiveOptions opts) {
   return all_reduce(tensor, tensor, op, opts);

@@ -68,6 +68,29 @@ class Communicator {
   /// input holds size() · output.numel() elements; rank r gets the reduction of chunk r.
   Work reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op = ReduceOp::sum,
                       CollectiveOptions opts = {});
+  /// Uneven all_gather: rank r contributes counts[r] elements (input.numel() == counts[rank()]);
+  /// output holds their sum, concatenated in rank order. counts must be equal on all ranks.
+  Work all_gather(const Tensor& input, Tensor& output, std::span<const int64_t> counts,
+                  CollectiveOptions opts = {});
+  /// Rank r's input (n elements) lands at [r·n, (r+1)·n) of root's output (size()·n elements);
+  /// output is not touched (and may be undefined/empty) on other ranks. In place: root's input
+  /// may be its own block of the output.
+  Work gather(const Tensor& input, Tensor& output, int root, CollectiveOptions opts = {});
+  /// Root's input holds size()·n elements; rank r receives chunk r into its output (n elements).
+  /// input is not read (may be undefined/empty) on other ranks. In place: root's output may be
+  /// its own chunk of the input.
+  Work scatter(const Tensor& input, Tensor& output, int root, CollectiveOptions opts = {});
+  /// input and output hold size()·n elements: chunk j of input goes to rank j; chunk i of output
+  /// comes from rank i. In place (one tensor for both) the input is first copied aside.
+  Work all_to_all(const Tensor& input, Tensor& output, CollectiveOptions opts = {});
+  /// Uneven splits: input's first send_counts[0] elements go to rank 0, the next send_counts[1] to
+  /// rank 1, ...; output receives recv_counts[i] elements from rank i, concatenated in rank order.
+  /// In place when input and output start at the same address (the input is copied aside first).
+  /// recv_counts[i] on this rank must equal send_counts[this rank] on rank i: a peer that sends
+  /// another length is an Error at the receive, never a write past the output (RINGDP_DEBUG=DETAIL
+  /// compares every pair before any block moves).
+  Work all_to_all(const Tensor& input, std::span<const int64_t> send_counts, Tensor& output,
+                  std::span<const int64_t> recv_counts, CollectiveOptions opts = {});
   Work barrier(CollectiveOptions opts = {});
   /// A communicator over `ranks` of this one: its rank i is this one's rank ranks[i]. Collective over
   /// exactly those ranks, which pass the same list (checked: an Error on every member if not); ranks
@@ -110,5 +133,11 @@ class Communicator {
   Routes routes_;
   Executor executor_;  // last: its queue is destroyed first, so queued calls still find everything above
 };
+
+// Defined here: comm/collectives.cpp and comm/block_collectives.cpp both run their collectives.
+template <typename D>
+Work Communicator::run(const D& collective, const Tensor& input, Tensor& output) {
+  return executor_.submit(collective.issue, input, output, collective);
+}
 
 }  // namespace ringdp::comm

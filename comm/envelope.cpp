@@ -25,9 +25,9 @@ std::string describe_tag(int tag) {
   static constexpr CollectiveKind kReducing[] = {CollectiveKind::all_reduce, CollectiveKind::reduce,
                                                  CollectiveKind::reduce_scatter};
   static constexpr CollectiveKind kOthers[] = {CollectiveKind::broadcast, CollectiveKind::all_gather,
-                                               CollectiveKind::barrier, CollectiveKind::send,
-                                               CollectiveKind::recv};
-  if (call > 28) return "an unknown collective (tag " + std::to_string(tag) + ")";
+                                               CollectiveKind::barrier,   CollectiveKind::send,
+                                               CollectiveKind::recv,      CollectiveKind::gather,
+                                               CollectiveKind::scatter,   CollectiveKind::all_to_all};
   const CollectiveKind kind = call < 24 ? kReducing[call / 8] : kOthers[call - 24];
   const auto dtype = static_cast<DType>(v & 15);
   std::string text = std::string(kind_name(kind)) + " #" + std::to_string(v >> kCallBits);

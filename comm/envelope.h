@@ -12,15 +12,15 @@
 // A tag is 1 + ((sequence mod 2^bits) << 12 | algorithm << 9 | call << 4 | dtype), so it stays
 // below 2^(bits + 12) + 1. `call` is kind and op in 5 bits: 8 × kind + op for the three kinds that
 // reduce (0..23), 24 + the kind's place among the others (broadcast, all_gather, barrier, send,
-// recv: 24..28). Kind and op apart would take 6 bits, and dtype, with 9 values, needs 4: folding
-// the op into the kinds that have one keeps the call in 12 bits, so the standard's 32767 still
-// leaves kMinSequenceBits.
-// The rest of the budget: the communicator picks bits = min(16, the largest that fits under
-// MPI_TAG_UB) at init, and refuses a bound that leaves fewer than kMinSequenceBits. At the
-// standard's minimum that is 2 bits; every MPI here gives 16. Why wrap-around is safe: the tag does
-// not select which message a receive takes (it takes any tag; MPI's in-order delivery between a
-// pair of ranks on one communicator does), it only checks it. A skipped or extra collective is
-// caught unless a rank is a whole multiple of 2^bits collectives ahead of its peer at that
+// recv, gather, scatter, all_to_all: 24..31; the uneven forms of all_gather and all_to_all share
+// their even form's code: what differs between ranks there is the length, which the receive checks). Kind and
+// op apart would take 6 bits, and dtype, with 9 values, needs 4: folding the op into the kinds that have one
+// keeps the call in 12 bits, so the standard's 32767 still leaves kMinSequenceBits. The rest of the budget:
+// the communicator picks bits = min(16, the largest that fits under MPI_TAG_UB) at init, and refuses a bound
+// that leaves fewer than kMinSequenceBits. At the standard's minimum that is 2 bits; every MPI here gives 16.
+// Why wrap-around is safe: the tag does not select which message a receive takes (it takes any tag; MPI's
+// in-order delivery between a pair of ranks on one communicator does), it only checks it. A skipped or extra
+// collective is caught unless a rank is a whole multiple of 2^bits collectives ahead of its peer at that
 // exchange, which a single skipped collective never is.
 // User send/recv travel on a communicator of their own with the user's tag as it is; inside the
 // process they are marked by kUserTagBase, which never reaches MPI.
@@ -118,13 +118,16 @@ constexpr int call_code(CollectiveKind kind, ReduceOp op) {
     case CollectiveKind::barrier: return 26;
     case CollectiveKind::send: return 27;
     case CollectiveKind::recv: return 28;
+    case CollectiveKind::gather: return 29;
+    case CollectiveKind::scatter: return 30;
+    case CollectiveKind::all_to_all: return 31;
   }
   return 31;
 }
 #pragma GCC diagnostic pop
 
-// CollectiveKind and Algorithm use all 8 values; a 9th kind that reduces needs 8 more call codes,
-// past 31. Widening a field costs every MPI_TAG_UB one sequence bit, and the standard's
+// Algorithm uses all 8 values and the call field all 32 codes: a new kind of either sort needs a
+// wider field. Widening a field costs every MPI_TAG_UB one sequence bit, and the standard's
 // guaranteed 32767 its last (sequence_bits_for then refuses it: lower kMinSequenceBits or fold a
 // field, as the call field folds op into kind).
 // A new CollectiveKind stops the build in call_code's switch until it is given a code there.

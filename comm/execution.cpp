@@ -101,15 +101,26 @@ void Executor::check_same_call(const Issue& issue, uint64_t sequence, int64_t co
   const Fingerprint mine{static_cast<int64_t>(issue.kind),
                          static_cast<int64_t>(issue.op),
                          static_cast<int64_t>(issue.dtype),
-                         count,
+                         issue.per_rank_count ? Fingerprint::kPerRankCount : count,
                          issue.root,
                          static_cast<int64_t>(sequence),
-                         static_cast<int64_t>(issue.algorithm)};
+                         static_cast<int64_t>(issue.algorithm),
+                         static_cast<int64_t>(issue.layout)};
   // A host-side check: its exchange runs over the host transport whatever the tensors' device.
   // Its tag is that of what it is, an all-gather of int64 words, whatever the call: ranks in
   // different calls reach the comparison, which names both, instead of the envelope check.
   CollectiveContext host = armed(routes_.host(), issue.dtype, tag);
   const std::string mismatch = compare_fingerprints(host, mine);
+  if (!mismatch.empty()) {
+    std::fprintf(stderr, "ringdp: rank %d: %s; ending the job\n", rank_, mismatch.c_str());
+    abort_job(1);
+  }
+}
+
+void Executor::check_pairwise_counts(std::span<const int64_t> send_counts,
+                                     std::span<const int64_t> recv_counts, int tag) {
+  CollectiveContext host = armed(routes_.host(), DType::int64, tag);
+  const std::string mismatch = compare_pairwise_counts(host, send_counts, recv_counts);
   if (!mismatch.empty()) {
     std::fprintf(stderr, "ringdp: rank %d: %s; ending the job\n", rank_, mismatch.c_str());
     abort_job(1);

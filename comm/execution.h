@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "comm/algorithm_choice.h"
@@ -41,6 +42,12 @@ struct Issue {
   int root = -1;
   Route route = Route::host;
   bool async = false;
+  /// The uneven forms: a hash of the counts every rank passes alike (all_gather's), which DETAIL
+  /// compares with the rest of the call; 0 for the even forms.
+  uint64_t layout = 0;
+  /// The uneven all_to_all: `count` (what this rank sends) differs between ranks by design, so
+  /// DETAIL leaves it out and compares the counts pair by pair (check_pairwise_counts).
+  bool per_rank_count = false;
 };
 
 /// What a collective's body runs with.
@@ -120,6 +127,12 @@ class Executor {
   /// leaves the deadline alone (MPI's own blocking collectives never poll it).
   CollectiveContext armed(Transport& transport, DType dtype, int tag, bool watched = true);
   void set_step_observer(StepObserver observer);
+  /// RINGDP_DEBUG=DETAIL is on: the bodies of the uneven all_to_all check their counts pairwise.
+  bool checks_calls() const { return check_calls_ && size_ > 1; }
+  /// DETAIL, the uneven all_to_all: ends the job when recv_counts[i] here differs from rank i's
+  /// send_counts[this rank], naming both. Over the host transport, with the call's tag.
+  void check_pairwise_counts(std::span<const int64_t> send_counts, std::span<const int64_t> recv_counts,
+                             int tag);
   /// Sends and receives are numbered apart: they involve some ranks only.
   uint64_t last_p2p_sequence() const { return p2p_sequence_ - 1; }
   CallQueue& queue() { return *queue_; }

@@ -16,17 +16,21 @@ std::string Fingerprint::describe() const {
       kind == static_cast<int64_t>(CollectiveKind::reduce) ||
       kind == static_cast<int64_t>(CollectiveKind::reduce_scatter))
     out << reduce_op_name(static_cast<ReduceOp>(op)) << ", ";
-  out << count << " x " << dtype_name(static_cast<DType>(dtype));
+  if (count == kPerRankCount)
+    out << "uneven counts x " << dtype_name(static_cast<DType>(dtype));
+  else
+    out << count << " x " << dtype_name(static_cast<DType>(dtype));
+  if (layout != 0) out << ", counts hash " << std::hex << static_cast<uint64_t>(layout) << std::dec;
   if (root >= 0) out << ", root " << root;
-  out << ", " << algorithm_name(static_cast<Algorithm>(algorithm)) << ")";
+  out << ", " << algorithm_name(static_cast<CollectiveKind>(kind), static_cast<Algorithm>(algorithm)) << ")";
   return out.str();
 }
 
 std::string compare_fingerprints(CollectiveContext& ctx, const Fingerprint& mine) {
   const int N = ctx.size();
-  constexpr int kWords = 7;
-  int64_t words[kWords] = {mine.kind, mine.op,       mine.dtype,    mine.count,
-                           mine.root, mine.sequence, mine.algorithm};
+  constexpr int kWords = 8;
+  int64_t words[kWords] = {mine.kind, mine.op,       mine.dtype,     mine.count,
+                           mine.root, mine.sequence, mine.algorithm, mine.layout};
   auto* all = static_cast<int64_t*>(ctx.transport.scratch(3, sizeof(words) * N));
   // The exchange itself must not be disturbed by an injected fault meant for the collective.
   CollectiveContext exchange = ctx;
@@ -35,15 +39,43 @@ std::string compare_fingerprints(CollectiveContext& ctx, const Fingerprint& mine
   all_gather_ring(exchange, words, all, kWords);
   for (int r = 0; r < N; ++r) {
     if (std::memcmp(all + kWords * r, all, sizeof(words)) == 0) continue;
-    const Fingerprint first{all[0], all[1], all[2], all[3], all[4], all[5], all[6]};
+    const Fingerprint first{all[0], all[1], all[2], all[3], all[4], all[5], all[6], all[7]};
     const int64_t* w = all + kWords * r;
-    const Fingerprint other{w[0], w[1], w[2], w[3], w[4], w[5], w[6]};
+    const Fingerprint other{w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]};
     std::ostringstream out;
     out << "collective mismatch (RINGDP_DEBUG=DETAIL): rank 0 called " << first.describe() << ", rank " << r
         << " called " << other.describe();
     return out.str();
   }
   return {};
+}
+
+std::string compare_pairwise_counts(CollectiveContext& ctx, std::span<const int64_t> send_counts,
+                                    std::span<const int64_t> recv_counts) {
+  const int N = ctx.size(), me = ctx.rank();
+  auto* all = static_cast<int64_t*>(ctx.transport.scratch(3, sizeof(int64_t) * N * N));
+  CollectiveContext exchange = ctx;
+  exchange.dtype = DType::int64;
+  exchange.corrupt_next_receive = false;
+  all_gather_ring(exchange, send_counts.data(), all, N);
+  for (int i = 0; i < N; ++i) {
+    const int64_t sent = all[static_cast<size_t>(i) * N + me];
+    if (recv_counts[i] == sent) continue;
+    std::ostringstream out;
+    out << "all_to_all counts mismatch (RINGDP_DEBUG=DETAIL): rank " << me << " expects " << recv_counts[i]
+        << " elements from rank " << i << " (its recv_counts[" << i << "]), but rank " << i << " sends it "
+        << sent << " (its send_counts[" << me << "])";
+    return out.str();
+  }
+  return {};
+}
+
+uint64_t counts_hash(std::span<const int64_t> counts) {
+  uint64_t hash = 1469598103934665603ull;
+  for (int64_t c : counts)
+    for (int byte = 0; byte < 8; ++byte)
+      hash = (hash ^ (static_cast<uint64_t>(c) >> (8 * byte) & 0xff)) * 1099511628211ull;
+  return hash;
 }
 
 }  // namespace ringdp::comm

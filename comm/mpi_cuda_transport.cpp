@@ -287,5 +287,10 @@ void MpiCudaTransport::native_reduce_scatter(const void* input, void* output, in
   host_.native_reduce_scatter(input, output, chunk_count, dtype, op);
 }
 
+void MpiCudaTransport::native_exchange(const BlockExchange& exchange) {
+  synchronize();
+  host_.native_exchange(exchange);
+}
+
 }  // namespace ringdp::comm
 #endif

@@ -62,6 +62,7 @@ class MpiCudaTransport final : public CudaStreamTransport {
   void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
   void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
                              ReduceOp op) override;
+  void native_exchange(const BlockExchange& exchange) override;
 
   /// Pinned bytes held for staging now (they are reused, never freed before the transport).
   size_t pinned_bytes() const;

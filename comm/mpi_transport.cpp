@@ -390,6 +390,8 @@ void MpiTransport::native_reduce_scatter(const void* input, void* output, int64_
 }
 void MpiTransport::native_barrier() { native::barrier(comm_); }
 
+void MpiTransport::native_exchange(const BlockExchange& exchange) { native::exchange(comm_, exchange); }
+
 bool MpiTransport::reads_device_memory() const { return mpi_cuda_aware(); }
 
 void MpiTransport::bootstrap_broadcast(void* data, size_t bytes) {

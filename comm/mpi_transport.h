@@ -56,6 +56,7 @@ class MpiTransport final : public Transport {
   void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
                              ReduceOp op) override;
   void native_barrier() override;
+  void native_exchange(const BlockExchange& exchange) override;
   bool reads_device_memory() const override;  // CUDA-aware MPI (mpi_cuda_aware())
   void bootstrap_broadcast(void* data, size_t bytes) override;  // MPI_Bcast from rank 0
   /// MPI_TAG_UB, or less when RINGDP_TAG_UB says so (to test small bounds: the standard's 32767,

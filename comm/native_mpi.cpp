@@ -96,6 +96,55 @@ int mpi_count(int64_t count) {
   return static_cast<int>(count);
 }
 
+// The v-forms' int arrays: a count or a displacement past INT_MAX is named, never truncated.
+std::vector<int> mpi_counts(std::span<const int64_t> values, const char* what) {
+  std::vector<int> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    RINGDP_CHECK(values[i] <= INT_MAX, "native MPI collectives take counts and displacements up to ", INT_MAX,
+                 " elements; ", what, "[", i, "] is ", values[i]);
+    out[i] = static_cast<int>(values[i]);
+  }
+  return out;
+}
+
+// Whether `in` already is block `index` of `out` (in place): MPI then takes MPI_IN_PLACE.
+bool is_block(const void* in, const void* out, std::span<const int64_t> offsets, int index, DType dtype) {
+  return in == static_cast<const char*>(out) + offsets[index] * dtype_size(dtype);
+}
+
+void gather(MPI_Comm comm, int rank, const BlockExchange& e) {
+  const MPI_Datatype type = mpi_type(e.dtype);
+  const bool root = rank == e.root;
+  const void* send =
+      root && is_block(e.input, e.output, e.recv_offsets, rank, e.dtype) ? MPI_IN_PLACE : e.input;
+  const int count = mpi_count(e.send_counts[e.root]);
+  if (e.block >= 0) {
+    RINGDP_MPI_CHECK(MPI_Gather(send, count, type, e.output, count, type, e.root, comm));
+    return;
+  }
+  std::vector<int> counts, offsets;
+  if (root)
+    counts = mpi_counts(e.recv_counts, "recv_counts"), offsets = mpi_counts(e.recv_offsets, "offsets");
+  RINGDP_MPI_CHECK(
+      MPI_Gatherv(send, count, type, e.output, counts.data(), offsets.data(), type, e.root, comm));
+}
+
+void scatter(MPI_Comm comm, int rank, const BlockExchange& e) {
+  const MPI_Datatype type = mpi_type(e.dtype);
+  const bool root = rank == e.root;
+  void* recv = root && is_block(e.output, e.input, e.send_offsets, rank, e.dtype) ? MPI_IN_PLACE : e.output;
+  const int count = mpi_count(e.recv_counts[e.root]);
+  if (e.block >= 0) {
+    RINGDP_MPI_CHECK(MPI_Scatter(e.input, count, type, recv, count, type, e.root, comm));
+    return;
+  }
+  std::vector<int> counts, offsets;
+  if (root)
+    counts = mpi_counts(e.send_counts, "send_counts"), offsets = mpi_counts(e.send_offsets, "offsets");
+  RINGDP_MPI_CHECK(
+      MPI_Scatterv(e.input, counts.data(), offsets.data(), type, recv, count, type, e.root, comm));
+}
+
 }  // namespace
 
 void all_reduce(MPI_Comm comm, const void* input, void* out, int64_t count, DType dtype, ReduceOp op) {
@@ -141,6 +190,34 @@ void reduce_scatter(MPI_Comm comm, const void* input, void* out, int64_t chunk_c
 }
 
 void barrier(MPI_Comm comm) { RINGDP_MPI_CHECK(MPI_Barrier(comm)); }
+
+void exchange(MPI_Comm comm, const BlockExchange& e) {
+  int rank = 0;
+  RINGDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  const MPI_Datatype type = mpi_type(e.dtype);
+  switch (e.pattern) {
+    case BlockExchange::Pattern::gather: return gather(comm, rank, e);
+    case BlockExchange::Pattern::scatter: return scatter(comm, rank, e);
+    case BlockExchange::Pattern::all_to_all:
+      if (e.block >= 0) {
+        const int count = mpi_count(e.block);
+        RINGDP_MPI_CHECK(MPI_Alltoall(e.input, count, type, e.output, count, type, comm));
+        return;
+      }
+      RINGDP_MPI_CHECK(MPI_Alltoallv(e.input, mpi_counts(e.send_counts, "send_counts").data(),
+                                     mpi_counts(e.send_offsets, "send offsets").data(), type, e.output,
+                                     mpi_counts(e.recv_counts, "recv_counts").data(),
+                                     mpi_counts(e.recv_offsets, "recv offsets").data(), type, comm));
+      return;
+    case BlockExchange::Pattern::all_gather: {
+      const void* send = is_block(e.input, e.output, e.recv_offsets, rank, e.dtype) ? MPI_IN_PLACE : e.input;
+      RINGDP_MPI_CHECK(MPI_Allgatherv(send, mpi_count(e.send_counts[rank]), type, e.output,
+                                      mpi_counts(e.recv_counts, "counts").data(),
+                                      mpi_counts(e.recv_offsets, "offsets").data(), type, comm));
+      return;
+    }
+  }
+}
 
 }  // namespace ringdp::comm::native
 #endif

@@ -10,6 +10,8 @@
 #if RINGDP_HAVE_MPI
 #include <mpi.h>
 
+#include "comm/transport.h"
+
 namespace ringdp::comm::native {
 
 // Buffers may alias (in place); avg is reduced as sum and divided by the caller.
@@ -20,6 +22,9 @@ void all_gather(MPI_Comm comm, const void* input, void* out, int64_t chunk_count
 void reduce_scatter(MPI_Comm comm, const void* input, void* out, int64_t chunk_count, DType dtype,
                     ReduceOp op);
 void barrier(MPI_Comm comm);
+/// MPI_Gather, MPI_Scatter, MPI_Alltoall (even blocks) or their v-forms, and MPI_Allgatherv.
+/// MPI counts and displacements are int: one above INT_MAX is an Error naming it.
+void exchange(MPI_Comm comm, const BlockExchange& e);
 
 }  // namespace ringdp::comm::native
 #endif

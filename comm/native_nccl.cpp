@@ -59,5 +59,31 @@ void reduce_scatter(NcclTransport& t, const void* input, void* out, int64_t chun
       ncclReduceScatter(input, out, chunk_count, nccl_type(dtype), nccl_op(op, dtype), t.comm(), t.stream()));
 }
 
+void exchange(NcclTransport& t, const BlockExchange& e) {
+  const int N = t.size(), r = t.rank();
+  const size_t eb = dtype_size(e.dtype);
+  const ncclDataType_t type = nccl_type(e.dtype);
+  const auto* in = static_cast<const char*>(e.input);
+  auto* out = static_cast<char*>(e.output);
+  using enum BlockExchange::Pattern;
+  // What each pattern sends from this rank and receives here (BlockExchange's comment).
+  const bool sends = e.pattern != scatter || r == e.root;
+  const bool receives = e.pattern != gather || r == e.root;
+  auto send_count = [&](int j) { return e.pattern == all_gather ? e.send_counts[r] : e.send_counts[j]; };
+  auto send_at = [&](int j) { return e.pattern == all_gather ? in : in + e.send_offsets[j] * eb; };
+  // A rank that receives nothing (gather off the root) may have no output at all.
+  const bool own_in_place = out && send_at(r) == out + e.recv_offsets[r] * eb;
+  RINGDP_NCCL_CHECK(ncclGroupStart());
+  for (int j = 0; j < N; ++j) {
+    if (j == r && own_in_place) continue;
+    if (sends && send_count(j) > 0 && (e.pattern != gather || j == e.root))
+      RINGDP_NCCL_CHECK(ncclSend(send_at(j), send_count(j), type, j, t.comm(), t.stream()));
+    if (receives && e.recv_counts[j] > 0 && (e.pattern != scatter || j == e.root))
+      RINGDP_NCCL_CHECK(
+          ncclRecv(out + e.recv_offsets[j] * eb, e.recv_counts[j], type, j, t.comm(), t.stream()));
+  }
+  t.RINGDP_NCCL_SETTLE(ncclGroupEnd());
+}
+
 }  // namespace ringdp::comm::native_nccl
 #endif

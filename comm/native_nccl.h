@@ -2,6 +2,7 @@
 // for host tensors. avg arrives as sum; the communicator divides.
 #pragma once
 
+#include "comm/transport.h"
 #include "config.h"
 #include "core/dtype.h"
 #include "core/reduce_op.h"
@@ -25,6 +26,10 @@ void broadcast(NcclTransport& t, void* buf, int64_t count, DType dtype, int root
 void all_gather(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype);
 void reduce_scatter(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype,
                     ReduceOp op);
+/// NCCL has no gather, scatter or all-to-all call: they are its sends and receives in one group
+/// (ncclGroupStart/End), as nccl-tests' alltoall_perf does. Zero-length blocks are not posted; a
+/// block already in place is not sent to this rank itself.
+void exchange(NcclTransport& t, const BlockExchange& e);
 
 }  // namespace ringdp::comm::native_nccl
 #endif

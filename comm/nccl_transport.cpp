@@ -339,5 +339,7 @@ void NcclTransport::native_reduce_scatter(const void* input, void* output, int64
   native_nccl::reduce_scatter(*this, input, output, chunk_count, dtype, op);
 }
 
+void NcclTransport::native_exchange(const BlockExchange& exchange) { native_nccl::exchange(*this, exchange); }
+
 }  // namespace ringdp::comm
 #endif

@@ -70,6 +70,7 @@ class NcclTransport final : public CudaStreamTransport {
   void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
   void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
                              ReduceOp op) override;
+  void native_exchange(const BlockExchange& exchange) override;
 
  private:
   /// Polls ncclCommGetAsyncError until the state is not ncclInProgress, then throws as

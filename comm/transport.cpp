@@ -48,6 +48,9 @@ void Transport::native_reduce_scatter(const void*, void*, int64_t, DType, Reduce
 void Transport::native_barrier() {
   RINGDP_FAIL("this transport has no library collectives of its own (--algo native)");
 }
+void Transport::native_exchange(const BlockExchange&) {
+  RINGDP_FAIL("this transport has no library collectives of its own (--algo native)");
+}
 
 void Transport::end_collective(const std::string&, std::chrono::milliseconds, bool) {}
 
@@ -95,6 +98,13 @@ void LocalTransport::native_all_gather(const void* input, void* output, int64_t 
 void LocalTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
                                            ReduceOp) {
   copy(output, input, chunk_count * dtype_size(dtype));
+}
+
+// Every pattern on one rank is the rank's own block, copied.
+void LocalTransport::native_exchange(const BlockExchange& e) {
+  const size_t eb = dtype_size(e.dtype);
+  copy(static_cast<char*>(e.output) + e.recv_offsets[0] * eb,
+       static_cast<const char*>(e.input) + e.send_offsets[0] * eb, e.recv_counts[0] * eb);
 }
 
 }  // namespace ringdp::comm

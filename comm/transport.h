@@ -37,6 +37,24 @@ struct Request {
   bool two_part = false;
 };
 
+/// What the libraries' own block collectives move (Transport::native_exchange), counts and offsets
+/// in elements, one entry per rank. Rank j gets send_counts[j] elements from input at
+/// send_offsets[j]; recv_counts[i] elements from rank i land in output at recv_offsets[i]. Each
+/// pattern reads only what its library call reads: gather's receive side and scatter's send side
+/// at the root only, all_gather's send_counts[rank] (its input, sent to every rank).
+struct BlockExchange {
+  enum class Pattern : uint8_t { gather, scatter, all_to_all, all_gather };
+  Pattern pattern;
+  DType dtype;
+  const void* input;
+  void* output;
+  std::span<const int64_t> send_counts, send_offsets, recv_counts, recv_offsets;
+  int root = -1;  ///< gather and scatter
+  /// Every block this many elements (the even forms: MPI_Gather, MPI_Alltoall, ...); -1: uneven,
+  /// the v-forms.
+  int64_t block = -1;
+};
+
 class Transport {
  public:
   using Clock = std::chrono::steady_clock;
@@ -81,6 +99,9 @@ class Transport {
   virtual void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
                                      ReduceOp op);
   virtual void native_barrier();
+  /// Gather, scatter, all-to-all and the uneven all-gather (BlockExchange). A block whose input is
+  /// already where its output goes (in place at the root, or the all-gather's own block) is left.
+  virtual void native_exchange(const BlockExchange& exchange);
   /// The transport whose native collectives take this one's tensors: itself, or the host transport
   /// when the library cannot read this transport's memory (MPI without CUDA support); the
   /// communicator then hands that one host copies.
@@ -192,6 +213,7 @@ class LocalTransport final : public Transport {
   void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
                              ReduceOp) override;
   void native_barrier() override {}
+  void native_exchange(const BlockExchange& exchange) override;
 };
 
 }  // namespace ringdp::comm

@@ -15,6 +15,9 @@ const char* kind_name(CollectiveKind kind) {
     case CollectiveKind::barrier: return "barrier";
     case CollectiveKind::send: return "send";
     case CollectiveKind::recv: return "recv";
+    case CollectiveKind::gather: return "gather";
+    case CollectiveKind::scatter: return "scatter";
+    case CollectiveKind::all_to_all: return "all_to_all";
   }
   return "unknown";
 }
@@ -35,6 +38,7 @@ const char* algorithm_name(Algorithm algorithm) {
 
 const char* algorithm_name(CollectiveKind kind, Algorithm algorithm) {
   if (kind == CollectiveKind::barrier && algorithm == Algorithm::recursive_doubling) return "dissemination";
+  if (kind == CollectiveKind::all_to_all && algorithm == Algorithm::ring) return "pairwise";
   return algorithm_name(algorithm);
 }
 

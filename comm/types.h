@@ -14,7 +14,11 @@ enum class CollectiveKind : uint8_t {
   reduce_scatter,
   barrier,
   send,
-  recv
+  recv,
+  // Added after the others so that the values above (and their tags) stay as they were.
+  gather,
+  scatter,
+  all_to_all  ///< even and uneven (all_to_all with counts) alike
 };
 
 /// The MPI thread level ringdp asks for (CommOptions::mpi_thread).
@@ -45,7 +49,7 @@ Backend parse_backend(std::string_view name);
 const char* algorithm_name(Algorithm algorithm);
 /// The name a report gives an algorithm of one collective: the barrier runs under the
 /// recursive_doubling id (the tag has 3 bits for the algorithm, all taken) but is a dissemination
-/// barrier, and traces, timeouts and envelopes say so.
+/// barrier, and all_to_all's `ring` is the pairwise exchange; traces, timeouts and envelopes say so.
 const char* algorithm_name(CollectiveKind kind, Algorithm algorithm);
 /// Parses auto, ring, recursive_doubling (or rd), rabenseifner, shared_memory (or shm), tree,
 /// native, hierarchical.

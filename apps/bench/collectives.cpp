@@ -24,6 +24,14 @@ const std::vector<CollectiveSpec>& collective_table() {
        [](int64_t e, int N) { return e / N * N; }, [](int64_t e, int N) { return e / N; }},
       {"barrier", CollectiveKind::barrier, false, false, [](int) { return 0.0; },
        [](int64_t, int) { return int64_t{0}; }, [](int64_t, int) { return int64_t{0}; }},
+      // nccl-tests' gather_perf, scatter_perf and alltoall_perf: the size is the root's whole
+      // buffer (every rank's for alltoall), N blocks of size/N, and busbw = algbw · (N−1)/N.
+      {"gather", CollectiveKind::gather, false, true, [](int N) { return (N - 1.0) / N; },
+       [](int64_t e, int N) { return e / N; }, [](int64_t e, int N) { return e / N * N; }},
+      {"scatter", CollectiveKind::scatter, false, true, [](int N) { return (N - 1.0) / N; },
+       [](int64_t e, int N) { return e / N * N; }, [](int64_t e, int N) { return e / N; }},
+      {"alltoall", CollectiveKind::all_to_all, false, false, [](int N) { return (N - 1.0) / N; },
+       [](int64_t e, int N) { return e / N * N; }, [](int64_t e, int N) { return e / N * N; }},
   };
   return table;
 }
@@ -33,7 +41,7 @@ const CollectiveSpec& find_collective(const std::string& name) {
     if (name == spec.name) return spec;
   RINGDP_FAIL("unknown collective '", name,
               "'; expected all_reduce, reduce, broadcast, all_gather, "
-              "reduce_scatter, barrier or all");
+              "reduce_scatter, barrier, gather, scatter, alltoall or all");
 }
 
 comm::Work run_collective(const CollectiveSpec& spec, const Case& c, Tensor& input, Tensor& output,
@@ -45,6 +53,9 @@ comm::Work run_collective(const CollectiveSpec& spec, const Case& c, Tensor& inp
     case CollectiveKind::broadcast: return c.comm.broadcast(input, output, c.root, opts);
     case CollectiveKind::all_gather: return c.comm.all_gather(input, output, opts);
     case CollectiveKind::reduce_scatter: return c.comm.reduce_scatter(input, output, c.op, opts);
+    case CollectiveKind::gather: return c.comm.gather(input, output, c.root, opts);
+    case CollectiveKind::scatter: return c.comm.scatter(input, output, c.root, opts);
+    case CollectiveKind::all_to_all: return c.comm.all_to_all(input, output, opts);
     default: return c.comm.barrier(opts);
   }
 }
@@ -60,6 +71,17 @@ double expected_at(const CollectiveSpec& spec, const Case& c, int64_t index, int
       return verifiable_input(static_cast<int>(index / chunk), index, ReduceOp::min, c.dtype);
     }
     case CollectiveKind::reduce_scatter: return verifiable_result(N, rank * out_count + index, c.op, c.dtype);
+    case CollectiveKind::gather: {  // rank i's input element e was filled as index i·block + e
+      const int64_t block = out_count / N;
+      return verifiable_input(static_cast<int>(index / block), index, ReduceOp::min, c.dtype);
+    }
+    case CollectiveKind::scatter:
+      return verifiable_input(c.root, rank * out_count + index, ReduceOp::min, c.dtype);
+    case CollectiveKind::all_to_all: {  // block i came from rank i: its block for this rank
+      const int64_t block = out_count / N;
+      return verifiable_input(static_cast<int>(index / block), rank * block + index % block, ReduceOp::min,
+                              c.dtype);
+    }
     default: return verifiable_result(N, index, c.op, c.dtype);
   }
 }
@@ -81,7 +103,12 @@ void fill_verifiable(const CollectiveSpec& spec, const Case& c, Tensor& input) {
         host.data<double>()[i] = verifiable_input(rank, i, ReduceOp::min, c.dtype);
         break;
       case CollectiveKind::all_gather:
+      case CollectiveKind::gather:
         host.data<double>()[i] = verifiable_input(rank, rank * n + i, ReduceOp::min, c.dtype);
+        break;
+      case CollectiveKind::scatter:
+      case CollectiveKind::all_to_all:
+        host.data<double>()[i] = verifiable_input(rank, i, ReduceOp::min, c.dtype);
         break;
       default: host.data<double>()[i] = verifiable_input(rank, i, c.op, c.dtype); break;
     }
@@ -91,7 +118,8 @@ void fill_verifiable(const CollectiveSpec& spec, const Case& c, Tensor& input) {
 
 int64_t count_wrong(const CollectiveSpec& spec, const Case& c, const Tensor& output) {
   if (spec.kind == CollectiveKind::barrier) return 0;
-  if (spec.kind == CollectiveKind::reduce && c.comm.rank() != c.root) return 0;
+  if ((spec.kind == CollectiveKind::reduce || spec.kind == CollectiveKind::gather) && c.comm.rank() != c.root)
+    return 0;
   const std::vector<double> got = output.to_vector();
   const double rtol = c.op != ReduceOp::avg || !spec.has_op ? 0.0
                       : c.dtype == DType::bfloat16          ? 1.0 / 64

@@ -81,8 +81,9 @@ void print_preamble(const Options& o, const Sweep& sweep, comm::Communicator& co
                       "asynchronous calls need)"
                     : "");
   std::printf(
-      "# GB/s = 1e9 bytes/s. all_gather/reduce_scatter sizes are the whole gathered array. busbw factors: "
-      "all_reduce 2(N-1)/N, all_gather and reduce_scatter (N-1)/N, reduce and broadcast 1.\n");
+      "# GB/s = 1e9 bytes/s. all_gather/reduce_scatter/gather/scatter sizes are the whole gathered array, "
+      "alltoall's each rank's buffer. busbw factors: all_reduce 2(N-1)/N, all_gather, reduce_scatter, "
+      "gather, scatter and alltoall (N-1)/N, reduce and broadcast 1.\n");
   std::string skipped;
   if (std::find(sweep.ops.begin(), sweep.ops.end(), ReduceOp::avg) != sweep.ops.end())
     for (DType d : sweep.dtypes)
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
     int64_t total_wrong = 0;
     for (const CollectiveSpec* spec : sweep.specs) {
       for (comm::Algorithm algo : algorithms_for(*spec, o, comm, sweep.specs.size() == 1)) {
-        if (rank_zero) print_table_header(spec->name, comm::algorithm_name(algo));
+        if (rank_zero) print_table_header(spec->name, comm::algorithm_name(spec->kind, algo));
         for (DType dtype : sweep.dtypes) {
           for (ReduceOp op : spec->has_op ? sweep.ops : std::vector<ReduceOp>{ReduceOp::sum}) {
             if (op == ReduceOp::avg && !is_floating(dtype)) continue;

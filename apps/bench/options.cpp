@@ -49,8 +49,9 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
       "ringdp-bench: collective bandwidth, nccl-tests compatible. Sizes in bytes (K/M/G = 1024^n); "
       "GB/s means 1e9 bytes per second."};
   app.option_defaults()->always_capture_default();
-  app.add_option("collective", o.collective,
-                 "all_reduce, reduce, broadcast, all_gather, reduce_scatter, barrier or all");
+  app.add_option(
+      "collective", o.collective,
+      "all_reduce, reduce, broadcast, all_gather, reduce_scatter, barrier, gather, scatter, alltoall or all");
   app.add_option("-b,--minbytes", o.min_bytes, "smallest size");
   app.add_option("-e,--maxbytes", o.max_bytes, "largest size");
   app.add_option("-f,--stepfactor", o.factor, "multiply the size by this each step")

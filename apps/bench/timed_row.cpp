@@ -48,7 +48,7 @@ Row time_row(const CollectiveSpec& spec, const Case& c, int64_t elements, const 
   const int64_t in_count = spec.input_count(elements, N), out_count = spec.output_count(elements, N);
   const int64_t count = std::max(in_count, out_count);
   Row row{spec.name,
-          comm::algorithm_name(c.algorithm),
+          comm::algorithm_name(spec.kind, c.algorithm),
           short_type(c.dtype),
           spec.has_op ? reduce_op_name(c.op) : "none",
           spec.has_root ? c.root : -1,
@@ -63,9 +63,10 @@ Row time_row(const CollectiveSpec& spec, const Case& c, int64_t elements, const 
     Tensor output = zeros({out_count}, c.dtype, timing.device);
     if (in_place) {
       // In place: the output is the input itself, or the rank's chunk of it.
-      if (spec.kind == comm::CollectiveKind::all_gather)
+      if (spec.kind == comm::CollectiveKind::all_gather || spec.kind == comm::CollectiveKind::gather)
         input = output.flat_view(comm.rank() * in_count, in_count);
-      else if (spec.kind == comm::CollectiveKind::reduce_scatter)
+      else if (spec.kind == comm::CollectiveKind::reduce_scatter ||
+               spec.kind == comm::CollectiveKind::scatter)
         output = input.flat_view(comm.rank() * out_count, out_count);
       else
         output = input;

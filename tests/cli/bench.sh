@@ -21,9 +21,13 @@ case "$case_name" in
     grep -qF "alpha(us)" <<<"$out" || fail "no alpha-beta summary"
     grep -qF "# avg is skipped for int64, int32, int8, uint8, bool: it is defined for floating-point types only" <<<"$out" ||
       fail "-d all -o all does not say that avg is skipped for the integer types"
-    for c in all_reduce reduce broadcast all_gather reduce_scatter barrier; do
+    for c in all_reduce reduce broadcast all_gather reduce_scatter barrier gather scatter alltoall; do
       grep -q "^$c," "$work/out.csv" || fail "CSV has no $c rows"
     done
+    grep -q "^alltoall,pairwise," "$work/out.csv" || fail "alltoall's own algorithm is not reported as pairwise"
+    # Every row of the three added collectives checked clean in and out of place, by each algorithm.
+    python3 -c "import json,sys; rows=[r for r in json.load(open('$work/out.json')) if r['collective'] in ('gather','scatter','alltoall')]; sys.exit(0 if len(rows) >= 3 * 2 * 9 and all(r[k]['wrong']==0 for r in rows for k in ('out_of_place','in_place')) else 1)" ||
+      fail "gather, scatter or alltoall rows missing or wrong in the JSON"
     python3 -c "import json,sys; rows=json.load(open('$work/out.json')); sys.exit(0 if rows and all(r['out_of_place']['wrong']==0 for r in rows) else 1)" ||
       fail "JSON rows missing or wrong"
     echo "ok: every collective, dtype, op and algorithm on 3 ranks checks clean; CSV and JSON written"

@@ -55,6 +55,29 @@ TEST_CASE("every collective over NCCL at world size 1", "[cuda][nccl]") {
         CHECK(gathered.to_vector() == want);
         CHECK(scattered.to_vector() == want);
       }
+      // The block collectives: ringdp's (tree, pairwise, ring) and NCCL's grouped sends and
+      // receives, each the identity on one rank, out of place and (all_to_all) in place.
+      for (Algorithm algo : {Algorithm::tree, Algorithm::native}) {
+        Tensor gathered = zeros({count}, dtype, gpu), scattered = zeros({count}, dtype, gpu);
+        world->gather(values.to(gpu), gathered, 0, {.algorithm = algo});
+        world->scatter(values.to(gpu), scattered, 0, {.algorithm = algo});
+        CHECK(gathered.to_vector() == want);
+        CHECK(scattered.to_vector() == want);
+      }
+      for (Algorithm algo : {Algorithm::ring, Algorithm::native}) {
+        Tensor exchanged = zeros({count}, dtype, gpu), in_place = values.to(gpu),
+               uneven = zeros({count}, dtype, gpu);
+        world->all_to_all(values.to(gpu), exchanged, {.algorithm = algo});
+        world->all_to_all(in_place, in_place, {.algorithm = algo});
+        const int64_t counts[1] = {count};
+        world->all_to_all(values.to(gpu), counts, uneven, counts, {.algorithm = algo});
+        Tensor gathered = zeros({count}, dtype, gpu);
+        world->all_gather(values.to(gpu), gathered, counts, {.algorithm = algo});
+        CHECK(exchanged.to_vector() == want);
+        CHECK(in_place.to_vector() == want);
+        CHECK(uneven.to_vector() == want);
+        CHECK(gathered.to_vector() == want);
+      }
     }
   }
   world->barrier();

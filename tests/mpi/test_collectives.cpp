@@ -4,12 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
 #include <thread>
 #include <utility>
 
+#include "comm/native_mpi.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;
@@ -212,6 +215,313 @@ TEST_CASE("reduce_scatter: ring and native", "[collectives][reduce_scatter]") {
           }
         }
   require_all_right(results);
+}
+
+namespace {
+
+// The block collectives (gather, scatter, all_to_all, all_gather with counts) move values and
+// reduce nothing: every value below is input_value(sender, index in the sender's input, min, dtype),
+// so each received element names the rank and the place it must have come from.
+double block_value(int sender, int64_t index, DType dtype) {
+  return input_value(sender, index, ReduceOp::min, dtype);
+}
+
+// Block sizes for the block collectives: 0, 1, N+1 (not divisible by N), 1031 and, for two
+// dtypes, 1,000,003: the tree's and the exchange's segments, and MPI's two-part messages.
+std::vector<int64_t> block_counts(DType dtype) {
+  std::vector<int64_t> c = counts();
+  if (dtype != DType::float32 && dtype != DType::int8) std::erase(c, int64_t{1000003});
+  return c;
+}
+
+// An uneven count matrix: counts[i][j] elements go from rank i to rank j; many are 0 (with
+// `salt` 0 the diagonal and whole rows), the rest differ in length (1 to 4 times `scale`).
+std::vector<std::vector<int64_t>> count_matrix(int N, int salt, int64_t scale) {
+  std::vector<std::vector<int64_t>> m(N, std::vector<int64_t>(N));
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < N; ++j) m[i][j] = ((i * 7 + j * 3 + salt) % 5) * scale;
+  return m;
+}
+
+int64_t row_offset(const std::vector<int64_t>& row, int upto) {
+  int64_t sum = 0;
+  for (int j = 0; j < upto; ++j) sum += row[j];
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("gather: tree and native, every root", "[collectives][gather]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::tree, Algorithm::native, Algorithm::automatic})
+    for (int root = 0; root < N; ++root)
+      for (DType dtype : kDtypes)
+        for (int64_t count : block_counts(dtype))
+          for (bool in_place : {true, false}) {
+            // In place: root's input is its own block of the output. Other ranks pass no output
+            // (in place) or one that must stay untouched.
+            Tensor output = rank == root ? full({count * N}, -77.0, dtype, test_device())
+                            : in_place   ? Tensor()
+                                         : full({3}, -77.0, dtype, test_device());
+            Tensor input = in_place && rank == root ? output.flat_view(root * count, count)
+                                                    : empty({count}, dtype, test_device());
+            fill_input(input, rank, ReduceOp::min, rank * count);
+            comm.gather(input, output, root, {.algorithm = algo});
+            int64_t wrong = 0;
+            if (rank == root) {
+              const auto got = output.to_vector();
+              for (int64_t j = 0; j < count * N; ++j)
+                wrong += got[j] != block_value(static_cast<int>(j / count), j, dtype);
+            } else if (output.defined()) {
+              for (double v : output.to_vector()) wrong += v != in_dtype(dtype, -77.0);
+            }
+            results.emplace_back(label("gather", algo, dtype, ReduceOp::sum, count, in_place, root), wrong);
+          }
+  require_all_right(results);
+}
+
+TEST_CASE("scatter: tree and native, every root", "[collectives][scatter]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::tree, Algorithm::native, Algorithm::automatic})
+    for (int root = 0; root < N; ++root)
+      for (DType dtype : kDtypes)
+        for (int64_t count : block_counts(dtype))
+          for (bool in_place : {true, false}) {
+            // Root's input holds input_value(root, j) at every j; other ranks pass none (in place)
+            // or one that must stay as it is.
+            Tensor input = rank == root ? empty({count * N}, dtype, test_device())
+                           : in_place   ? Tensor()
+                                        : full({2}, -77.0, dtype, test_device());
+            if (rank == root) fill_input(input, root, ReduceOp::min);
+            Tensor output = in_place && rank == root ? input.flat_view(root * count, count)
+                                                     : full({count}, -77.0, dtype, test_device());
+            comm.scatter(input, output, root, {.algorithm = algo});
+            const auto got = output.to_vector();
+            int64_t wrong = 0;
+            for (int64_t e = 0; e < count; ++e) wrong += got[e] != block_value(root, rank * count + e, dtype);
+            if (rank == root) {
+              const auto whole = input.to_vector();  // the root's input is left as it was
+              for (int64_t j = 0; j < count * N; ++j) wrong += whole[j] != block_value(root, j, dtype);
+            } else if (input.defined()) {
+              for (double v : input.to_vector()) wrong += v != in_dtype(dtype, -77.0);
+            }
+            results.emplace_back(label("scatter", algo, dtype, ReduceOp::sum, count, in_place, root), wrong);
+          }
+  require_all_right(results);
+}
+
+TEST_CASE("all_to_all: pairwise and native, even blocks, in place and out of place",
+          "[collectives][all_to_all]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::ring, Algorithm::native, Algorithm::automatic})
+    for (DType dtype : kDtypes)
+      for (int64_t count : block_counts(dtype))
+        for (bool in_place : {true, false}) {
+          // count elements per block: rank r's input element j (block j / count) goes to rank j / count.
+          Tensor input = empty({count * N}, dtype, test_device());
+          fill_input(input, rank, ReduceOp::min);
+          Tensor output = in_place ? input : full({count * N}, -77.0, dtype, test_device());
+          comm.all_to_all(input, output, {.algorithm = algo});
+          const auto got = output.to_vector();
+          int64_t wrong = 0;
+          for (int i = 0; i < N; ++i)
+            for (int64_t e = 0; e < count; ++e)
+              wrong += got[i * count + e] != block_value(i, rank * count + e, dtype);
+          if (!in_place) {
+            const auto sent = input.to_vector();  // left as it was
+            for (int64_t j = 0; j < count * N; ++j) wrong += sent[j] != block_value(rank, j, dtype);
+          }
+          results.emplace_back(label("all_to_all", algo, dtype, ReduceOp::sum, count, in_place), wrong);
+        }
+  require_all_right(results);
+}
+
+TEST_CASE("all_to_all with counts: uneven blocks, empty ones included, in place too",
+          "[collectives][all_to_all]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::ring, Algorithm::native})
+    for (DType dtype : kDtypes)
+      for (int salt : {0, 1, 2})
+        for (int64_t scale : {int64_t{1}, int64_t{301}, int64_t{0}}) {
+          const auto m = count_matrix(N, salt, scale);
+          std::vector<int64_t> send(N), recv(N);
+          for (int j = 0; j < N; ++j) send[j] = m[rank][j], recv[j] = m[j][rank];
+          // In place: one buffer as long as the longer side, input and output both starting at it.
+          const bool in_place = salt == 2;
+          Tensor buffer = empty({std::max(row_offset(send, N), row_offset(recv, N))}, dtype, test_device());
+          Tensor input = in_place ? buffer.flat_view(0, row_offset(send, N))
+                                  : empty({row_offset(send, N)}, dtype, test_device());
+          fill_input(input, rank, ReduceOp::min);
+          Tensor output = in_place ? buffer.flat_view(0, row_offset(recv, N))
+                                   : full({row_offset(recv, N)}, -77.0, dtype, test_device());
+          comm.all_to_all(input, send, output, recv, {.algorithm = algo});
+          const auto got = output.to_vector();
+          int64_t wrong = 0, at = 0;
+          for (int i = 0; i < N; ++i)  // rank i's block for this rank starts at its row offset
+            for (int64_t e = 0; e < m[i][rank]; ++e, ++at)
+              wrong += got[at] != block_value(i, row_offset(m[i], rank) + e, dtype);
+          std::ostringstream name;
+          name << label("all_to_all counts", algo, dtype, ReduceOp::sum, row_offset(send, N), in_place)
+               << " salt=" << salt << " scale=" << scale;
+          results.emplace_back(name.str(), wrong);
+        }
+  require_all_right(results);
+}
+
+TEST_CASE("all_gather with counts: ring and native, uneven and empty blocks", "[collectives][all_gather_v]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  std::vector<std::pair<std::string, int64_t>> results;
+  for (Algorithm algo : {Algorithm::ring, Algorithm::native, Algorithm::automatic})
+    for (DType dtype : kDtypes)
+      for (int salt : {0, 1, 3})
+        for (int64_t scale : {int64_t{1}, int64_t{257}, int64_t{0}})
+          for (bool in_place : {true, false}) {
+            std::vector<int64_t> counts(N);
+            for (int r = 0; r < N; ++r) counts[r] = ((r * 5 + salt) % 4) * scale;
+            const int64_t total = row_offset(counts, N), mine = row_offset(counts, rank);
+            Tensor output = full({total}, -77.0, dtype, test_device());
+            Tensor input =
+                in_place ? output.flat_view(mine, counts[rank]) : empty({counts[rank]}, dtype, test_device());
+            fill_input(input, rank, ReduceOp::min, mine);
+            comm.all_gather(input, output, counts, {.algorithm = algo});
+            const auto got = output.to_vector();
+            int64_t wrong = 0;
+            for (int r = 0, j = 0; r < N; ++r)
+              for (int64_t e = 0; e < counts[r]; ++e, ++j) wrong += got[j] != block_value(r, j, dtype);
+            std::ostringstream name;
+            name << label("all_gather counts", algo, dtype, ReduceOp::sum, total, in_place)
+                 << " salt=" << salt << " scale=" << scale;
+            results.emplace_back(name.str(), wrong);
+          }
+  require_all_right(results);
+}
+
+TEST_CASE("block collectives refuse bad arguments on every rank, naming the value",
+          "[collectives][block_errors]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  using Catch::Contains;
+  Tensor four = zeros({4}), whole = zeros({4 * N}), other = zeros({4 * N});
+  for (int root : {-1, N}) {
+    const std::string range =
+        "root " + std::to_string(root) + " out of range for " + std::to_string(N) + " ranks";
+    REQUIRE_THROWS_WITH(comm.gather(four, whole, root), Contains("gather: " + range));
+    REQUIRE_THROWS_WITH(comm.scatter(whole, four, root), Contains("scatter: " + range));
+  }
+  // Sizes: only the root reads them, so only the root calls (the others would wait for it).
+  Tensor short_whole = zeros({4 * N - 1});
+  if (rank == N - 1) {
+    REQUIRE_THROWS_WITH(comm.gather(four, short_whole, N - 1),
+                        Contains("gather: root's output has " + std::to_string(4 * N - 1) +
+                                 " elements; expected " + std::to_string(N) + " ranks x 4"));
+    REQUIRE_THROWS_WITH(comm.scatter(short_whole, four, N - 1),
+                        Contains("scatter: root's input has " + std::to_string(4 * N - 1) + " elements"));
+  }
+  REQUIRE_THROWS_WITH(comm.all_to_all(whole, short_whole), Contains("all_to_all: input has"));
+  if (N > 1) {
+    Tensor odd = zeros({4 * N + 1}), odd_out = zeros({4 * N + 1});
+    REQUIRE_THROWS_WITH(comm.all_to_all(odd, odd_out),
+                        Contains("not a multiple of " + std::to_string(N) + " ranks"));
+  }
+  Tensor both = zeros({4 * N + 1});  // overlapping without being one buffer: refused
+  Tensor head = both.flat_view(0, 4 * N), shifted = both.flat_view(1, 4 * N);
+  REQUIRE_THROWS_WITH(comm.all_to_all(head, shifted), Contains("all_to_all: the output overlaps the input"));
+  std::vector<int64_t> fours(N, 4), short_counts(N + 1, 4), negative(N, 4);
+  negative[N - 1] = -3;
+  REQUIRE_THROWS_WITH(comm.all_to_all(whole, short_counts, other, fours),
+                      Contains("send_counts has " + std::to_string(N + 1) +
+                               " entries; expected one per rank, " + std::to_string(N)));
+  REQUIRE_THROWS_WITH(comm.all_to_all(whole, fours, other, negative),
+                      Contains("recv_counts[" + std::to_string(N - 1) + "] is -3"));
+  std::vector<int64_t> more = fours;
+  more[0] = 5;
+  REQUIRE_THROWS_WITH(comm.all_to_all(whole, more, other, fours),
+                      Contains("send_counts sum to " + std::to_string(4 * N + 1) + " but the input has " +
+                               std::to_string(4 * N)));
+  REQUIRE_THROWS_WITH(comm.all_to_all(head, fours, shifted, fours), Contains("output overlaps the input"));
+  REQUIRE_THROWS_WITH(comm.all_gather(four, whole, short_counts),
+                      Contains("counts has " + std::to_string(N + 1)));
+  REQUIRE_THROWS_WITH(comm.all_gather(four, whole, negative),
+                      Contains("counts[" + std::to_string(N - 1) + "] is -3"));
+  REQUIRE_THROWS_WITH(comm.all_gather(four, short_whole, fours),
+                      Contains("output has " + std::to_string(4 * N - 1) +
+                               " elements; expected the sum of counts, " + std::to_string(4 * N)));
+  std::vector<int64_t> mine_wrong = fours;
+  mine_wrong[rank] = 3;
+  REQUIRE_THROWS_WITH(comm.all_gather(four, whole, mine_wrong),
+                      Contains("rank " + std::to_string(rank) + "'s input has 4 elements but counts[" +
+                               std::to_string(rank) + "] is 3"));
+  REQUIRE_THROWS_WITH(comm.all_to_all(whole, fours, short_whole, mine_wrong),
+                      Contains("recv_counts[" + std::to_string(rank) + "] is 3 but send_counts["));
+  // Nothing was half-sent: the communicator still works.
+  Tensor one = ones({5});
+  comm.all_reduce(one);
+  REQUIRE(global_sum(one.item(4) != N) == 0);
+}
+
+TEST_CASE("native MPI refuses a count or displacement past INT_MAX, naming it",
+          "[collectives][block_errors]") {
+  // No buffer that large is allocated: the check comes before MPI is called, on every rank alike.
+  const int N = world().size();
+  const int64_t huge = int64_t{INT_MAX} + 5;
+  std::vector<int64_t> counts(N, 1), offsets(N, 0), big(N, 1);
+  big[N - 1] = huge;
+  using enum comm::BlockExchange::Pattern;
+  char byte = 0;
+  for (auto pattern : {all_to_all, all_gather}) {
+    const comm::BlockExchange e{.pattern = pattern,
+                                .dtype = DType::int8,
+                                .input = &byte,
+                                .output = &byte,
+                                .send_counts = counts,
+                                .send_offsets = offsets,
+                                .recv_counts = big,
+                                .recv_offsets = offsets};
+    REQUIRE_THROWS_WITH(comm::native::exchange(MPI_COMM_WORLD, e), Catch::Contains(std::to_string(huge)));
+  }
+  const comm::BlockExchange even{.pattern = all_to_all,
+                                 .dtype = DType::int8,
+                                 .input = &byte,
+                                 .output = &byte,
+                                 .send_counts = counts,
+                                 .send_offsets = offsets,
+                                 .recv_counts = counts,
+                                 .recv_offsets = offsets,
+                                 .block = huge};
+  REQUIRE_THROWS_WITH(comm::native::exchange(MPI_COMM_WORLD, even),
+                      Catch::Contains("at most 2147483647 elements, got " + std::to_string(huge)));
+}
+
+// Hidden: run by tests/mpi/meson.build on 2 ranks, expecting the job to fail with the message.
+// Rank 0 expects another length from rank 1 than rank 1 sends it (RINGDP_TEST_A2A_MISMATCH:
+// `longer`, 5 elements where 4 come, or `empty`, none where 4 come). The receive is sized from
+// rank 0's own counts: the difference must be an Error (or under DETAIL a report before any
+// block moves), never a write past the output. The Error ends the job: the exchange was cut short.
+TEST_CASE("all_to_all with counts that disagree between ranks is stopped", "[.a2a-mismatch]") {
+  auto& comm = world();
+  REQUIRE(comm.size() == 2);
+  const char* mode = std::getenv("RINGDP_TEST_A2A_MISMATCH");
+  REQUIRE(mode != nullptr);
+  const std::vector<int64_t> send = {4, 4};
+  std::vector<int64_t> recv = {4, 4};
+  if (comm.rank() == 0) recv[1] = std::string(mode) == "empty" ? 0 : 5;
+  Tensor input = zeros({8}), output = zeros({recv[0] + recv[1]});
+  try {
+    comm.all_to_all(input, send, output, recv, {.algorithm = Algorithm::ring});
+  } catch (const Error& e) {
+    std::fprintf(stderr, "rank %d: %s\n", comm.rank(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
 }
 
 TEST_CASE("8-bit sums and products wrap on overflow with every algorithm, native included",

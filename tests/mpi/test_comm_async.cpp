@@ -160,3 +160,40 @@ TEST_CASE("a queued collective holds its own tensor handles: the caller's may be
   for (int i = 0; i < 8; ++i) wrong += count_wrong(outputs[i], N, ReduceOp::sum, i * 1024);
   REQUIRE(global_sum(wrong) == 0);
 }
+
+TEST_CASE("asynchronous block collectives own their counts: the caller's may change before wait()",
+          "[async][blocks]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  for (comm::Algorithm algo : {comm::Algorithm::automatic, comm::Algorithm::native}) {
+    // Rank i sends i + j + 1 elements to rank j, valued 1000·i + j; all_gather takes i + 1 from rank i.
+    std::vector<int64_t> send(N), recv(N), counts(N);
+    for (int j = 0; j < N; ++j) send[j] = rank + j + 1, recv[j] = j + rank + 1, counts[j] = j + 1;
+    int64_t sent = 0, received = 0, total = 0;
+    for (int j = 0; j < N; ++j) sent += send[j], received += recv[j], total += counts[j];
+    Tensor input = empty({sent}, DType::int32), output = full({received}, -1.0, DType::int32);
+    for (int j = 0, at = 0; j < N; ++j)
+      for (int64_t e = 0; e < send[j]; ++e) input.data<int32_t>()[at++] = 1000 * rank + j;
+    Tensor mine = full({rank + 1}, rank, DType::int64), gathered = full({total}, -1.0, DType::int64);
+    Tensor block = full({3}, rank, DType::float64), at_root = full({3 * N}, -1.0, DType::float64);
+    Tensor whole = arange(3 * N, DType::float64), part = full({3}, -1.0, DType::float64);
+    comm::Work works[] = {comm.all_to_all(input, send, output, recv, {.algorithm = algo, .async = true}),
+                          comm.all_gather(mine, gathered, counts, {.algorithm = algo, .async = true}),
+                          comm.gather(block, at_root, N - 1, {.algorithm = algo, .async = true}),
+                          comm.scatter(whole, part, N - 1, {.algorithm = algo, .async = true})};
+    std::fill(send.begin(), send.end(), -5);  // the calls hold copies
+    std::fill(recv.begin(), recv.end(), 99);
+    counts.assign(N, 0);
+    for (auto& w : works) w.wait();
+    int64_t wrong = 0;
+    for (int i = 0, at = 0; i < N; ++i)
+      for (int64_t e = 0; e < i + rank + 1; ++e) wrong += output.data<int32_t>()[at++] != 1000 * i + rank;
+    for (int r = 0, at = 0; r < N; ++r)
+      for (int e = 0; e <= r; ++e) wrong += gathered.data<int64_t>()[at++] != r;
+    if (rank == N - 1)
+      for (int j = 0; j < 3 * N; ++j) wrong += at_root.data<double>()[j] != j / 3;
+    for (int e = 0; e < 3; ++e) wrong += part.data<double>()[e] != 3 * rank + e;
+    INFO("algorithm " << comm::algorithm_name(algo));
+    REQUIRE(global_sum(wrong) == 0);
+  }
+}

@@ -190,6 +190,116 @@ void check_rooted_and_gathers(World& w, CudaStreamTransport& device, DType dtype
         0);
 }
 
+// The block collectives' layout for one case: rank i sends m[i][j] elements to rank j (uneven,
+// some empty); `even` gives every block `count` elements.
+struct BlockLayout {
+  std::vector<int64_t> send_counts, send_offsets, recv_counts, recv_offsets;
+  std::vector<std::vector<int64_t>> m;
+  BlockLayout(int N, int r, int64_t count, bool even) : m(N, std::vector<int64_t>(N, count)) {
+    if (!even)
+      for (int i = 0; i < N; ++i)
+        for (int j = 0; j < N; ++j) m[i][j] = ((i * 7 + j * 3 + static_cast<int>(count)) % 5) * (count + 1);
+    for (int j = 0, sent = 0, got = 0; j < N; ++j) {
+      send_counts.push_back(m[r][j]), send_offsets.push_back(sent), sent += m[r][j];
+      recv_counts.push_back(m[j][r]), recv_offsets.push_back(got), got += m[j][r];
+    }
+  }
+  static int64_t offset(const std::vector<int64_t>& row, int upto) {
+    int64_t sum = 0;
+    for (int j = 0; j < upto; ++j) sum += row[j];
+    return sum;
+  }
+  int64_t sent() const { return offset(send_counts, static_cast<int>(send_counts.size())); }
+  int64_t received() const { return offset(recv_counts, static_cast<int>(recv_counts.size())); }
+  BlockExchange on(BlockExchange::Pattern p, DType dtype, const void* in, void* out, int root = -1,
+                   int64_t block = -1) const {
+    return {p, dtype, in, out, send_counts, send_offsets, recv_counts, recv_offsets, root, block};
+  }
+  // What rank `me` receives at element k of its output: rank i's element at its own offset.
+  double expected(int me, int64_t k, DType dtype) const {
+    for (int i = 0; i < static_cast<int>(m.size()); ++i) {
+      if (k < m[i][me]) return input_value(i, offset(m[i], me) + k, ReduceOp::min, dtype);
+      k -= m[i][me];
+    }
+    return -1;
+  }
+};
+
+// gather and scatter (tree), all_to_all (pairwise, even and uneven) and the uneven all-gather
+// ring on device memory; `native` runs NCCL's grouped sends and receives instead.
+void check_block_collectives(World& w, CudaStreamTransport& device, DType dtype, int64_t count, int root,
+                             bool native) {
+  const int N = w.size(), r = w.rank();
+  auto& nccl = w.nccl;
+  DeviceBuffer mine(dtype, count), all(dtype, count * N);
+  mine.fill(r, ReduceOp::min, r * count);
+  CollectiveContext g = w.context(device, dtype, ReduceOp::sum, kSegment);
+  const BlockLayout even(N, r, count, true);
+  if (native) {
+    BlockLayout rooted = even;  // gather: one block to the root; the root receives N
+    for (int j = 0; j < N; ++j)
+      rooted.send_counts[j] = j == root ? count : 0, rooted.send_offsets[j] = 0,
+      rooted.recv_counts[j] = r == root ? count : 0;
+    native_nccl::exchange(nccl,
+                          rooted.on(BlockExchange::Pattern::gather, dtype, mine.data, all.data, root, count));
+  } else {
+    gather_tree(g, mine.data, all.data, count, root);
+  }
+  device.synchronize();
+  if (r == root)
+    CHECK(wrong(all.read(), [&](int64_t i) {
+            return input_value(static_cast<int>(i / std::max<int64_t>(count, 1)), i, ReduceOp::min, dtype);
+          }) == 0);
+  DeviceBuffer whole(dtype, count * N), part(dtype, count);
+  whole.fill(root, ReduceOp::min);
+  CollectiveContext s = w.context(device, dtype, ReduceOp::sum, kSegment);
+  if (native) {
+    BlockLayout rooted = even;  // scatter: the root sends N blocks; every rank receives one
+    for (int j = 0; j < N; ++j)
+      rooted.recv_counts[j] = j == root ? count : 0, rooted.recv_offsets[j] = 0,
+      rooted.send_counts[j] = r == root ? count : 0;
+    native_nccl::exchange(
+        nccl, rooted.on(BlockExchange::Pattern::scatter, dtype, whole.data, part.data, root, count));
+  } else {
+    scatter_tree(s, whole.data, part.data, count, root);
+  }
+  device.synchronize();
+  CHECK(wrong(part.read(),
+              [&](int64_t i) { return input_value(root, r * count + i, ReduceOp::min, dtype); }) == 0);
+  for (bool is_even : {true, false}) {
+    const BlockLayout layout(N, r, count, is_even);
+    DeviceBuffer in(dtype, layout.sent()), out(dtype, layout.received());
+    in.fill(r, ReduceOp::min);
+    CollectiveContext a = w.context(device, dtype, ReduceOp::sum, kSegment);
+    const BlockExchange e =
+        layout.on(BlockExchange::Pattern::all_to_all, dtype, in.data, out.data, -1, is_even ? count : -1);
+    if (native)
+      native_nccl::exchange(nccl, e);
+    else
+      all_to_all_pairwise(a, e, is_even);
+    device.synchronize();
+    CHECK(wrong(out.read(), [&](int64_t k) { return layout.expected(r, k, dtype); }) == 0);
+  }
+  // The uneven all-gather: rank i contributes row 0's m[0][i] elements.
+  const BlockLayout uneven(N, 0, count, false);
+  DeviceBuffer contribution(dtype, uneven.send_counts[r]), gathered(dtype, uneven.sent());
+  contribution.fill(r, ReduceOp::min, uneven.send_offsets[r]);
+  CollectiveContext v = w.context(device, dtype, ReduceOp::sum, kSegment);
+  if (native) {
+    const std::vector<int64_t> own(N, uneven.send_counts[r]), zeros(N, 0);
+    native_nccl::exchange(nccl, {BlockExchange::Pattern::all_gather, dtype, contribution.data, gathered.data,
+                                 own, zeros, uneven.send_counts, uneven.send_offsets});
+  } else {
+    all_gather_ring_uneven(v, contribution.data, gathered.data, uneven.send_counts, uneven.send_offsets);
+  }
+  device.synchronize();
+  CHECK(wrong(gathered.read(), [&](int64_t i) {
+          int owner = 0;
+          while (i >= uneven.send_offsets[owner] + uneven.send_counts[owner]) ++owner;
+          return input_value(owner, i, ReduceOp::min, dtype);
+        }) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("ring and recursive-doubling all-reduce on device memory", "[device]") {
@@ -332,6 +442,21 @@ TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[dev
                                    i % std::max<int64_t>(count, 1), op, dtype);
               }) == 0);
         CHECK(wrong(b.read(), [&](int64_t i) { return input_value(0, i, op, dtype); }) == 0);
+      }
+}
+
+TEST_CASE("gather, scatter, all-to-all and the uneven all-gather on device memory, ringdp's and NCCL's",
+          "[device][blocks]") {
+  World& w = world();
+  for (DType dtype : kDtypes)
+    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{1031}})
+      for (int root : {0, w.size() - 1}) {
+        for (auto [name, device] : w.transports()) {
+          CAPTURE(name, dtype_name(dtype), count, root, w.size());
+          check_block_collectives(w, *device, dtype, count, root, false);
+        }
+        CAPTURE("NCCL's grouped sends", dtype_name(dtype), count, root, w.size());
+        check_block_collectives(w, w.nccl, dtype, count, root, true);
       }
 }
 

@@ -80,6 +80,14 @@ TEST_CASE("the other collectives have one algorithm of ringdp's own", "[choice]"
   CHECK(pick(CollectiveKind::barrier, 0, world) == Algorithm::recursive_doubling);
   CHECK(pick(CollectiveKind::broadcast, 8 * MiB - 1, world) == Algorithm::tree);
   CHECK(pick(CollectiveKind::broadcast, 8 * MiB, world) == Algorithm::ring);
+  CHECK(pick(CollectiveKind::gather, 8, world) == Algorithm::tree);
+  CHECK(pick(CollectiveKind::scatter, 8 * MiB, world) == Algorithm::tree);
+  CHECK(pick(CollectiveKind::all_to_all, 8, world) == Algorithm::ring);  // the pairwise exchange
+  CHECK(
+      explain(choose_algorithm(CollectiveKind::all_to_all, 8, Algorithm::automatic, Route::host, world,
+                               defaults()),
+              8, world, defaults()) ==
+      "the only algorithm of ringdp's own: pairwise exchange (N-1 steps, one peer each; asked for as ring)");
 }
 
 TEST_CASE("what may be asked for by name, and the errors for the rest", "[choice]") {
@@ -93,9 +101,13 @@ TEST_CASE("what may be asked for by name, and the errors for the rest", "[choice
   CHECK_FALSE(available(CollectiveKind::all_reduce, Route::nccl, one_host).contains(Algorithm::hierarchical));
   CHECK(available(CollectiveKind::all_reduce, Route::nccl, one_host).contains(Algorithm::rabenseifner));
   CHECK(available(CollectiveKind::reduce, Route::host, one_host).names() == "tree, native");
+  CHECK(available(CollectiveKind::gather, Route::nccl, one_host).names() == "tree, native");
+  CHECK(available(CollectiveKind::scatter, Route::host, two_hosts).names() == "tree, native");
+  CHECK(available(CollectiveKind::all_to_all, Route::mpi_cuda, one_host).names() == "ring, native");
   for (CollectiveKind kind :
        {CollectiveKind::all_reduce, CollectiveKind::reduce, CollectiveKind::broadcast,
-        CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::barrier}) {
+        CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::barrier,
+        CollectiveKind::gather, CollectiveKind::scatter, CollectiveKind::all_to_all}) {
     CHECK(choose_algorithm(kind, 8, Algorithm::native, Route::host, two_hosts, defaults()).algorithm ==
           Algorithm::native);
     CHECK(available(kind, Route::host, two_hosts).contains(Algorithm::native));
@@ -105,6 +117,10 @@ TEST_CASE("what may be asked for by name, and the errors for the rest", "[choice
   };
   CHECK_THROWS_WITH(ask(CollectiveKind::reduce, Algorithm::ring, Route::host, one_host),
                     Catch::Contains("reduce has no ring algorithm; available: tree, native, auto"));
+  CHECK_THROWS_WITH(ask(CollectiveKind::all_to_all, Algorithm::tree, Route::host, one_host),
+                    Catch::Contains("all_to_all has no tree algorithm; available: ring, native, auto"));
+  CHECK_THROWS_WITH(ask(CollectiveKind::gather, Algorithm::ring, Route::host, one_host),
+                    Catch::Contains("gather has no ring algorithm; available: tree, native, auto"));
   CHECK_THROWS_WITH(
       ask(CollectiveKind::all_reduce, Algorithm::shared_memory, Route::host, two_hosts),
       Catch::Contains("needs every rank on one host") && Catch::Contains("2 ranks run on 2 hosts"));

@@ -17,10 +17,11 @@ using comm::encode_tag;
 using comm::sequence_bits_for;
 
 namespace {
-const CollectiveKind kKinds[] = {CollectiveKind::all_reduce,     CollectiveKind::reduce,
-                                 CollectiveKind::broadcast,      CollectiveKind::all_gather,
-                                 CollectiveKind::reduce_scatter, CollectiveKind::barrier,
-                                 CollectiveKind::send,           CollectiveKind::recv};
+const CollectiveKind kKinds[] = {
+    CollectiveKind::all_reduce, CollectiveKind::reduce,         CollectiveKind::broadcast,
+    CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::barrier,
+    CollectiveKind::send,       CollectiveKind::recv,           CollectiveKind::gather,
+    CollectiveKind::scatter,    CollectiveKind::all_to_all};
 const DType kDTypes[] = {DType::float32, DType::float64, DType::int32, DType::int64,  DType::bfloat16,
                          DType::float16, DType::int8,    DType::uint8, DType::boolean};
 const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
@@ -136,6 +137,17 @@ TEST_CASE("describe_tag reads back kind, sequence mod 2^bits, dtype, op and algo
           "barrier #2 (dissemination)");
   REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::reduce, DType::boolean, ReduceOp::bxor,
                                         Algorithm::tree, 1, 8)) == "reduce #1 (bool, bxor, tree)");
+  // The kinds added last take the call field's last codes (29..31), the pairwise exchange the ring's id.
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::gather, DType::int8, ReduceOp::sum, Algorithm::tree,
+                                        4, 8)) == "gather #4 (int8, tree)");
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::scatter, DType::float16, ReduceOp::sum,
+                                        Algorithm::native, 4, 8)) == "scatter #4 (float16, native)");
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::all_to_all, DType::uint8, ReduceOp::sum,
+                                        Algorithm::ring, 255, 8)) == "all_to_all #255 (uint8, pairwise)");
+  REQUIRE(
+      ((encode_tag(CollectiveKind::all_to_all, DType::float32, ReduceOp::sum, Algorithm::ring, 0, 8) - 1) >>
+           4 &
+       31) == 31);
   // Every field read back, for every value: a field that spilled into its neighbour would not.
   for (CollectiveKind kind : kKinds)
     for (DType dtype : kDTypes)

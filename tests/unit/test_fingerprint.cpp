@@ -25,7 +25,8 @@ int64_t code(Algorithm algorithm) { return static_cast<int64_t>(algorithm); }
 class ScriptedPeer final : public comm::Transport {
  public:
   explicit ScriptedPeer(const Fingerprint& peer)
-      : words_{peer.kind, peer.op, peer.dtype, peer.count, peer.root, peer.sequence, peer.algorithm} {}
+      : words_{peer.kind, peer.op,       peer.dtype,     peer.count,
+               peer.root, peer.sequence, peer.algorithm, peer.layout} {}
   int rank() const override { return 0; }
   int size() const override { return 2; }
   comm::Request isend(int peer, const void*, size_t bytes, int tag) override {
@@ -46,7 +47,7 @@ class ScriptedPeer final : public comm::Transport {
   size_t received() const { return received_; }
 
  private:
-  int64_t words_[7];
+  int64_t words_[8];
   size_t received_ = 0;
 };
 
@@ -107,13 +108,50 @@ TEST_CASE("a fingerprint describes the call as the user wrote it", "[fingerprint
   // A barrier moves no data: count and dtype would only mislead.
   const Fingerprint barrier{code(CollectiveKind::barrier), 0, 0, 0, -1, 12, code(Algorithm::native)};
   REQUIRE(barrier.describe() == "barrier #12 (native)");
+  // The uneven forms: all_gather's counts by their hash; all_to_all's own count differs by rank.
+  const Fingerprint uneven{
+      code(CollectiveKind::all_gather), 0, code(DType::int8), 10, -1, 3, code(Algorithm::ring), 0xabc};
+  REQUIRE(uneven.describe() == "all_gather #3 (10 x int8, counts hash abc, ring)");
+  const Fingerprint a2a{code(CollectiveKind::all_to_all),
+                        0,
+                        code(DType::float16),
+                        Fingerprint::kPerRankCount,
+                        -1,
+                        5,
+                        code(Algorithm::ring),
+                        1};
+  REQUIRE(a2a.describe() == "all_to_all #5 (uneven counts x float16, counts hash 1, pairwise)");
+  const Fingerprint rooted{code(CollectiveKind::gather), 0, code(DType::uint8), 4, 2, 6,
+                           code(Algorithm::tree)};
+  REQUIRE(rooted.describe() == "gather #6 (4 x uint8, root 2, tree)");
+}
+
+TEST_CASE("the uneven all_to_all's counts are compared pair by pair", "[fingerprint]") {
+  // As rank 0 of two: rank 1's send_counts are {7, 2}, so rank 0 must expect 7 from it.
+  const Fingerprint peer_sends{7, 2, 0, 0, 0, 0, 0, 0};  // only the first two words are read
+  for (int64_t expected : {int64_t{7}, int64_t{6}}) {
+    ScriptedPeer transport(peer_sends);
+    comm::Position position;
+    std::vector<comm::Request> requests;
+    comm::CollectiveContext ctx{transport, DType::float32, ReduceOp::sum, position, 1 << 20, false,
+                                1,         requests};
+    const int64_t send[2] = {3, 4}, recv[2] = {3, expected};
+    const std::string report = comm::compare_pairwise_counts(ctx, send, recv);
+    CAPTURE(report);
+    if (expected == 7)
+      REQUIRE(report.empty());
+    else
+      REQUIRE(report ==
+              "all_to_all counts mismatch (RINGDP_DEBUG=DETAIL): rank 0 expects 6 elements from rank 1 (its "
+              "recv_counts[1]), but rank 1 sends it 7 (its send_counts[0])");
+  }
 }
 
 TEST_CASE("identical calls on both ranks report nothing", "[fingerprint]") {
   size_t received = 0;
   REQUIRE(compare(kAllReduce, kAllReduce, &received) == "");
-  // All seven words came across: the exchange runs on int64 whatever the collective's dtype.
-  REQUIRE(received == 7 * sizeof(int64_t));
+  // All eight words came across: the exchange runs on int64 whatever the collective's dtype.
+  REQUIRE(received == 8 * sizeof(int64_t));
 }
 
 TEST_CASE("a call that differs in any one field is reported with both ranks' calls", "[fingerprint]") {
@@ -125,6 +163,7 @@ TEST_CASE("a call that differs in any one field is reported with both ranks' cal
   SECTION("root") { other.root = 1; }
   SECTION("sequence") { other.sequence = 8; }
   SECTION("algorithm") { other.algorithm = code(Algorithm::shared_memory); }
+  SECTION("layout: the counts of an uneven all_gather") { other.layout = 12345; }
   const std::string report = compare(kAllReduce, other);
   CAPTURE(report);
   REQUIRE(report == "collective mismatch (RINGDP_DEBUG=DETAIL): rank 0 called " + kAllReduce.describe() +

@@ -23,6 +23,16 @@ void check_like(const at::Tensor& t, const at::Tensor& like, int64_t numel, cons
   RINGDP_CHECK(t.numel() == numel, what, " has ", t.numel(), " elements; expected ", numel);
 }
 
+// Copies consecutive pieces of `flat` into `targets`, each piece its target's size: how torch's list
+// outputs are filled from the one buffer a ringdp collective writes.
+void unpack(const at::Tensor& flat, const std::vector<at::Tensor>& targets) {
+  int64_t at = 0;
+  for (const at::Tensor& t : targets) {
+    t.copy_(flat.narrow(0, at, t.numel()).view(t.sizes()));
+    at += t.numel();
+  }
+}
+
 const ringdp::comm::CollectiveOptions kAsync{.algorithm = ringdp::comm::Algorithm::automatic, .async = true};
 }  // namespace
 
@@ -99,16 +109,26 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather(std::vector<std::
     const at::Tensor& input = only(inputs, "allgather");
     RINGDP_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
                  "allgather needs one list of ", size_, " output tensors (one per rank)");
-    for (const at::Tensor& out : outputs[0]) check_like(out, input, input.numel(), "an allgather output");
+    // Outputs of different sizes gather uneven contributions: rank r's output r is its input's size.
+    std::vector<int64_t> counts;
+    bool even = true;
+    for (const at::Tensor& out : outputs[0]) {
+      check_like(out, input, out.numel(), "an allgather output");
+      counts.push_back(out.numel());
+      even = even && out.numel() == input.numel();
+    }
+    check_like(outputs[0][static_cast<size_t>(rank_)], input, input.numel(), "this rank's allgather output");
+    int64_t total = 0;
+    for (const int64_t c : counts) total += c;
     // ringdp gathers into one buffer; torch's outputs are separate tensors, filled from it.
-    at::Tensor gathered = at::empty({size_ * input.numel()}, input.options());
+    at::Tensor gathered = at::empty({total}, input.options());
     TensorView& in = call.view(input, "allgather's input", false);
     TensorView& all = call.view(gathered, "allgather's buffer", false);
-    call.add(comm_->all_gather(in.ringdp(), all.ringdp(), kAsync));
-    call.then([gathered, targets = outputs[0], n = input.numel()] {
-      for (size_t r = 0; r < targets.size(); ++r)
-        targets[r].copy_(gathered.narrow(0, static_cast<int64_t>(r) * n, n).view(targets[r].sizes()));
-    });
+    if (even)
+      call.add(comm_->all_gather(in.ringdp(), all.ringdp(), kAsync));
+    else
+      call.add(comm_->all_gather(in.ringdp(), all.ringdp(), counts, kAsync));
+    call.then([gathered, targets = outputs[0]] { unpack(gathered, targets); });
   });
 }
 
@@ -178,30 +198,164 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::barrier(const ::c10d::Barri
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather_coalesced(
-    std::vector<std::vector<at::Tensor>>&, std::vector<at::Tensor>&, const ::c10d::AllgatherOptions&) {
-  refuse("allgather_coalesced");
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::AllgatherOptions&) {
+  std::vector<at::Tensor> flat_outputs;
+  for (const auto& list : outputs) flat_outputs.insert(flat_outputs.end(), list.begin(), list.end());
+  return issue("allgather_coalesced", flat_outputs, [&](Call& call) {
+    RINGDP_CHECK(!inputs.empty(), "allgather_coalesced got no input tensors");
+    RINGDP_CHECK(static_cast<int>(outputs.size()) == size_, "allgather_coalesced needs ", size_,
+                 " output lists (one per rank); got ", outputs.size());
+    for (const auto& list : outputs) {
+      RINGDP_CHECK(list.size() == inputs.size(), "allgather_coalesced: an output list has ", list.size(),
+                   " tensors; expected ", inputs.size(), " (one per input)");
+      for (size_t i = 0; i < list.size(); ++i)
+        check_like(list[i], inputs[i], inputs[i].numel(), "an allgather_coalesced output");
+    }
+    // The inputs travel as one buffer (every rank's the same length): one all-gather, unpacked after.
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& in : inputs) {
+      RINGDP_CHECK(in.scalar_type() == inputs[0].scalar_type(),
+                   "allgather_coalesced's inputs differ in dtype (", c10::toString(in.scalar_type()), " and ",
+                   c10::toString(inputs[0].scalar_type()), ")");
+      flat.push_back(in.reshape({-1}));
+    }
+    const at::Tensor packed = at::cat(flat);
+    at::Tensor gathered = at::empty({size_ * packed.numel()}, packed.options());
+    TensorView& in = call.view(packed, "allgather_coalesced's buffer", false);
+    TensorView& all = call.view(gathered, "allgather_coalesced's output buffer", false);
+    call.add(comm_->all_gather(in.ringdp(), all.ringdp(), kAsync));
+    call.then([gathered, targets = flat_outputs] { unpack(gathered, targets); });
+  });
 }
-c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::gather(std::vector<std::vector<at::Tensor>>&,
-                                                            std::vector<at::Tensor>&,
-                                                            const ::c10d::GatherOptions&) {
-  refuse("gather");
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                            std::vector<at::Tensor>& inputs,
+                                                            const ::c10d::GatherOptions& opts) {
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> flat_outputs = outputs.size() == 1 ? outputs[0] : std::vector<at::Tensor>{};
+  return issue("gather", flat_outputs, [&](Call& call) {
+    const at::Tensor& input = only(inputs, "gather");
+    RINGDP_CHECK(root >= 0 && root < size_, "gather: root ", root, " out of range for ", size_, " ranks");
+    at::Tensor gathered = at::empty({rank_ == root ? size_ * input.numel() : 0}, input.options());
+    if (rank_ == root) {
+      RINGDP_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
+                   "gather needs, on root ", root, ", one list of ", size_, " output tensors (one per rank)");
+      for (const at::Tensor& out : outputs[0]) check_like(out, input, input.numel(), "a gather output");
+    } else {
+      RINGDP_CHECK(outputs.empty(), "gather takes output tensors on root ", root, " only; rank ", rank_,
+                   " passed ", outputs.size(), " lists");
+    }
+    TensorView& in = call.view(input, "gather's input", false);
+    TensorView& all = call.view(gathered, "gather's buffer", false);
+    call.add(comm_->gather(in.ringdp(), all.ringdp(), root, kAsync));
+    if (rank_ == root) call.then([gathered, targets = outputs[0]] { unpack(gathered, targets); });
+  });
 }
-c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::scatter(std::vector<at::Tensor>&,
-                                                             std::vector<std::vector<at::Tensor>>&,
-                                                             const ::c10d::ScatterOptions&) {
-  refuse("scatter");
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::scatter(std::vector<at::Tensor>& outputs,
+                                                             std::vector<std::vector<at::Tensor>>& inputs,
+                                                             const ::c10d::ScatterOptions& opts) {
+  const int root = static_cast<int>(opts.rootRank);
+  return issue("scatter", outputs, [&](Call& call) {
+    const at::Tensor& output = only(outputs, "scatter");
+    RINGDP_CHECK(root >= 0 && root < size_, "scatter: root ", root, " out of range for ", size_, " ranks");
+    at::Tensor packed = at::empty({0}, output.options());
+    if (rank_ == root) {
+      RINGDP_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
+                   "scatter needs, on root ", root, ", one list of ", size_, " input tensors (one per rank)");
+      std::vector<at::Tensor> flat;
+      for (const at::Tensor& in : inputs[0]) {
+        check_like(in, output, output.numel(), "a scatter input");
+        flat.push_back(in.reshape({-1}));
+      }
+      packed = at::cat(flat);
+    } else {
+      RINGDP_CHECK(inputs.empty(), "scatter takes input tensors on root ", root, " only; rank ", rank_,
+                   " passed ", inputs.size(), " lists");
+    }
+    TensorView& in = call.view(packed, "scatter's buffer", false);
+    TensorView& out = call.view(output, "scatter's output", true);
+    call.add(comm_->scatter(in.ringdp(), out.ringdp(), root, kAsync));
+  });
 }
-c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall_base(at::Tensor&, at::Tensor&,
-                                                                   std::vector<int64_t>&,
-                                                                   std::vector<int64_t>&,
+
+namespace {
+// Element counts of all_to_all_single's splits (rows of dim 0); no splits: equal rows per rank.
+std::vector<int64_t> split_counts(const std::vector<int64_t>& splits, const at::Tensor& t, int size,
+                                  const char* what) {
+  const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+  const int64_t row = rows == 0 ? 0 : t.numel() / rows;
+  if (splits.empty()) {
+    RINGDP_CHECK(rows % size == 0, what, " has ", rows, " rows, which ", size,
+                 " ranks cannot share equally; pass split sizes");
+    return std::vector<int64_t>(static_cast<size_t>(size), rows / size * row);
+  }
+  RINGDP_CHECK(static_cast<int>(splits.size()) == size, what, " split sizes list ", splits.size(),
+               " entries; expected ", size, " (one per rank)");
+  int64_t total = 0;
+  std::vector<int64_t> counts;
+  for (const int64_t s : splits) {
+    RINGDP_CHECK(s >= 0, what, " split size ", s, " is negative");
+    total += s;
+    counts.push_back(s * row);
+  }
+  RINGDP_CHECK(total == rows, what, " split sizes sum to ", total, " rows but the tensor has ", rows);
+  return counts;
+}
+}  // namespace
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                                   std::vector<int64_t>& output_splits,
+                                                                   std::vector<int64_t>& input_splits,
                                                                    const ::c10d::AllToAllOptions&) {
-  refuse("all_to_all_single");
+  return issue("all_to_all_single", {output}, [&](Call& call) {
+    RINGDP_CHECK(output.scalar_type() == input.scalar_type(), "all_to_all_single's output has dtype ",
+                 c10::toString(output.scalar_type()), " but the input has ",
+                 c10::toString(input.scalar_type()));
+    const std::vector<int64_t> send = split_counts(input_splits, input, size_, "all_to_all_single's input");
+    const std::vector<int64_t> recv =
+        split_counts(output_splits, output, size_, "all_to_all_single's output");
+    TensorView& in = call.view(input, "all_to_all_single's input", false);
+    TensorView& out = call.view(output, "all_to_all_single's output", true);
+    if (input_splits.empty() && output_splits.empty())
+      call.add(comm_->all_to_all(in.ringdp(), out.ringdp(), kAsync));
+    else
+      call.add(comm_->all_to_all(in.ringdp(), send, out.ringdp(), recv, kAsync));
+  });
 }
-c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall(std::vector<at::Tensor>&,
-                                                              std::vector<at::Tensor>&,
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall(std::vector<at::Tensor>& outputs,
+                                                              std::vector<at::Tensor>& inputs,
                                                               const ::c10d::AllToAllOptions&) {
-  refuse("all_to_all");
+  return issue("all_to_all", outputs, [&](Call& call) {
+    RINGDP_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
+                 "all_to_all needs ", size_, " input and ", size_, " output tensors (one per rank); got ",
+                 inputs.size(), " and ", outputs.size());
+    std::vector<int64_t> send, recv;
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& in : inputs) {
+      RINGDP_CHECK(in.scalar_type() == inputs[0].scalar_type(), "all_to_all's inputs differ in dtype");
+      flat.push_back(in.reshape({-1}));
+      send.push_back(in.numel());
+    }
+    int64_t total = 0;
+    for (const at::Tensor& out : outputs) {
+      RINGDP_CHECK(out.scalar_type() == inputs[0].scalar_type(), "an all_to_all output has dtype ",
+                   c10::toString(out.scalar_type()), " but the inputs have ",
+                   c10::toString(inputs[0].scalar_type()));
+      recv.push_back(out.numel());
+      total += out.numel();
+    }
+    // Torch's lists travel as one buffer each way: joined before, split into the outputs after.
+    at::Tensor received = at::empty({total}, inputs[0].options());
+    TensorView& in = call.view(at::cat(flat), "all_to_all's buffer", false);
+    TensorView& out = call.view(received, "all_to_all's output buffer", false);
+    call.add(comm_->all_to_all(in.ringdp(), send, out.ringdp(), recv, kAsync));
+    call.then([received, targets = outputs] { unpack(received, targets); });
+  });
 }
+
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recvAnysource(std::vector<at::Tensor>&, int) {
   refuse("recv from any source");
 }

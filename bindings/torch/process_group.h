@@ -10,8 +10,10 @@
 // runs (a mismatched call) is a RuntimeError from wait() and the future, carrying ringdp's message;
 // the watchdog's timeout and a dead peer end the job as in every ringdp program.
 //
-// Collectives ringdp does not have (gather, scatter, all_to_all, allgather_coalesced, receive from
-// any source) raise "<name> is not supported by ringdp". Tested by tests/torch/.
+// torch's list forms (all_gather, gather, scatter, all_to_all, allgather_coalesced) travel as one
+// buffer through the ringdp collective and are copied into or out of the list; outputs of
+// different sizes make all_gather the uneven one. What ringdp does not have (receive from any
+// source) raises "<name> is not supported by ringdp". Tested by tests/torch/.
 #pragma once
 
 #include <memory>

@@ -2,7 +2,8 @@
 gloo 1.13 lacks one, against a reference computed here from every rank's known input): every
 dtype ringdp takes, every op, counts 0, 1, one below the world size and one not divisible by it, in
 place and out of place, each root. Inputs are small integers, so every result is exact in every
-dtype and the comparison is bit-for-bit. Then the refusals: what ringdp lacks is a RuntimeError
+dtype and the comparison is bit-for-bit. gather, scatter, all_to_all (equal and uneven splits),
+all_gather of uneven sizes, the coalesced and the *_object forms follow. Then the refusals: what ringdp lacks is a RuntimeError
 naming it, never a wrong result.
     mpirun -n N python3 tests/torch/test_collectives.py RENDEZVOUS_DIR   (tests/torch/run.sh)"""
 import sys
@@ -194,10 +195,80 @@ if size > 1:
     check.equal("recv from the left neighbour", received, data((rank - 1) % size, 9, torch.int64))
 dist.barrier()
 
-# What ringdp lacks is refused by name.
-t = torch.ones(4)
-check.raises("gather", "gather is not supported by ringdp", lambda: dist.gather(t, [torch.ones(4)] * size if rank == 0 else None))
-check.raises("all_to_all_single", "is not supported by ringdp", lambda: dist.all_to_all_single(torch.ones(size), torch.ones(size)))
+# gather, scatter, all_to_all and all_gather of uneven sizes, against gloo's (every dtype gloo takes,
+# each root, counts 0 and 1 and not divisible by the world size).
+for dtype in (torch.float32, torch.float64, torch.int64, torch.int32, torch.int8, torch.uint8, torch.float16):
+    for count in COUNTS:
+        for root in range(size):
+            outs = [torch.empty(count, dtype=dtype) for _ in range(size)] if rank == root else None
+            refs = [torch.empty(count, dtype=dtype) for _ in range(size)] if rank == root else None
+            dist.gather(data(rank, count, dtype), outs, dst=root)
+            if count:
+                dist.gather(data(rank, count, dtype), refs, dst=root, group=gloo)
+            if rank == root:
+                for r in range(size):
+                    check.equal(f"gather {dtype} x{count} root {root} from rank {r}", outs[r], data(r, count, dtype))
+            pieces = [data(r, count, dtype) + root for r in range(size)] if rank == root else None
+            mine = torch.empty(count, dtype=dtype)
+            dist.scatter(mine, pieces, src=root)
+            if count:
+                theirs = torch.empty(count, dtype=dtype)
+                dist.scatter(theirs, pieces, src=root, group=gloo)
+                check.equal(f"scatter {dtype} x{count} root {root}", mine, theirs)
+            check.equal(f"scatter {dtype} x{count} root {root} (reference)", mine, data(rank, count, dtype) + root)
+        # all_to_all_single, equal splits: chunk j of rank r's input holds r·100 + j.
+        send = torch.cat([torch.full((count,), rank * 10 + j) for j in range(size)]).to(dtype)
+        mine, theirs = torch.empty(size * count, dtype=dtype), torch.empty(size * count, dtype=dtype)
+        dist.all_to_all_single(mine, send)
+        want = torch.cat([torch.full((count,), r * 10 + rank) for r in range(size)]).to(dtype)
+        check.equal(f"all_to_all_single {dtype} x{count}", mine, want)
+        if count:
+            dist.all_to_all_single(theirs, send, group=gloo)
+            check.equal(f"all_to_all_single {dtype} x{count} (gloo)", mine, theirs)
+    # Uneven splits: rank r sends (r + j) % 3 rows of 2 elements to rank j (zero rows included).
+    rows_to = [(rank + j) % 3 for j in range(size)]
+    rows_from = [(r + rank) % 3 for r in range(size)]
+    send = torch.cat([torch.full((n, 2), rank * 10 + j) for j, n in enumerate(rows_to)]).to(dtype)
+    mine = torch.empty((sum(rows_from), 2), dtype=dtype)
+    dist.all_to_all_single(mine, send, output_split_sizes=rows_from, input_split_sizes=rows_to)
+    want = torch.cat([torch.full((n, 2), r * 10 + rank) for r, n in enumerate(rows_from)]).to(dtype)
+    check.equal(f"all_to_all_single uneven {dtype}", mine, want)
+    theirs = torch.empty_like(mine)
+    dist.all_to_all_single(theirs, send, output_split_sizes=rows_from, input_split_sizes=rows_to, group=gloo)
+    check.equal(f"all_to_all_single uneven {dtype} (gloo)", mine, theirs)
+    # all_to_all of lists, uneven: rank r sends r + j + 1 elements to rank j.
+    inputs = [torch.full((rank + j + 1,), rank * 10 + j).to(dtype) for j in range(size)]
+    outputs = [torch.empty(r + rank + 1, dtype=dtype) for r in range(size)]
+    dist.all_to_all(outputs, inputs)
+    for r in range(size):
+        check.equal(f"all_to_all {dtype} from rank {r}", outputs[r], torch.full((r + rank + 1,), r * 10 + rank).to(dtype))
+    # all_gather of uneven sizes (gloo 1.13 refuses them): rank r contributes 2r + 1 elements.
+    gathered = [torch.empty(2 * r + 1, dtype=dtype) for r in range(size)]
+    dist.all_gather(gathered, data(rank, 2 * rank + 1, dtype))
+    for r in range(size):
+        check.equal(f"all_gather uneven {dtype} from rank {r}", gathered[r], data(r, 2 * r + 1, dtype))
+# all_gather_coalesced: two tensors of different shapes per rank, against gloo's.
+mine = [[torch.empty(3), torch.empty(2, 2)] for _ in range(size)]
+theirs = [[torch.empty(3), torch.empty(2, 2)] for _ in range(size)]
+ins = [data(rank, 3, torch.float32), data(rank + 1, 4, torch.float32).reshape(2, 2)]
+dist.all_gather_coalesced(mine, ins)
+dist.all_gather_coalesced(theirs, ins, group=gloo)
+for r in range(size):
+    check.equal(f"all_gather_coalesced from rank {r}, first", mine[r][0], theirs[r][0])
+    check.equal(f"all_gather_coalesced from rank {r}, second", mine[r][1], theirs[r][1])
+# scatter_object_list and gather_object ride on scatter and gather.
+objs = [None]
+dist.scatter_object_list(objs, [{"to": r} for r in range(size)] if rank == 0 else None, src=0)
+check.equal("scatter_object_list", torch.tensor(objs[0] == {"to": rank}), torch.tensor(True))
+got = [None] * size if rank == size - 1 else None
+dist.gather_object(("from", rank), got, dst=size - 1)
+if rank == size - 1:
+    check.equal("gather_object", torch.tensor(got == [("from", r) for r in range(size)]), torch.tensor(True))
+
+# What ringdp lacks, or what is wrong, is refused by name.
+check.raises("uneven splits that do not sum to the rows", "split sizes sum to",
+             lambda: dist.all_to_all_single(torch.empty(size + 1), torch.ones(size + 1), output_split_sizes=[1] * size,
+                                            input_split_sizes=[1] * size))
 check.raises("BAND on float32", "reduce op band is not defined for float32 tensors", lambda: dist.all_reduce(torch.ones(4), op=ReduceOp.BAND))
 check.raises("PREMUL_SUM", "ReduceOp.PREMUL_SUM is not supported by ringdp",
              lambda: dist.all_reduce(torch.ones(4), op=dist._make_nccl_premul_sum(2.0)))

@@ -85,21 +85,23 @@ void Adam::load_entry(const std::string& entry, const Tensor& tensor, std::vecto
   RINGDP_CHECK(bit >= 0 && is_index(digits), name(), " state: unexpected entry '", entry,
                "' (expected exp_avg.<i>, exp_avg_sq.<i> or step.<i>, i a parameter index)");
   const size_t index = std::stoul(digits);
-  RINGDP_CHECK(index < params_.size(), name(), " state: '", entry, "' but only ", params_.size(), " parameters");
+  RINGDP_CHECK(index < params_.size(), name(), " state: '", entry, "' but only ", params_.size(),
+               " parameters");
   RINGDP_CHECK(!(seen[index] & (1 << bit)), name(), " state: '", entry, "' appears twice");
   seen[index] |= 1 << bit;
   const Tensor& p = params_[index];
   ParamState& s = state_[index];
   if (bit == 2) {
-    RINGDP_CHECK(tensor.numel() == 1, name(), " state: '", entry, "' holds ", tensor.numel(), " values, not 1");
+    RINGDP_CHECK(tensor.numel() == 1, name(), " state: '", entry, "' holds ", tensor.numel(),
+                 " values, not 1");
     const double step = tensor.to(Device::cpu()).item();
     RINGDP_CHECK(step >= 1 && step == std::floor(step), name(), " state: '", entry, "' is ", step,
                  ", not a step count of at least 1");
     s.step = static_cast<int64_t>(step);
     return;
   }
-  RINGDP_CHECK(tensor.shape() == p.shape(), name(), " state: '", entry, "' has shape ", shape_str(tensor.shape()),
-               ", parameter has ", shape_str(p.shape()));
+  RINGDP_CHECK(tensor.shape() == p.shape(), name(), " state: '", entry, "' has shape ",
+               shape_str(tensor.shape()), ", parameter has ", shape_str(p.shape()));
   Tensor& moment = bit == 0 ? s.exp_avg : s.exp_avg_sq;
   moment = empty(p.shape(), p.dtype(), p.device());
   moment.copy_from(tensor);

@@ -54,8 +54,8 @@ void adam_step_cuda(void* param, const void* grad, void* exp_avg, void* exp_avg_
                              .l2 = step.weight_decay != 0.0 && !step.decoupled,
                              .shrink = step.weight_decay != 0.0 && step.decoupled};
     RINGDP_LAUNCH(grid_for(n, 256), 256, 0, static_cast<cudaStream_t>(stream), adam_step_kernel<T>)
-    (static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(exp_avg), static_cast<T*>(exp_avg_sq),
-     n, c);
+    (static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(exp_avg),
+     static_cast<T*>(exp_avg_sq), n, c);
     RINGDP_CUDA_CHECK_LAUNCH(adam_step_kernel);
   });
 }

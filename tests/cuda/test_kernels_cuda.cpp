@@ -316,7 +316,11 @@ TEST_CASE("adam and adamw steps match their CPU twin", "[cuda][adam]") {
         CAPTURE(n, dtype_name(dtype), decoupled);
         Tensor p = randn({n}, fresh_seed(), 0, 1, dtype), m = zeros({n}, dtype), v = zeros({n}, dtype);
         Tensor gp = on_gpu(p), gm = on_gpu(m), gv = on_gpu(v);
-        AdamStep step{.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.05,
+        AdamStep step{.lr = 0.01,
+                      .beta1 = 0.9,
+                      .beta2 = 0.999,
+                      .eps = 1e-8,
+                      .weight_decay = 0.05,
                       .decoupled = decoupled};
         for (int64_t t = 1; t <= 3; ++t) {
           const Tensor g = randn({n}, fresh_seed(), 0, 1, dtype), gg = on_gpu(g);

@@ -268,8 +268,10 @@ std::vector<double> hand_adam(double p, const std::vector<double>& grads, double
   double m = 0, v = 0;
   for (size_t t = 1; t <= grads.size(); ++t) {
     double g = grads[t - 1];
-    if (decoupled) p *= 1 - lr * wd;
-    else g += wd * p;
+    if (decoupled)
+      p *= 1 - lr * wd;
+    else
+      g += wd * p;
     m = b1 * m + (1 - b1) * g;
     v = b2 * v + (1 - b2) * g * g;
     const double m_hat = m / (1 - std::pow(b1, t)), v_hat = v / (1 - std::pow(b2, t));
@@ -291,8 +293,10 @@ TEST_CASE("Adam and AdamW match hand-computed updates over three steps", "[autog
     p.set_requires_grad(true);
     const auto options = optim::AdamOptions(0.05).betas(0.8, 0.99).eps(1e-6).weight_decay(c.wd);
     std::unique_ptr<optim::Optimizer> adam;
-    if (c.decoupled) adam = std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, options);
-    else adam = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, options);
+    if (c.decoupled)
+      adam = std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, options);
+    else
+      adam = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, options);
     const std::vector<std::vector<double>> grads = {{0.5, 1.0}, {-0.25, 2.0}, {1.5, -1.0}};
     const auto want0 = hand_adam(1.0, {0.5, -0.25, 1.5}, 0.05, 0.8, 0.99, 1e-6, c.wd, c.decoupled);
     const auto want1 = hand_adam(-2.0, {1.0, 2.0, -1.0}, 0.05, 0.8, 0.99, 1e-6, c.wd, c.decoupled);
@@ -308,7 +312,8 @@ TEST_CASE("Adam and AdamW match hand-computed updates over three steps", "[autog
   q.set_requires_grad(true);
   REQUIRE_THROWS_WITH(optim::Adam({q}, optim::AdamOptions(0.1).betas(0.9, 1.0)),
                       Contains("Adam: beta2 1 is outside [0, 1)"));
-  REQUIRE_THROWS_WITH(optim::AdamW({q}, optim::AdamOptions(0.1).eps(-1)), Contains("AdamW: eps -1 is negative"));
+  REQUIRE_THROWS_WITH(optim::AdamW({q}, optim::AdamOptions(0.1).eps(-1)),
+                      Contains("AdamW: eps -1 is negative"));
   REQUIRE_THROWS_WITH(optim::Adam({q}, optim::AdamOptions(0.1).amsgrad(true)),
                       Contains("amsgrad is not supported"));
 }
@@ -338,7 +343,8 @@ TEST_CASE("Adam state dict round-trips the moments and the step count", "[autogr
   CHECK(p.item(1) == q.item(1));
   auto partial = state;
   partial.pop_back();
-  REQUIRE_THROWS_WITH(restored.load_state_dict(partial), Contains("only some of exp_avg, exp_avg_sq and step"));
+  REQUIRE_THROWS_WITH(restored.load_state_dict(partial),
+                      Contains("only some of exp_avg, exp_avg_sq and step"));
   REQUIRE_THROWS_WITH(restored.load_state_dict({{"momentum_buffer.0", p}}),
                       Contains("unexpected entry 'momentum_buffer.0'"));
 }

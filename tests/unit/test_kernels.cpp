@@ -6,12 +6,12 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/adam.h"
 #include "kernels/elementwise.h"
 #include "kernels/linear.h"
 #include "kernels/mse.h"
 #include "kernels/reduce_into.h"
 #include "kernels/relu.h"
-#include "kernels/adam.h"
 #include "kernels/sgd.h"
 #include "tensor/tensor.h"
 #include "tests/support/compare.h"
@@ -138,7 +138,8 @@ TEST_CASE("adam step follows PyTorch's update rule", "[kernels][adam]") {
   adam_step_cpu(&p, &g2, &m, &v, 1, DType::float64, step);
   CHECK(m == Approx(0.08).epsilon(1e-14));
   CHECK(v == Approx(0.004996).epsilon(1e-13));
-  CHECK(p == Approx(p1 - (0.1 / 0.19) * 0.08 / (std::sqrt(0.004996) / std::sqrt(0.001999) + eps)).epsilon(1e-13));
+  CHECK(p ==
+        Approx(p1 - (0.1 / 0.19) * 0.08 / (std::sqrt(0.004996) / std::sqrt(0.001999) + eps)).epsilon(1e-13));
   // Weight decay 0.5 at step 1: Adam folds it into g (2 + 0.5·1 = 2.5, so the step is lr·2.5/(2.5 + eps));
   // AdamW shrinks p to 1 − 0.1·0.5 = 0.95 first, then steps with the bare gradient.
   double adam = 1.0, adamw = 1.0, ma = 0, va = 0, mw = 0, vw = 0;

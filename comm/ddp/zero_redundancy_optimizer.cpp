@@ -3,6 +3,7 @@
 #include "comm/ddp/zero_redundancy_optimizer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "core/timeline.h"
@@ -63,18 +64,24 @@ void ZeroRedundancyOptimizer::step() {
     const int64_t lo = std::max(span.begin, mine_begin), hi = std::min(span.end, mine_end);
     if (lo < hi) flat_param_.flat_view(lo, hi - lo).copy_from(p.flat_view(lo - span.begin, hi - lo));
   }
+  using Clock = std::chrono::steady_clock;
+  const auto scatter_start = Clock::now();
   if (comm_->size() > 1) {
     timeline::Scope span("zero", "reduce_scatter gradients");
     comm_->reduce_scatter(flat_grad_, shard_grad_, ReduceOp::avg);
   }
+  const auto scatter_end = Clock::now();
   {
     timeline::Scope span("zero", "step shard");
     inner_->step();
   }
+  const auto gather_start = Clock::now();
   if (comm_->size() > 1) {
     timeline::Scope span("zero", "all_gather parameters");
     comm_->all_gather(shard_param_, flat_param_);
   }
+  comm_seconds_ =
+      std::chrono::duration<double>(scatter_end - scatter_start + (Clock::now() - gather_start)).count();
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor p = params_[i].second;
     p.copy_from(flat_param_.flat_view(spans_[i].begin, p.numel()).reshape(p.shape()));

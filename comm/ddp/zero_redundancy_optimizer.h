@@ -78,6 +78,8 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
   /// What the wrapped optimizer would hold unsharded on every rank (the same state for all P).
   int64_t unsharded_state_bytes() const;
 
+  /// Seconds the last step spent in its reduce-scatter and all-gather.
+  double last_comm_seconds() const { return comm_seconds_; }
   int64_t total_elements() const { return total_; }  ///< P
   int64_t shard_elements() const { return shard_; }  ///< S = ceil(P / N)
   /// Each parameter's span of the flat buffer, in order; rank r owns [r·S, (r+1)·S).
@@ -93,6 +95,7 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
   std::unique_ptr<optim::Optimizer> inner_;
   autograd::StateDict consolidated_;
   bool consolidated_ready_ = false;
+  double comm_seconds_ = 0;
 };
 
 }  // namespace ringdp::ddp

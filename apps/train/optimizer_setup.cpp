@@ -55,9 +55,10 @@ TrainOptimizer make_optimizer(const TrainConfig& config, autograd::Module& model
 autograd::StateDict broadcast_state_dict(comm::Communicator& comm, const autograd::StateDict& state,
                                          Device device) {
   // The header, as int64 values: entries, then per entry its name's length and characters, dtype
-  // code, rank and dimensions.
+  // code, rank and dimensions. No state (a fresh start, SGD without momentum): its length, 0, is
+  // the only broadcast, as the momentum count was before Adam.
   std::vector<double> header;
-  if (comm.rank() == 0) {
+  if (comm.rank() == 0 && !state.empty()) {
     header.push_back(static_cast<double>(state.size()));
     for (const auto& [name, tensor] : state) {
       header.push_back(static_cast<double>(name.size()));
@@ -70,6 +71,7 @@ autograd::StateDict broadcast_state_dict(comm::Communicator& comm, const autogra
   Tensor length = full({1}, static_cast<double>(header.size()), DType::int64, device);
   comm.broadcast(length, 0);
   const auto n = static_cast<int64_t>(length.to(Device::cpu()).item());
+  if (n == 0) return {};
   Tensor words =
       comm.rank() == 0 ? from_vector(header, {n}, DType::int64).to(device) : zeros({n}, DType::int64, device);
   comm.broadcast(words, 0);

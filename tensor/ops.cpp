@@ -123,6 +123,18 @@ void sgd_step_(Tensor& param, const Tensor& grad, Tensor* momentum_buf, const ke
                    step, nullptr);
 }
 
+void adam_step_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                const kernels::AdamStep& step) {
+  check_same_kind(param, grad, "adam step");
+  check_same_shape(param, grad, "adam step");
+  check_same_kind(param, exp_avg, "adam step");
+  check_same_shape(param, exp_avg, "adam step");
+  check_same_kind(param, exp_avg_sq, "adam step");
+  check_same_shape(param, exp_avg_sq, "adam step");
+  RINGDP_ON_DEVICE(param, adam_step, param.data_ptr(), grad.data_ptr(), exp_avg.data_ptr(),
+                   exp_avg_sq.data_ptr(), param.numel(), param.dtype(), step, nullptr);
+}
+
 void reduce_into_(Tensor& dst, const Tensor& src, ReduceOp op) {
   check_same_kind(dst, src, "reduce_into");
   check_same_shape(dst, src, "reduce_into");

@@ -2,6 +2,7 @@
 // device, with both values named on a mismatch) and dispatching by device to kernels/.
 #pragma once
 
+#include "kernels/adam.h"
 #include "kernels/mse.h"
 #include "kernels/reduce_into.h"
 #include "kernels/sgd.h"
@@ -34,6 +35,9 @@ Tensor relu_forward(const Tensor& x);
 Tensor relu_backward(const Tensor& x, const Tensor& dy);
 
 void sgd_step_(Tensor& param, const Tensor& grad, Tensor* momentum_buf, const kernels::SgdStep& step);
+/// One Adam/AdamW step (kernels/adam.h); exp_avg and exp_avg_sq shaped and typed as param.
+void adam_step_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                const kernels::AdamStep& step);
 
 /// dst = dst op src, elementwise over the whole tensors (the collectives use raw pointers).
 void reduce_into_(Tensor& dst, const Tensor& src, ReduceOp op);

@@ -13,5 +13,8 @@ namespace ringdp::train {
 /// Runs the step and prints the story on rank 0; returns 0. Host tensors only: the values are
 /// read from memory as each step of the collective begins.
 int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);
+/// --explain --zero: the flat layout, each rank's shard boundaries, one element through the
+/// reduce-scatter, the owner's step and the all-gather (apps/train/explain_zero.cpp).
+int run_explain_zero(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);
 
 }  // namespace ringdp::train

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "apps/train/explain.h"
+#include "apps/train/optimizer_setup.h"
 #include "apps/train/trainer.h"
 #include "comm/mpi_runtime.h"
 #include "core/atomic_file.h"
@@ -121,7 +122,64 @@ void add_resume_option(CLI::App& app, train::ResumeMode& resume) {
       ->check(kResumeMode);
 }
 
+// --optimizer and the flags only it reads. --betas is "B1,B2", each in [0, 1) as PyTorch requires.
+void add_optimizer_options(CLI::App& app, train::TrainConfig& config) {
+  app.add_option("--momentum", config.momentum, "SGD momentum")->check(number_check(true));
+  app.add_option("--weight-decay", config.weight_decay,
+                 "weight decay: sgd and adam add it times the parameter to the gradient (L2); adamw "
+                 "multiplies the parameter by 1 - lr x weight decay (decoupled)")
+      ->check(number_check(true));
+  app.add_option("--optimizer", config.optimizer,
+                 "sgd, adam or adamw (torch.optim.SGD, Adam, AdamW; adamw's weight decay is decoupled)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text == "sgd" || text == "adam" || text == "adamw"
+                       ? std::string()
+                       : "'" + text + "' is not an optimizer: expected sgd, adam or adamw";
+          },
+          "NAME"));
+  app.add_option_function<std::string>(
+         "--betas",
+         [&config](const std::string& text) {
+           const size_t comma = text.find(',');
+           const auto beta = [&text](const std::string& part) {
+             char* end = nullptr;
+             const double value = std::strtod(part.c_str(), &end);
+             if (part.empty() || *end != '\0' || !(value >= 0 && value < 1))
+               throw CLI::ValidationError("--betas",
+                                          "'" + text + "' is not two numbers B1,B2, each in [0, 1)");
+             return value;
+           };
+           if (comma == std::string::npos)
+             throw CLI::ValidationError("--betas", "'" + text + "' is not two numbers B1,B2, each in [0, 1)");
+           config.beta1 = beta(text.substr(0, comma));
+           config.beta2 = beta(text.substr(comma + 1));
+           config.betas_given = true;
+         },
+         "adam/adamw: the moments' decay rates B1,B2 (default 0.9,0.999)")
+      ->option_text("B1,B2");
+  app.add_option_function<double>(
+         "--eps",
+         [&config](double eps) {
+           config.eps = eps;
+           config.eps_given = true;
+         },
+         "adam/adamw: added to the denominator after the square root (default 1e-08)")
+      ->check(number_check(true));
+  app.add_flag("--zero", config.zero,
+               "ZeroRedundancyOptimizer: each rank keeps 1/N of the optimizer state; gradients are "
+               "reduce-scattered, each rank steps its shard, parameters are all-gathered (docs/ddp.md)");
+}
+
 bool is_rank_zero() { return comm::launcher_rank() == 0; }
+
+// Training, or under --explain one step told (of DDP with SGD, or with --zero of ZeRO).
+int run_job(const train::TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
+  train::check_optimizer_flags(config);
+  if (!config.explain) return train::run_training(config, communicator);
+  return config.zero ? train::run_explain_zero(config, communicator)
+                     : train::run_explain(config, communicator);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,8 +199,7 @@ int main(int argc, char** argv) {
       ->check(kCountOrZero);
   app.add_option("--epochs", config.epochs, "passes over the data")->check(kCount);
   app.add_option("--lr", config.lr, "learning rate")->check(kPositive);
-  app.add_option("--momentum", config.momentum, "SGD momentum")->check(kNonNegative);
-  app.add_option("--weight-decay", config.weight_decay, "SGD weight decay")->check(kNonNegative);
+  add_optimizer_options(app, config);
   app.add_option("--seed", config.seed, "seed of the data, the initial weights and the shuffling")
       ->check(kSeed);
   bool no_shuffle = false;
@@ -198,8 +255,7 @@ int main(int argc, char** argv) {
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
     options.backend = comm::parse_backend(config.backend);
     auto communicator = comm::Communicator::init(options);
-    return config.explain ? train::run_explain(config, communicator)
-                          : train::run_training(config, communicator);
+    return run_job(config, communicator);
   } catch (const std::exception& e) {
     comm::fail_job("ringdp-train", e.what(), 1);
   }

@@ -8,9 +8,9 @@
 
 #include "apps/train/csv.h"
 #include "apps/train/json_state.h"
+#include "apps/train/optimizer_setup.h"
 #include "autograd/checkpoint.h"
 #include "autograd/layers.h"
-#include "autograd/optim/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/ddp/distributed_sampler.h"
 #include "config.h"
@@ -60,16 +60,17 @@ void check_backend(const TrainConfig& config, Device device) {
                "(or use --backend mpi for training on the CPU)");
 }
 
-// Rank 0's half of --resume: the checkpoint into the model and the optimizer; returns its next
-// epoch.
-int64_t load_on_rank_zero(const TrainConfig& config, int N, autograd::Module& model, optim::SGD& sgd) {
+// Rank 0's half of --resume: the checkpoint into the model, its optimizer state into `optimizer`;
+// returns its next epoch.
+int64_t load_on_rank_zero(const TrainConfig& config, int N, autograd::Module& model,
+                          autograd::StateDict& optimizer) {
   autograd::Checkpoint ck = autograd::load_checkpoint(config.checkpoint_path);
   try {
     model.load_state_dict(ck.model);
   } catch (const Error& e) {
     RINGDP_FAIL("checkpoint '", config.checkpoint_path, "' does not fit this model: ", e.what());
   }
-  sgd.load_state_dict(ck.optimizer);
+  optimizer = std::move(ck.optimizer);
   RINGDP_CHECK(ck.seed == config.seed, "checkpoint '", config.checkpoint_path, "' was written with --seed ",
                ck.seed, ", this run uses --seed ", config.seed);
   // The shards follow from seed, world size and shuffle: resuming with others would train
@@ -81,25 +82,6 @@ int64_t load_on_rank_zero(const TrainConfig& config, int N, autograd::Module& mo
                ", so each rank would see other samples; resume with the same -np",
                " and shuffle setting, or start afresh");
   return ck.next_epoch;
-}
-
-// Momentum buffers: rank 0 has them; others create theirs with one warm step of zeros,
-// then receive rank 0's values.
-void broadcast_momentum(comm::Communicator& comm, const autograd::Module& model, optim::SGD& sgd,
-                        Device device) {
-  auto state = sgd.state_dict();
-  Tensor count = full({1}, static_cast<double>(state.size()), DType::int64, device);
-  comm.broadcast(count, 0);
-  if (count.to(Device::cpu()).item() == 0) return;
-  autograd::StateDict buffers;
-  const auto params = model.parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    Tensor buffer =
-        comm.rank() == 0 ? state[i].second : zeros(params[i].shape(), params[i].dtype(), params[i].device());
-    comm.broadcast(buffer, 0);
-    buffers.emplace_back("momentum_buffer." + std::to_string(i), buffer);
-  }
-  sgd.load_state_dict(buffers);
 }
 
 // Whether --resume auto has a checkpoint to continue from. Only a file that is certainly absent
@@ -115,14 +97,15 @@ bool checkpoint_exists(const std::string& path) {
 
 // Rank 0's choice under --resume: the checkpoint's next epoch, or 0 where --resume auto finds none.
 // Only rank 0 looks at the file, so ranks on hosts that do not share its folder still agree.
-int64_t start_on_rank_zero(const TrainConfig& config, int N, autograd::Module& model, optim::SGD& sgd) {
+int64_t start_on_rank_zero(const TrainConfig& config, int N, autograd::Module& model,
+                           autograd::StateDict& optimizer) {
   const char* path = config.checkpoint_path.c_str();
   if (config.resume == ResumeMode::automatic && !checkpoint_exists(config.checkpoint_path)) {
     std::printf("no checkpoint '%s' yet: starting at epoch 1 (--resume auto)\n", path);
     std::fflush(stdout);
     return 0;
   }
-  const int64_t next_epoch = load_on_rank_zero(config, N, model, sgd);
+  const int64_t next_epoch = load_on_rank_zero(config, N, model, optimizer);
   std::printf("resuming from checkpoint '%s': %lld of %lld epochs done\n", path,
               static_cast<long long>(next_epoch), static_cast<long long>(config.epochs));
   std::fflush(stdout);
@@ -130,17 +113,20 @@ int64_t start_on_rank_zero(const TrainConfig& config, int N, autograd::Module& m
 }
 
 // --resume: rank 0 reads the checkpoint (or, under auto, finds none) and every rank gets its
-// epoch and momentum; the parameters follow with DDP's broadcast. Returns the epoch to start from.
-int64_t resume(const TrainConfig& config, comm::Communicator& comm, autograd::Module& model, optim::SGD& sgd,
-               Device device) {
+// epoch and the optimizer's state (loaded once the optimizer exists); the parameters follow with
+// DDP's broadcast. Returns the epoch to start from.
+int64_t resume(const TrainConfig& config, comm::Communicator& comm, autograd::Module& model,
+               autograd::StateDict& optimizer, Device device) {
   RINGDP_CHECK(!config.checkpoint_path.empty(), "--resume needs --checkpoint PATH");
   // Every tensor a collective carries lives on the training device: the NCCL backend carries
   // CUDA tensors only, so these small host values travel there and back.
-  const int64_t next_epoch = comm.rank() == 0 ? start_on_rank_zero(config, comm.size(), model, sgd) : 0;
+  autograd::StateDict on_rank_zero;
+  const int64_t next_epoch =
+      comm.rank() == 0 ? start_on_rank_zero(config, comm.size(), model, on_rank_zero) : 0;
   Tensor epoch = full({1}, static_cast<double>(next_epoch), DType::int64, device);
   comm.broadcast(epoch, 0);
   const auto start_epoch = static_cast<int64_t>(epoch.to(Device::cpu()).item());
-  broadcast_momentum(comm, model, sgd, device);
+  optimizer = broadcast_state_dict(comm, on_rank_zero, device);
   return start_epoch;
 }
 
@@ -150,16 +136,17 @@ struct EpochTotals {
   int64_t steps = 0;
 };
 
-// This rank's shard `mine` in batches: forward, DDP's backward, SGD.
+// This rank's shard `mine` in batches: forward, DDP's backward, the optimizer's step.
 EpochTotals train_epoch(const Dataset& data, const std::vector<int64_t>& mine, int64_t batch, Device device,
-                        ddp::DistributedDataParallel& ddp, optim::SGD& sgd) {
+                        ddp::DistributedDataParallel& ddp, TrainOptimizer& opt) {
+  optim::Optimizer& optimizer = *opt.optimizer;
   EpochTotals totals;
   const auto shard = static_cast<int64_t>(mine.size());
   Tensor x, y;
   for (int64_t begin = 0; begin < shard; begin += batch) {
     const std::vector<int64_t> rows(mine.begin() + begin, mine.begin() + std::min(begin + batch, shard));
     gather_batch(data, rows, DType::float32, device, x, y);
-    sgd.zero_grad();
+    optimizer.zero_grad();
     Tensor loss;
     {
       timeline::Scope span("train", "forward");
@@ -167,11 +154,12 @@ EpochTotals train_epoch(const Dataset& data, const std::vector<int64_t>& mine, i
     }
     ddp.backward(loss);
     {
-      timeline::Scope span("train", "sgd.step()");
-      sgd.step();
+      timeline::Scope span("train", "optimizer.step()");
+      optimizer.step();
     }
     totals.loss_sum += loss.to(Device::cpu()).item();  // the host needs it: one round trip per step
-    totals.comm_seconds += ddp.last_stats().comm_wait_seconds;
+    totals.comm_seconds +=
+        ddp.last_stats().comm_wait_seconds + (opt.zero ? opt.zero->last_comm_seconds() : 0.0);
     ++totals.steps;
   }
   return totals;
@@ -220,19 +208,22 @@ void check_parameters_finite(const TrainConfig& config, const autograd::Module& 
   }
 }
 
-// Every --save-every epochs and after the last, from rank 0.
-void save_if_due(const TrainConfig& config, int64_t epoch, int N, const autograd::Module& model,
-                 const optim::SGD& sgd) {
+// Every --save-every epochs and after the last, from rank 0; every rank calls it (under --zero the
+// state is gathered from the shards first).
+void save_if_due(const TrainConfig& config, int64_t epoch, int rank, int N, const autograd::Module& model,
+                 TrainOptimizer& opt) {
   const bool due = !config.checkpoint_path.empty() &&
                    ((epoch + 1) % std::max<int64_t>(config.save_every, 1) == 0 || epoch + 1 == config.epochs);
   if (!due) return;
+  autograd::StateDict optimizer = checkpoint_state(opt);
+  if (rank != 0) return;
   autograd::save_checkpoint(config.checkpoint_path,
                             autograd::Checkpoint{.next_epoch = epoch + 1,
                                                  .seed = config.seed,
                                                  .world_size = static_cast<uint32_t>(N),
                                                  .shuffle = config.shuffle,
                                                  .model = model.state_dict(),
-                                                 .optimizer = sgd.state_dict()});
+                                                 .optimizer = std::move(optimizer)});
 }
 }  // namespace
 
@@ -249,16 +240,20 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
     // Every rank reads it; DDP's broadcast below makes rank 0's copy the one that counts.
     model->load_state_dict(read_state_json(config.init_path));
   }
-  optim::SGD sgd(model->parameters(),
-                 optim::SGDOptions(config.lr).momentum(config.momentum).weight_decay(config.weight_decay));
+  check_optimizer_flags(config);
+  autograd::StateDict optimizer_state;
   const int64_t start_epoch =
-      config.resume != ResumeMode::never ? resume(config, comm, *model, sgd, device) : 0;
+      config.resume != ResumeMode::never ? resume(config, comm, *model, optimizer_state, device) : 0;
 
   ddp::DistributedDataParallel ddp(model, communicator,
                                    {.bucket_cap_mb = config.bucket_mb,
                                     .first_bucket_mb = config.first_bucket_mb,
                                     .algorithm = config.algorithm,
-                                    .overlap = config.overlap});
+                                    .overlap = config.overlap,
+                                    .sync_gradients = !config.zero});
+  // After DDP's broadcast: ZeRO's shards start from rank 0's parameters.
+  TrainOptimizer opt = make_optimizer(config, *model, communicator);
+  if (!optimizer_state.empty()) opt.optimizer->load_state_dict(optimizer_state);
   ddp::DistributedSampler sampler(data.features.size(0), rank, N, config.shuffle, config.seed);
   const int64_t shard = sampler.shard_size();
   const int64_t batch = config.batch_size > 0 ? std::min(config.batch_size, shard) : shard;
@@ -267,12 +262,13 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
   for (int64_t epoch = start_epoch; epoch < config.epochs; ++epoch) {
     const auto epoch_start = Clock::now();
     sampler.set_epoch(epoch);
-    EpochTotals totals = train_epoch(data, sampler.indices(), batch, device, ddp, sgd);
+    EpochTotals totals = train_epoch(data, sampler.indices(), batch, device, ddp, opt);
     const double mean_loss = reduce_epoch_loss(comm, totals, device);
     const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start).count();
     report_epoch(config, comm, epoch, shard, mean_loss, totals, elapsed);
     check_parameters_finite(config, *model, epoch, rank, totals);
-    if (rank == 0) save_if_due(config, epoch, N, *model, sgd);
+    if (opt.zero && epoch == start_epoch) report_zero_memory(config, comm, *opt.zero);
+    save_if_due(config, epoch, rank, N, *model, opt);
   }
   if (rank == 0 && !config.export_path.empty()) write_state_json(config.export_path, model->state_dict());
   comm.barrier();

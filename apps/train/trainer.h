@@ -25,6 +25,10 @@ struct TrainConfig {
   int64_t batch_size = 0;  ///< per rank; 0 = the whole shard
   int64_t epochs = 10;
   double lr = 0.01, momentum = 0, weight_decay = 0;
+  std::string optimizer = "sgd";  ///< sgd | adam | adamw (apps/train/optimizer_setup.h)
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  ///< adam, adamw: PyTorch's defaults
+  bool betas_given = false, eps_given = false;  ///< so sgd can refuse them
+  bool zero = false;  ///< --zero: ZeroRedundancyOptimizer shards the optimizer state
   uint64_t seed = 0;
   bool shuffle = true;
   std::string data_path;

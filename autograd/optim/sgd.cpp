@@ -52,6 +52,13 @@ autograd::StateDict SGD::state_dict() const {
   return out;
 }
 
+int64_t SGD::state_bytes() const {
+  int64_t bytes = 0;
+  for (const Tensor& buffer : momentum_buffers_)
+    if (buffer.defined()) bytes += static_cast<int64_t>(buffer.nbytes());
+  return bytes;
+}
+
 void SGD::load_state_dict(const autograd::StateDict& state) {
   for (auto& buffer : momentum_buffers_) buffer = Tensor();
   std::set<size_t> seen;

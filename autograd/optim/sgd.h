@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "autograd/module.h"
+#include "autograd/optim/optimizer.h"
 #include "kernels/sgd.h"
 
 namespace ringdp::optim {
@@ -30,16 +31,17 @@ struct SGDOptions {
   bool nesterov_ = false;
 };
 
-class SGD {
+class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);
   /// Updates every parameter that has a gradient.
-  void step();
-  void zero_grad();
+  void step() override;
+  void zero_grad() override;
   const SGDOptions& options() const { return options_; }
   /// "momentum_buffer.<i>" for each parameter with a buffer, in parameter order.
-  autograd::StateDict state_dict() const;
-  void load_state_dict(const autograd::StateDict& state);
+  autograd::StateDict state_dict() const override;
+  void load_state_dict(const autograd::StateDict& state) override;
+  int64_t state_bytes() const override;
 
  private:
   std::vector<Tensor> params_;

@@ -93,6 +93,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Modul
     std::lock_guard lock(owned_mutex());  // only now: a constructor that threw owns nothing
     for (const Slot& slot : slots_) owned().insert(slot.param.data_ptr());
   }
+  sync_enabled_ = options_.sync_gradients;
   reset_iteration();
 }
 

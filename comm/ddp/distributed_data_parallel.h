@@ -51,6 +51,10 @@ struct DdpOptions {
   /// false: no all-reduce starts before backward has produced every gradient (the DDP paper's
   /// baseline, ringdp-train --no-overlap); they then run back to back.
   bool overlap = true;
+  /// false: gradients stay local and no collective runs in backward (every rank's model is still
+  /// checked and broadcast from rank 0 at construction); for ZeroRedundancyOptimizer, which
+  /// reduce-scatters the gradients in its step (comm/ddp/zero_redundancy_optimizer.h).
+  bool sync_gradients = true;
   /// Called on the training thread at each hook and each bucket launch.
   std::function<void(const DdpEvent&)> on_event{};
 };
@@ -81,7 +85,7 @@ class DistributedDataParallel {
   class NoSync {
    public:
     explicit NoSync(DistributedDataParallel& ddp) : ddp_(ddp) { ddp_.sync_enabled_ = false; }
-    ~NoSync() { ddp_.sync_enabled_ = true; }
+    ~NoSync() { ddp_.sync_enabled_ = ddp_.options_.sync_gradients; }
 
    private:
     DistributedDataParallel& ddp_;

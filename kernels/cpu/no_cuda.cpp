@@ -1,5 +1,6 @@
 // The CUDA entry points of a build without CUDA: each one says so. Only cuda_device_count()
 // answers normally (0), so code can ask before it tries.
+#include "kernels/adam.h"
 #include "kernels/device_memory.h"
 #include "kernels/elementwise.h"
 #include "kernels/linear.h"
@@ -43,6 +44,9 @@ void mse_backward_cuda(const void*, const void*, const void*, void*, int64_t, DT
 void relu_forward_cuda(const void*, void*, int64_t, DType, Stream) { no_cuda("relu_forward"); }
 void relu_backward_cuda(const void*, const void*, void*, int64_t, DType, Stream) { no_cuda("relu_backward"); }
 void sgd_step_cuda(void*, const void*, void*, int64_t, DType, const SgdStep&, Stream) { no_cuda("sgd_step"); }
+void adam_step_cuda(void*, const void*, void*, void*, int64_t, DType, const AdamStep&, Stream) {
+  no_cuda("adam_step");
+}
 void fill_cuda(void*, int64_t, DType, double, Stream) { no_cuda("fill"); }
 void xor_byte_cuda(void*, unsigned char, Stream) { no_cuda("xor_byte"); }
 void cast_cuda(const void*, DType, void*, DType, int64_t, Stream) { no_cuda("cast"); }

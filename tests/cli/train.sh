@@ -138,8 +138,8 @@ PY
     run 3 "${common[@]}" --epochs 6 --checkpoint "$work/straight.bin" --export "$work/straight.json"
     [ $rc -eq 0 ] || fail "uninterrupted run failed: $out"
     job=("${common[@]}" --epochs 6 --checkpoint "$work/ck.bin" --resume auto --export "$work/resumed.json")
-    # Collectives of this job, counting from 0: 2 broadcasts of --resume auto (the epoch, the
-    # momentum count: none on a fresh start), DDP's all_gather and 6 parameter broadcasts (0-8),
+    # Collectives of this job, counting from 0: 2 broadcasts of --resume auto (the epoch, the length
+    # of the optimizer state: none on a fresh start), DDP's all_gather and 6 parameter broadcasts (0-8),
     # then per epoch 4 steps of 2 bucket all-reduces (caps of 262 floats: the last two layers,
     # 289 floats, then the first, 176) and the loss's reduce (9). Epoch 4 runs collectives 36-44;
     # 41 is the second bucket of its third step.
@@ -473,6 +473,127 @@ ${losses[0]}
 ---
 ${losses[1]}"
     echo "ok: seed_fixed.py prints the same losses twice: $(tr '\n' ' ' <<<"${losses[0]}")"
+    ;;
+  optimizer)
+    # --optimizer adam and adamw train; flags that do not apply, and bad values, are refused by value.
+    for o in adam adamw; do
+      run 2 --optimizer "$o" --epochs 3 --betas 0.8,0.99 --eps 1e-6 --weight-decay 0.01
+      [ $rc -eq 0 ] && [ "$(tail -n 1 <<<"$out")" = "Finished training" ] || fail "--optimizer $o failed: $out"
+    done
+    echo "ok: --optimizer adam and adamw train with --betas, --eps and --weight-decay"
+    expect_error 2 "--optimizer: 'adagrad' is not an optimizer: expected sgd, adam or adamw" 2 --optimizer adagrad
+    expect_error 2 "--betas: '0.9' is not two numbers B1,B2, each in [0, 1)" 2 --optimizer adam --betas 0.9
+    expect_error 2 "--betas: '0.9,1' is not two numbers B1,B2, each in [0, 1)" 2 --optimizer adam --betas 0.9,1
+    expect_error 2 "--eps: '-1' must be zero or positive" 2 --optimizer adam --eps -1
+    expect_error 1 "--momentum 0.9 applies to --optimizer sgd only; adam takes --betas" 2 --optimizer adam --momentum 0.9
+    expect_error 1 "--betas applies to --optimizer adam or adamw, not sgd" 2 --betas 0.9,0.99
+    expect_error 1 "with --optimizer adamw add --zero" 2 --optimizer adamw --explain
+    out=$("$train" --help) || fail "--help exited non-zero"
+    for flag in --optimizer --betas --eps --weight-decay --zero; do
+      grep -qF -- "$flag" <<<"$out" || fail "--help does not list $flag"
+    done
+    # Adam's state (exp_avg, exp_avg_sq, step) goes through the checkpoint: resumed at epoch 3 of 6,
+    # the run ends bit-identical to an uninterrupted one; so does a --zero run, whose checkpoint
+    # is gathered from the shards into the same layout (so either kind resumes the other).
+    common=(--model mlp --hidden 7 --batch-size 30 --optimizer adamw --weight-decay 0.05 --lr 0.005)
+    for z in "" --zero; do
+      run 3 "${common[@]}" $z --epochs 6 --export "$work/straight$z.json"
+      [ $rc -eq 0 ] || fail "uninterrupted run $z failed: $out"
+      run 3 "${common[@]}" $z --epochs 3 --checkpoint "$work/ck$z.bin"
+      [ $rc -eq 0 ] || fail "first half $z failed: $out"
+      run 3 "${common[@]}" $z --epochs 6 --checkpoint "$work/ck$z.bin" --resume --export "$work/resumed$z.json"
+      [ $rc -eq 0 ] && grep -q '^epoch 4/6' <<<"$out" || fail "resume $z failed: $out"
+      cmp -s "$work/straight$z.json" "$work/resumed$z.json" || fail "resumed $z parameters differ from the uninterrupted run"
+      echo "ok: adamw ${z:-(plain)} resumed at epoch 4 of 6 ends bit-identical to an uninterrupted run"
+    done
+    run 3 "${common[@]}" --epochs 6 --checkpoint "$work/ck--zero.bin" --resume --export "$work/crossed.json"
+    [ $rc -eq 0 ] || fail "a plain run did not resume from a --zero checkpoint: $out"
+    expect_error 1 "unexpected entry 'exp_avg.0'" 3 --model mlp --hidden 7 --epochs 6 --momentum 0.9 \
+      --checkpoint "$work/ck.bin" --resume
+    echo "ok: a --zero checkpoint resumes a plain run; an Adam checkpoint is refused by SGD, naming the entry"
+    ;;
+  zero)
+    # --zero equals plain DDP with the same optimizer (float tolerance), at 1-4 ranks and a
+    # parameter count (85) no world size divides; it prints each rank's state against unsharded.
+    common=(--model mlp --hidden 7 --batch-size 20 --epochs 4 --lr 0.01)
+    for np in 1 2 3 4; do
+      for o in "--momentum 0.9" "--optimizer adam" "--optimizer adamw --weight-decay 0.1"; do
+        run $np "${common[@]}" $o --export "$work/plain.json"
+        [ $rc -eq 0 ] || fail "plain $o on $np ranks failed: $out"
+        run $np "${common[@]}" $o --zero --export "$work/zero.json"
+        [ $rc -eq 0 ] || fail "--zero $o on $np ranks failed: $out"
+        /usr/bin/python3 - "$work/plain.json" "$work/zero.json" <<'PY' || fail "--zero $o on $np ranks differs from plain DDP"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+worst = max(abs(x - y) / max(1.0, abs(y)) for k in a for x, y in zip(a[k]["data"], b[k]["data"]))
+sys.exit(0 if a.keys() == b.keys() and worst < 1e-5 else f"worst relative difference {worst:.2e}")
+PY
+      done
+      echo "ok: --zero equals plain DDP on $np rank(s) for sgd with momentum, adam and adamw"
+    done
+    run 3 "${common[@]}" --optimizer adam --zero
+    want="zero: 85 parameters in 3 shards of 29 (2 padding); adam state per rank: 232 B, 232 B, 232 B (unsharded: 680 B on every rank; 1/3 of it is 226.7 B)"
+    grep -qxF "$want" <<<"$out" || fail "no '$want' in: $out"
+    echo "ok: $want"
+    # --explain --zero: the shard boundaries, one inside 0.weight, the last shard's padding.
+    run 3 --model mlp --hidden 7 --optimizer adam --zero --explain
+    [ $rc -eq 0 ] || fail "--explain --zero exited $rc: $out"
+    for line in "   rank 1  [29, 58)  0.weight[29:58)" \
+                "   rank 2  [58, 87)  0.weight[58:70) + 0.bias[0:7) + 2.weight[0:7) + 2.bias[0:1) + padding[85:87)" \
+                "4. reduce_scatter(avg) of the flat gradients: element 58 lies in rank 2's shard"; do
+      grep -qF -- "$line" <<<"$out" || fail "--explain --zero: no '$line' in: $out"
+    done
+    echo "ok: --explain --zero shows the shard boundaries and the owner's step"
+    ;;
+  torch-adam)
+    # ringdp-train --optimizer adam/adamw, with and without --zero, against PyTorch 1.13's DDP with
+    # torch.optim.Adam/AdamW and with ZeroRedundancyOptimizer over them (gloo), from the same data
+    # and initial weights: the same parameters within float32 tolerance. Needs python3-torch.
+    torch_python=/usr/bin/python3
+    if ! "$torch_python" -c 'import torch.distributed as d; from torch.distributed.optim import ZeroRedundancyOptimizer; assert d.is_gloo_available()' 2>/dev/null; then
+      echo "SKIPPED: no python3-torch with gloo and ZeroRedundancyOptimizer (apt-get install python3-torch)"
+      exit 77
+    fi
+    "$torch_python" - "$work" <<'PY'
+import random, sys, json
+work = sys.argv[1]
+rng = random.Random(11)
+w = [rng.gauss(0, 1) for _ in range(10)]
+with open(f"{work}/data.csv", "w") as f:
+    f.write(",".join(f"x{i}" for i in range(10)) + ",y\n")
+    for _ in range(240):
+        x = [rng.gauss(0, 1) for _ in range(10)]
+        f.write(",".join(f"{v:.6f}" for v in x) + f",{sum(a * b for a, b in zip(w, x)) + 0.5:.6f}\n")
+init = {"0.weight": {"shape": [6, 10], "data": [rng.uniform(-0.3, 0.3) for _ in range(60)]},
+        "0.bias": {"shape": [6], "data": [rng.uniform(-0.3, 0.3) for _ in range(6)]},
+        "2.weight": {"shape": [1, 6], "data": [rng.uniform(-0.4, 0.4) for _ in range(6)]},
+        "2.bias": {"shape": [1], "data": [0.1]}}
+json.dump(init, open(f"{work}/init.json", "w"))
+PY
+    script="$(dirname "$0")/torch_optim.py"
+    for np in 3 4; do
+      for o in "--optimizer adam" "--optimizer adamw --weight-decay 0.1 --betas 0.8,0.99 --eps 1e-6"; do
+        for z in "" --zero; do
+          common=(--data "$work/data.csv" --init "$work/init.json" --hidden 6 --epochs 5 --batch-size 20 --lr 0.01 $o $z)
+          run $np --model mlp --no-shuffle "${common[@]}" --export "$work/ringdp.json"
+          [ $rc -eq 0 ] || fail "ringdp-train ${common[*]} exited $rc: $out"
+          port=$((20000 + RANDOM % 20000))
+          out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 "$mpiexec" -n $np "${launch_args[@]}" \
+            "$torch_python" "$script" "${common[@]}" --export "$work/torch.json" 2>&1)
+          [ $? -eq 0 ] || fail "torch_optim.py ${common[*]} failed: $out"
+          "$torch_python" - "$work" "np=$np $o ${z:-(DDP)}" <<'PY' || fail "ringdp and PyTorch disagree: np=$np $o $z"
+import json, sys
+work, what = sys.argv[1:]
+a, b = json.load(open(f"{work}/ringdp.json")), json.load(open(f"{work}/torch.json"))
+assert a.keys() == b.keys(), (a.keys(), b.keys())
+diff = max(abs(x - y) for k in a for x, y in zip(a[k]["data"], b[k]["data"]))
+rel = max(abs(x - y) / max(1.0, abs(y)) for k in a for x, y in zip(a[k]["data"], b[k]["data"]))
+assert rel < 1e-5, f"{what}: worst relative difference {rel:.2e}"
+print(f"ok: {what}: ringdp-train and PyTorch 1.13, 5 epochs: max abs difference {diff:.2e}")
+PY
+        done
+      done
+    done
     ;;
   *) fail "unknown case $case_name" ;;
 esac

@@ -48,13 +48,10 @@ TEST_CASE("each rank computes and communicates on the GPU its local rank selects
                           Catch::Contains("communicates on " + mine.str()));
 }
 
-TEST_CASE("ringdp-train's loop puts every rank's model and data on the communicator's GPU",
-          "[placement][train]") {
+namespace {
+// The trainer on the emulated GPU and on the CPU with `config`: the same parameters.
+void train_on_both(train::TrainConfig config) {
   auto& w = world();
-  train::TrainConfig config;
-  config.samples = 24;
-  config.features = 6;
-  config.epochs = 3;
   config.backend = backend();
   config.device = "cuda";
   const std::string dir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
@@ -83,6 +80,25 @@ TEST_CASE("ringdp-train's loop puts every rank's model and data on the communica
   CHECK(worst < 1e-5);
   std::remove(cuda_out.c_str());
   std::remove(cpu_out.c_str());
+}
+}  // namespace
+
+TEST_CASE("ringdp-train's loop puts every rank's model and data on the communicator's GPU",
+          "[placement][train]") {
+  train::TrainConfig config;
+  config.samples = 24;
+  config.features = 6;
+  config.epochs = 3;
+  train_on_both(config);
+  // ZeRO with Adam: flat buffers, reduce-scatter and all-gather on the GPU, and its state gathered
+  // there into a checkpoint at every epoch.
+  config.model = "mlp";
+  config.optimizer = "adam";
+  config.zero = true;
+  const std::string dir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+  config.checkpoint_path = dir + "/ringdp-placement-zero-" + backend() + ".ck";
+  train_on_both(config);
+  if (world().rank() == 0) std::remove(config.checkpoint_path.c_str());
 }
 
 // Hidden: run by the "device corrupt fault" tests with RINGDP_FAULT=corrupt:rank=1:op=2. The

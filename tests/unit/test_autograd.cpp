@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <functional>
+#include <memory>
 
 #include "autograd/layers.h"
 #include "autograd/node.h"
+#include "autograd/optim/adam.h"
 #include "autograd/optim/sgd.h"
 #include "tensor/ops.h"
 #include "tests/support/compare.h"
@@ -255,6 +257,96 @@ TEST_CASE("SGD state dict round-trips the momentum buffers", "[autograd][sgd]") 
   a.step();
   restored.step();
   CHECK(p.item() == q.item());
+}
+
+namespace {
+// One parameter's Adam/AdamW trajectory by hand in double, the rule of torch.optim.Adam/AdamW
+// written out independently of kernels/.
+std::vector<double> hand_adam(double p, const std::vector<double>& grads, double lr, double b1, double b2,
+                              double eps, double wd, bool decoupled) {
+  std::vector<double> out;
+  double m = 0, v = 0;
+  for (size_t t = 1; t <= grads.size(); ++t) {
+    double g = grads[t - 1];
+    if (decoupled)
+      p *= 1 - lr * wd;
+    else
+      g += wd * p;
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g * g;
+    const double m_hat = m / (1 - std::pow(b1, t)), v_hat = v / (1 - std::pow(b2, t));
+    p -= lr * m_hat / (std::sqrt(v_hat) + eps);
+    out.push_back(p);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("Adam and AdamW match hand-computed updates over three steps", "[autograd][adam]") {
+  struct Case {
+    double wd;
+    bool decoupled;
+  };
+  for (Case c : {Case{0, false}, Case{0.1, false}, Case{0, true}, Case{0.1, true}}) {
+    CAPTURE(c.wd, c.decoupled);
+    Tensor p = from_vector({1.0, -2.0}, {2}, DType::float64);
+    p.set_requires_grad(true);
+    const auto options = optim::AdamOptions(0.05).betas(0.8, 0.99).eps(1e-6).weight_decay(c.wd);
+    std::unique_ptr<optim::Optimizer> adam;
+    if (c.decoupled)
+      adam = std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, options);
+    else
+      adam = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, options);
+    const std::vector<std::vector<double>> grads = {{0.5, 1.0}, {-0.25, 2.0}, {1.5, -1.0}};
+    const auto want0 = hand_adam(1.0, {0.5, -0.25, 1.5}, 0.05, 0.8, 0.99, 1e-6, c.wd, c.decoupled);
+    const auto want1 = hand_adam(-2.0, {1.0, 2.0, -1.0}, 0.05, 0.8, 0.99, 1e-6, c.wd, c.decoupled);
+    for (int t = 0; t < 3; ++t) {
+      p.set_grad(from_vector(grads[t], {2}, DType::float64));
+      adam->step();
+      CHECK(p.item(0) == Approx(want0[t]).epsilon(1e-13));
+      CHECK(p.item(1) == Approx(want1[t]).epsilon(1e-13));
+    }
+    CHECK(adam->state_bytes() == 2 * 2 * 8);  // exp_avg and exp_avg_sq of two float64 values
+  }
+  Tensor q = zeros({1});
+  q.set_requires_grad(true);
+  REQUIRE_THROWS_WITH(optim::Adam({q}, optim::AdamOptions(0.1).betas(0.9, 1.0)),
+                      Contains("Adam: beta2 1 is outside [0, 1)"));
+  REQUIRE_THROWS_WITH(optim::AdamW({q}, optim::AdamOptions(0.1).eps(-1)),
+                      Contains("AdamW: eps -1 is negative"));
+  REQUIRE_THROWS_WITH(optim::Adam({q}, optim::AdamOptions(0.1).amsgrad(true)),
+                      Contains("amsgrad is not supported"));
+}
+
+TEST_CASE("Adam state dict round-trips the moments and the step count", "[autograd][adam]") {
+  Tensor p = from_vector({1.0, 3.0}, {2}, DType::float64), q = from_vector({1.0, 3.0}, {2}, DType::float64);
+  Tensor unused = zeros({3}, DType::float64);
+  for (Tensor* t : {&p, &q, &unused}) t->set_requires_grad(true);
+  const auto options = optim::AdamOptions(0.1).weight_decay(0.01);
+  optim::AdamW a({p, unused}, options), b({q, unused}, options);
+  for (int t = 0; t < 2; ++t) {
+    p.set_grad(from_vector({1.0, -0.5}, {2}, DType::float64));
+    q.set_grad(from_vector({1.0, -0.5}, {2}, DType::float64));
+    a.step();
+    b.step();
+  }
+  const auto state = b.state_dict();
+  REQUIRE(state.size() == 3);  // the parameter without a gradient has no state yet
+  CHECK(state[0].first == "exp_avg.0");
+  CHECK(state[2].first == "step.0");
+  CHECK(state[2].second.item() == 2);
+  optim::AdamW restored({q, unused}, options);
+  restored.load_state_dict(state);
+  a.step();
+  restored.step();
+  CHECK(p.item(0) == q.item(0));
+  CHECK(p.item(1) == q.item(1));
+  auto partial = state;
+  partial.pop_back();
+  REQUIRE_THROWS_WITH(restored.load_state_dict(partial),
+                      Contains("only some of exp_avg, exp_avg_sq and step"));
+  REQUIRE_THROWS_WITH(restored.load_state_dict({{"momentum_buffer.0", p}}),
+                      Contains("unexpected entry 'momentum_buffer.0'"));
 }
 
 TEST_CASE("the seed's model fits synthetic data on one process", "[autograd][fit]") {

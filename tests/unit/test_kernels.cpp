@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/adam.h"
 #include "kernels/elementwise.h"
 #include "kernels/linear.h"
 #include "kernels/mse.h"
@@ -119,6 +120,41 @@ TEST_CASE("sgd step follows PyTorch's update rule", "[kernels][sgd]") {
   float plain = 2.0f, grad = 4.0f;
   sgd_step_cpu(&plain, &grad, nullptr, 1, DType::float32, SgdStep{.lr = 0.25});
   CHECK(plain == 1.0f);
+}
+
+TEST_CASE("adam step follows PyTorch's update rule", "[kernels][adam]") {
+  // lr 0.1, betas (0.9, 0.999), eps 1e-8, p0 = 1, grads 2 then -1, by hand:
+  // step 1: m = 0.2, v = 0.004, bias corrections 0.1 and 0.001: denom = sqrt(0.004)/sqrt(0.001) + eps
+  //         = 2 + eps; p = 1 − (0.1/0.1)·0.2/(2 + eps)
+  // step 2: m = 0.18 − 0.1 = 0.08, v = 0.003996 + 0.001 = 0.004996; bias corrections 0.19 and
+  //         0.001999; p −= (0.1/0.19)·0.08/(sqrt(0.004996)/sqrt(0.001999) + eps)
+  const double eps = 1e-8;
+  double p = 1.0, m = 0, v = 0, g1 = 2.0, g2 = -1.0;
+  AdamStep step{.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = eps, .step = 1};
+  adam_step_cpu(&p, &g1, &m, &v, 1, DType::float64, step);
+  const double p1 = 1.0 - 0.2 / (2.0 + eps);
+  CHECK(p == Approx(p1).epsilon(1e-14));
+  step.step = 2;
+  adam_step_cpu(&p, &g2, &m, &v, 1, DType::float64, step);
+  CHECK(m == Approx(0.08).epsilon(1e-14));
+  CHECK(v == Approx(0.004996).epsilon(1e-13));
+  CHECK(p ==
+        Approx(p1 - (0.1 / 0.19) * 0.08 / (std::sqrt(0.004996) / std::sqrt(0.001999) + eps)).epsilon(1e-13));
+  // Weight decay 0.5 at step 1: Adam folds it into g (2 + 0.5·1 = 2.5, so the step is lr·2.5/(2.5 + eps));
+  // AdamW shrinks p to 1 − 0.1·0.5 = 0.95 first, then steps with the bare gradient.
+  double adam = 1.0, adamw = 1.0, ma = 0, va = 0, mw = 0, vw = 0;
+  step = AdamStep{.lr = 0.1, .eps = eps, .weight_decay = 0.5, .step = 1};
+  adam_step_cpu(&adam, &g1, &ma, &va, 1, DType::float64, step);
+  CHECK(adam == Approx(1.0 - 0.1 * 2.5 / (2.5 + eps)).epsilon(1e-14));
+  step.decoupled = true;
+  adam_step_cpu(&adamw, &g1, &mw, &vw, 1, DType::float64, step);
+  CHECK(adamw == Approx(0.95 - 0.1 * 2.0 / (2.0 + eps)).epsilon(1e-14));
+  // float32 runs the same rule; a zero gradient on a zero parameter (ZeRO's padding) stays zero.
+  float zero = 0.0f, zero_grad = 0.0f, zm = 0.0f, zv = 0.0f;
+  adam_step_cpu(&zero, &zero_grad, &zm, &zv, 1, DType::float32, AdamStep{.weight_decay = 0.1, .step = 1});
+  CHECK(zero == 0.0f);
+  REQUIRE_THROWS_WITH(adam_step_cpu(&p, &g1, &m, &v, 1, DType::float64, AdamStep{.step = 0}),
+                      Catch::Matchers::Contains("step number 0 must be at least 1"));
 }
 
 namespace {

@@ -100,6 +100,9 @@ class Communicator {
   std::shared_ptr<Communicator> group(std::span<const int> ranks) const;
   Work send(const Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
   Work recv(Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
+  /// A receive from whichever rank's send with `tag` matches first (MPI_ANY_SOURCE): `*source` is
+  /// that rank once the Work completes (it must outlive the Work). Needs another rank.
+  Work recv_any(Tensor& tensor, int* source, int tag = 0, CollectiveOptions opts = {});
 
   /// The algorithm `requested` resolves to for this collective and size on host tensors (auto → a
   /// concrete one); an error when the collective has no such algorithm (comm/algorithm_choice.h).
@@ -121,7 +124,9 @@ class Communicator {
   template <typename D>
   Work run(const D& collective, const Tensor& input, Tensor& output);
   /// Posts one send or receive; the async form completes it outside the ordered queue.
-  Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async);
+  /// `source`: a receive from any rank (peer kAnySource) writes its sender there.
+  Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async,
+                      int* source = nullptr);
   Topology topology() const {
     return {.size = size_, .hosts = world_.hosts, .shared_slots = shared_slots_ != nullptr};
   }

@@ -116,8 +116,10 @@ Request MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   MPI_Request request;
   // A collective's receive takes any tag, so a message of another collective is seen (and
   // reported) instead of waiting forever for one that never comes.
-  RINGDP_MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer,
-                             user ? wire_tag(tag) : MPI_ANY_TAG, user ? user_comm_ : comm_, &request));
+  RINGDP_CHECK(peer != kAnySource || user, "a collective's receive names its peer");
+  RINGDP_MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE,
+                             peer == kAnySource ? MPI_ANY_SOURCE : peer, user ? wire_tag(tag) : MPI_ANY_TAG,
+                             user ? user_comm_ : comm_, &request));
   return from_mpi(request, Request{0, peer, tag, bytes, !user});
 }
 
@@ -152,7 +154,11 @@ void MpiTransport::wait_all(std::span<Request> requests) {
     if ((polls & 1023u) == 1023u) check_peers_calls(requests);
   }
   check_envelopes(requests);
-  for (Request& r : requests) r = from_mpi(MPI_REQUEST_NULL);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const int peer = requests[i].peer == kAnySource ? statuses_[i].MPI_SOURCE : requests[i].peer;
+    requests[i] = from_mpi(MPI_REQUEST_NULL);
+    requests[i].peer = peer;  // a receive from any rank learns its sender here
+  }
 }
 
 void MpiTransport::enable_shared_slots(MPI_Comm node, size_t slot_bytes, bool yield_while_waiting) {
@@ -232,6 +238,7 @@ bool MpiTransport::test(Request& request) {
   statuses_.resize(1);
   RINGDP_MPI_CHECK(MPI_Test(&m, &done, statuses_.data()));
   if (done) check_envelopes(std::span<Request>(&request, 1));
+  if (done && request.peer == kAnySource) request.peer = statuses_[0].MPI_SOURCE;
   request = from_mpi(m, request);
   return done != 0;
 }

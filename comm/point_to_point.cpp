@@ -16,14 +16,22 @@ Work Communicator::recv(Tensor& tensor, int peer, int tag, CollectiveOptions opt
   return point_to_point(CollectiveKind::recv, tensor, peer, tag, opts.async);
 }
 
+Work Communicator::recv_any(Tensor& tensor, int* source, int tag, CollectiveOptions opts) {
+  RINGDP_CHECK(source, "recv_any: no place for the sender's rank (source is null)");
+  RINGDP_CHECK(size_ > 1, "recv_any: a world of one rank has no other rank to receive from");
+  return point_to_point(CollectiveKind::recv, tensor, kAnySource, tag, opts.async, source);
+}
+
 namespace {
 
 void check_peer_and_tag(CollectiveKind kind, const Tensor& tensor, int peer, int tag, int rank, int size,
                         int tag_upper_bound) {
   const char* what = kind_name(kind);
   RINGDP_CHECK(tensor.defined(), what, ": undefined tensor");
-  RINGDP_CHECK(peer >= 0 && peer < size && peer != rank, what, ": peer ", peer, " is not another rank (rank ",
-               rank, " of ", size, "; expected 0..", size - 1, " other than ", rank, ")");
+  RINGDP_CHECK(
+      (peer >= 0 && peer < size && peer != rank) || (peer == kAnySource && kind == CollectiveKind::recv),
+      what, ": peer ", peer, " is not another rank (rank ", rank, " of ", size, "; expected 0..", size - 1,
+      " other than ", rank, ")");
   const int max_tag = std::min(tag_upper_bound, kUserTagBase - 1);
   RINGDP_CHECK(tag >= 0 && tag <= max_tag, what, ": tag ", tag, " out of range (expected 0 to ", max_tag,
                ", MPI's tag upper bound MPI_TAG_UB here)");
@@ -32,21 +40,25 @@ void check_peer_and_tag(CollectiveKind kind, const Tensor& tensor, int peer, int
 struct Pending {
   Tensor host;
   Request request;
+  int* source = nullptr;  ///< recv_any's: where the sender's rank goes
   /// A receive's bytes, from the host copy they landed in to the caller's tensor (itself on the host).
   void deliver(CollectiveKind kind, Tensor& target) const {
     if (kind == CollectiveKind::recv && !target.is_same(host)) target.copy_from(host);
+    if (source) *source = request.peer;
   }
 };
 
 }  // namespace
 
-Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async) {
+Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async,
+                                  int* source) {
   Transport& transport = routes_.host();
   check_peer_and_tag(kind, tensor, peer, tag, rank_, size_, transport.tag_upper_bound());
   // A posted message must not wait in the ordered queue for its partner, or an asynchronous
   // send followed by a receive (the usual ring exchange) would deadlock: the queued part only
   // posts it, and the Work's wait() completes it.
   auto pending = std::make_shared<Pending>();
+  pending->source = source;
   const Issue issue{.kind = kind, .dtype = tensor.dtype(), .count = tensor.numel(), .async = async};
   auto post = [&transport, kind, peer, tag, pending, async](Call& call, const Tensor&, Tensor& tensor) {
     call.ctx.position.waiting_for_rank = peer;

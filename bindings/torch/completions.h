@@ -40,6 +40,10 @@ class Call final : public ::c10d::Work {
   /// Runs on completion, after the write-backs (all_gather's copy into torch's list).
   void then(std::function<void()> after) { after_ = std::move(after); }
 
+  /// Where a receive from any rank writes its sender (Communicator::recv_any).
+  int* source_slot() { return &source_; }
+  /// The sender of a receive from any rank; torch's error for any other call.
+  int sourceRank() const override { return source_ >= 0 ? source_ : ::c10d::Work::sourceRank(); }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   std::vector<at::Tensor> result() override { return outputs_; }
 
@@ -54,6 +58,7 @@ class Call final : public ::c10d::Work {
   std::vector<bool> write_back_;
   std::vector<ringdp::comm::Work> works_;
   std::function<void()> after_;
+  int source_ = -1;  // written before the call completes, read after wait(): ordered by its lock
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

@@ -62,10 +62,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::issue(const char* name, std
   return call;
 }
 
-void ProcessGroupRingdp::refuse(const char* name) const {
-  TORCH_CHECK(false, name, " is not supported by ringdp (docs/torch.md lists what is)");
-}
-
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::broadcast(std::vector<at::Tensor>& tensors,
                                                                const ::c10d::BroadcastOptions& opts) {
   return issue("broadcast", tensors, [&](Call& call) {
@@ -356,8 +352,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall(std::vector<at::Te
   });
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recvAnysource(std::vector<at::Tensor>&, int) {
-  refuse("recv from any source");
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                                   int tag) {
+  return issue(
+      "recv from any source", tensors,
+      [&](Call& call) {
+        TensorView& t = call.view(only(tensors, "recv"), "recv's tensor", true);
+        call.add(comm_->recv_any(t.ringdp(), call.source_slot(), tag, kAsync));
+      },
+      point_to_point_);
 }
 
 }  // namespace ringdp_torch

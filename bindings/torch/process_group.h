@@ -12,8 +12,8 @@
 //
 // torch's list forms (all_gather, gather, scatter, all_to_all, allgather_coalesced) travel as one
 // buffer through the ringdp collective and are copied into or out of the list; outputs of
-// different sizes make all_gather the uneven one. What ringdp does not have (receive from any
-// source) raises "<name> is not supported by ringdp". Tested by tests/torch/.
+// different sizes make all_gather the uneven one. A receive from any source is
+// Communicator::recv_any; its Work's sourceRank() names the sender. Tested by tests/torch/.
 #pragma once
 
 #include <memory>
@@ -80,7 +80,6 @@ class ProcessGroupRingdp final : public BackendBase {
   c10::intrusive_ptr<::c10d::Work> issue(const char* name, std::vector<at::Tensor> outputs, F&& body) {
     return issue(name, std::move(outputs), std::forward<F>(body), completions_);
   }
-  [[noreturn]] void refuse(const char* name) const;
 
   std::shared_ptr<ringdp::comm::Communicator> comm_;
   std::mutex issue_;

@@ -3,6 +3,7 @@
 // in place and out of place; roots 0 and N−1. Wrong elements are summed over ranks.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -591,6 +592,52 @@ TEST_CASE("send/recv around a ring of ranks", "[collectives][p2p]") {
   Tensor expected = empty({1031}, DType::int64);
   fill_input(expected, (rank + N - 1) % N, ReduceOp::sum);
   REQUIRE(global_sum(incoming.to_vector() != expected.to_vector()) == 0);
+}
+
+TEST_CASE("recv_any: the last rank hears every other rank, learning each sender", "[collectives][p2p]") {
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  int source = -7;
+  if (N == 1) {
+    Tensor t = zeros({1});
+    REQUIRE_THROWS_WITH(comm.recv_any(t, &source), Catch::Contains("a world of one rank has no other rank"));
+    return;
+  }
+  const int last = N - 1;
+  if (rank != last) {
+    // Every other rank sends twice: a blocking receive and an asynchronous one take one each.
+    for (int k = 0; k < 2; ++k) comm.send(full({257}, rank * 10 + k, DType::int32), last, 9);
+  } else {
+    std::vector<int> heard;
+    for (int k = 0; k < N - 1; ++k) {  // blocking
+      Tensor t = full({257}, -1.0, DType::int32);
+      comm.recv_any(t, &source, 9);
+      heard.push_back(source);
+      const auto got = t.to_vector();
+      CHECK(std::all_of(got.begin(), got.end(),
+                        [&](double v) { return v == source * 10 || v == source * 10 + 1; }));
+    }
+    std::vector<Tensor> tensors;
+    std::vector<int> sources(static_cast<size_t>(N - 1), -7);
+    std::vector<comm::Work> works;
+    for (int k = 0; k < N - 1; ++k) {  // asynchronous, all posted before any completes
+      tensors.push_back(full({257}, -1.0, DType::int32));
+      works.push_back(comm.recv_any(tensors.back(), &sources[static_cast<size_t>(k)], 9, {.async = true}));
+    }
+    for (int k = 0; k < N - 1; ++k) {
+      works[static_cast<size_t>(k)].wait();
+      heard.push_back(sources[static_cast<size_t>(k)]);
+      CHECK(tensors[static_cast<size_t>(k)].to_vector()[0] >= sources[static_cast<size_t>(k)] * 10);
+    }
+    std::sort(heard.begin(), heard.end());
+    std::vector<int> want;
+    for (int r = 0; r < N - 1; ++r) want.insert(want.end(), {r, r});
+    std::sort(want.begin(), want.end());
+    REQUIRE(heard == want);
+  }
+  Tensor unused = zeros({1});
+  REQUIRE_THROWS_WITH(comm.recv_any(unused, nullptr), Catch::Contains("source is null"));
+  comm.barrier();
 }
 
 TEST_CASE("send/recv between two ranks leaves the others' collectives in step", "[collectives][p2p]") {

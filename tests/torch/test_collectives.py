@@ -193,6 +193,25 @@ if size > 1:
         dist.recv(received, src=(rank - 1) % size)
         dist.send(data(rank, 9, torch.int64), dst=(rank + 1) % size)
     check.equal("recv from the left neighbour", received, data((rank - 1) % size, 9, torch.int64))
+    # recv without src: the last rank hears every other, and each answer names its sender.
+    if rank == size - 1:
+        heard = []
+        for _ in range(size - 1):
+            t = torch.empty(4, dtype=torch.int64)
+            sender = dist.recv(t)
+            heard.append(sender)
+            check.equal(f"recv from any source: the payload of rank {sender}", t, data(sender, 4, torch.int64))
+        for _ in range(size - 1):
+            t = torch.empty(4, dtype=torch.int64)
+            work = dist.irecv(t)
+            work.wait()
+            heard.append(work._source_rank())
+            check.equal("irecv from any source", t, data(heard[-1], 4, torch.int64))
+        check.equal("recv from any source heard every rank twice", torch.tensor(sorted(heard)),
+                    torch.tensor(sorted(list(range(size - 1)) * 2)))
+    else:
+        dist.send(data(rank, 4, torch.int64), dst=size - 1)
+        dist.send(data(rank, 4, torch.int64), dst=size - 1)
 dist.barrier()
 
 # gather, scatter, all_to_all and all_gather of uneven sizes, against gloo's (every dtype gloo takes,

@@ -59,7 +59,11 @@ def verdict_of_exit(code, common_distributed):
 
 
 def run_one(case, name, common_distributed):
-    """(result, reason) of one test body."""
+    """(result, reason) of one test body. A skip decided at import (sandcastle_skip_if, skipIf)
+    only marks the method: unittest's runner reads the mark, and so must we."""
+    method = getattr(type(case), name)
+    if getattr(method, "__unittest_skip__", False):
+        return "skipped", getattr(method, "__unittest_skip_why__", "")
     try:
         getattr(case, name)()
         return "passed", ""
@@ -140,7 +144,7 @@ def main():
         name = names[index]
         results.write(event="start", index=index, test=name, time=time.time())
         # A hung test leaves its Python stack here before the runner ends the job.
-        faulthandler.dump_traceback_later(float(os.environ.get("PEER_STACK_AFTER_S", "100")), file=stacks)
+        faulthandler.dump_traceback_later(float(os.environ.get("PEER_STACK_AFTER_S", "80")), file=stacks)
         began = time.monotonic()
         result, reason = run_test(dist, distributed_test, common_distributed, backend, index, name, work)
         faulthandler.cancel_dump_traceback_later()

@@ -87,7 +87,8 @@ def free_port():
 def launch(args, backend, np, names_file, start, results_dir, work, log):
     # Tests that start a group of their own with INIT_METHOD (env:// here, PyTorch's default)
     # rendezvous at MASTER_ADDR:MASTER_PORT, a port of this job's own.
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), INIT_METHOD="env://")
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), INIT_METHOD="env://",
+               PEER_STACK_AFTER_S=str(max(args.test_limit - 10, 1)))
     command = [args.mpiexec, *shlex.split(args.launch_args), "-n", str(np), sys.executable,
                os.path.join(HERE, "peer_rank.py"), backend, names_file, str(start), results_dir, work]
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,

@@ -87,7 +87,7 @@ class Results:
         self.file.flush()
 
 
-def run_test(dist, distributed_test, common_distributed, backend, index, name, work):
+def run_test(dist, distributed_test, common_distributed, backend, index, name, work, timeout):
     """init → barrier → test → barrier → destroy, each test in a folder of its own under `work`
     (Barrier's files, test_dir, the file:// store), as TestDistBackend's setUp makes one per test."""
     rank, size = mpi_rank_and_size()
@@ -102,7 +102,6 @@ def run_test(dist, distributed_test, common_distributed, backend, index, name, w
 
     case = Case(name)
     case.rank, case.file_name = rank, os.path.join(test_dir, "init_dir", "store")
-    timeout = distributed_test.CUSTOM_PG_TIMEOUT.get(name, PER_TEST_TIMEOUT_S)
     try:
         dist.init_process_group(backend, init_method="file://" + case.file_name, rank=rank, world_size=size,
                                 timeout=timedelta(seconds=timeout))
@@ -143,11 +142,16 @@ def main():
     stacks = open(os.path.join(results_dir, f"rank{rank}.stacks"), "a", encoding="utf-8")
     for index in range(int(start), len(names)):
         name = names[index]
-        results.write(event="start", index=index, test=name, time=time.time())
+        # torch's process-group timeout, PyTorch's for this test; the runner ends a test that runs
+        # past its limit (its own, or the timeout and 30 s for init and teardown: a collective
+        # waiting for a failed peer must have time to raise on gloo).
+        timeout = distributed_test.CUSTOM_PG_TIMEOUT.get(name, PER_TEST_TIMEOUT_S)
+        limit = max(float(os.environ.get("PEER_TEST_LIMIT_S", "90")), timeout + 30)
+        results.write(event="start", index=index, test=name, time=time.time(), limit=limit)
         # A hung test leaves its Python stack here before the runner ends the job.
-        faulthandler.dump_traceback_later(float(os.environ.get("PEER_STACK_AFTER_S", "80")), file=stacks)
+        faulthandler.dump_traceback_later(limit - 10, file=stacks)
         began = time.monotonic()
-        result, reason = run_test(dist, distributed_test, common_distributed, backend, index, name, work)
+        result, reason = run_test(dist, distributed_test, common_distributed, backend, index, name, work, timeout)
         faulthandler.cancel_dump_traceback_later()
         results.write(event="end", index=index, test=name, rank=rank, result=result, reason=reason,
                       seconds=round(time.monotonic() - began, 2))

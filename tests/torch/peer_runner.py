@@ -30,8 +30,7 @@ import peer_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BACKENDS = ("gloo", "ringdp")
-# Wall-clock limit of one test: torch's process-group timeout (peer_rank.PER_TEST_TIMEOUT_S, 60 s)
-# lets a collective that waits for a failed peer raise on gloo; 30 s more for init and teardown.
+# Wall-clock limit of one test (peer_rank.py raises it for tests PyTorch gives a longer timeout).
 TEST_LIMIT_S = 90
 # Tests not run, with the reason; every other test of _DistTestBase runs on both backends.
 EXCLUDED = {
@@ -51,7 +50,7 @@ def list_tests(env):
 
 
 def read_events(results_dir, np):
-    """{index: {rank: end-event}} and {index: set of ranks that started it}."""
+    """{index: {rank: end-event}} and {index: {rank: start-event}}."""
     ends, starts = {}, {}
     for rank in range(np):
         path = os.path.join(results_dir, f"rank{rank}.jsonl")
@@ -64,17 +63,18 @@ def read_events(results_dir, np):
                 except json.JSONDecodeError:
                     continue  # a line cut short by a crash
                 if event["event"] == "start":
-                    starts.setdefault(event["index"], {})[rank] = event["time"]
+                    starts.setdefault(event["index"], {})[rank] = event
                 else:
                     ends.setdefault(event["index"], {})[rank] = event
     return ends, starts
 
 
 def in_progress(ends, starts, np):
-    """(index, start time) of the earliest test started but not ended on every rank, or None."""
+    """(index, start time, limit) of the earliest test started but not ended on every rank, or None."""
     for index in sorted(starts):
         if len(ends.get(index, {})) < np:
-            return index, min(starts[index].values())
+            events = starts[index].values()
+            return index, min(e["time"] for e in events), max(e.get("limit", TEST_LIMIT_S) for e in events)
     return None
 
 
@@ -88,28 +88,28 @@ def launch(args, backend, np, names_file, start, results_dir, work, log):
     # Tests that start a group of their own with INIT_METHOD (env:// here, PyTorch's default)
     # rendezvous at MASTER_ADDR:MASTER_PORT, a port of this job's own.
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), INIT_METHOD="env://",
-               PEER_STACK_AFTER_S=str(max(args.test_limit - 10, 1)))
+               PEER_TEST_LIMIT_S=str(args.test_limit))
     command = [args.mpiexec, *shlex.split(args.launch_args), "-n", str(np), sys.executable,
                os.path.join(HERE, "peer_rank.py"), backend, names_file, str(start), results_dir, work]
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                             start_new_session=True)
 
 
-def wait_job(job, results_dir, np, limit_s):
-    """Waits for the job; ends it when one test has run past limit_s. Returns (index of the test
-    it ended, seconds it ran) for a hang, else None."""
+def wait_job(job, results_dir, np):
+    """Waits for the job; ends it when one test has run past its limit. Returns (index of the
+    test it ended, seconds it ran, limit) for a hang, else None."""
     while job.poll() is None:
         time.sleep(0.5)
         ends, starts = read_events(results_dir, np)
         current = in_progress(ends, starts, np)
-        if current and time.time() - current[1] > limit_s:
+        if current and time.time() - current[1] > current[2]:
             os.killpg(job.pid, signal.SIGTERM)
             try:
                 job.wait(10)
             except subprocess.TimeoutExpired:
                 os.killpg(job.pid, signal.SIGKILL)
                 job.wait()
-            return current[0], time.time() - current[1]
+            return current[0], time.time() - current[1], current[2]
     return None
 
 
@@ -138,7 +138,7 @@ def run_config(args, backend, np, names, out_dir):
         log_path = os.path.join(results_dir, f"job{jobs}.log")
         with open(log_path, "w", encoding="utf-8") as log:
             job = launch(args, backend, np, names_file, start, results_dir, work, log)
-            hang = wait_job(job, results_dir, np, args.test_limit)
+            hang = wait_job(job, results_dir, np)
         jobs += 1
         ends, starts = read_events(results_dir, np)
         for index in range(start, len(names)):
@@ -147,7 +147,7 @@ def run_config(args, backend, np, names, out_dir):
                 continue
             # The job ended inside this test (or before it started: then it ended at launch).
             if hang and hang[0] == index:
-                death = ("hung", f"still running after {hang[1]:.0f} s (limit {args.test_limit} s);"
+                death = ("hung", f"still running after {hang[1]:.0f} s (limit {hang[2]:.0f} s);"
                                  f" the runner ended the job")
             else:
                 death = ("crashed", f"the job ended (exit {job.returncode}): {job_error(log_path)}")

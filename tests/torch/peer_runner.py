@@ -69,9 +69,10 @@ def read_events(results_dir, np):
     return ends, starts
 
 
-def in_progress(ends, starts, np):
-    """(index, start time, limit) of the earliest test started but not ended on every rank, or None."""
-    for index in sorted(starts):
+def in_progress(ends, starts, np, first):
+    """(index, start time, limit) of the earliest test from `first` (this job's) started but not
+    ended on every rank, or None."""
+    for index in sorted(i for i in starts if i >= first):
         if len(ends.get(index, {})) < np:
             events = starts[index].values()
             return index, min(e["time"] for e in events), max(e.get("limit", TEST_LIMIT_S) for e in events)
@@ -95,13 +96,13 @@ def launch(args, backend, np, names_file, start, results_dir, work, log):
                             start_new_session=True)
 
 
-def wait_job(job, results_dir, np):
+def wait_job(job, results_dir, np, first):
     """Waits for the job; ends it when one test has run past its limit. Returns (index of the
     test it ended, seconds it ran, limit) for a hang, else None."""
     while job.poll() is None:
         time.sleep(0.5)
         ends, starts = read_events(results_dir, np)
-        current = in_progress(ends, starts, np)
+        current = in_progress(ends, starts, np, first)
         if current and time.time() - current[1] > current[2]:
             os.killpg(job.pid, signal.SIGTERM)
             try:
@@ -118,7 +119,7 @@ def job_error(log_path):
     with open(log_path, encoding="utf-8", errors="replace") as f:
         lines = [line.strip() for line in f if line.strip() and not line.startswith("INFO:")]
     for line in lines:
-        if line.startswith("ringdp") and "error" in line.lower():
+        if line.startswith("ringdp: "):  # ringdp's fatal errors and the watchdog's report
             return line
     return " | ".join(lines[-3:]) if lines else "(no output)"
 
@@ -138,7 +139,7 @@ def run_config(args, backend, np, names, out_dir):
         log_path = os.path.join(results_dir, f"job{jobs}.log")
         with open(log_path, "w", encoding="utf-8") as log:
             job = launch(args, backend, np, names_file, start, results_dir, work, log)
-            hang = wait_job(job, results_dir, np)
+            hang = wait_job(job, results_dir, np, start)
         jobs += 1
         ends, starts = read_events(results_dir, np)
         for index in range(start, len(names)):

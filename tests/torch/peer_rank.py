@@ -59,11 +59,7 @@ def verdict_of_exit(code, common_distributed):
 
 
 def run_one(case, name, common_distributed):
-    """(result, reason) of one test body. A skip decided at import (sandcastle_skip_if, skipIf)
-    only marks the method: unittest's runner reads the mark, and so must we."""
-    method = getattr(type(case), name)
-    if getattr(method, "__unittest_skip__", False):
-        return "skipped", getattr(method, "__unittest_skip_why__", "")
+    """(result, reason) of one test body."""
     try:
         getattr(case, name)()
         return "passed", ""
@@ -90,6 +86,11 @@ class Results:
 def run_test(dist, distributed_test, common_distributed, backend, index, name, work, timeout):
     """init → barrier → test → barrier → destroy, each test in a folder of its own under `work`
     (Barrier's files, test_dir, the file:// store), as TestDistBackend's setUp makes one per test."""
+    # A skip decided at import (sandcastle_skip_if, skipIf) only marks the method: unittest reads
+    # the mark before setUp, so PyTorch's runner starts no processes for it, and we start no group.
+    method = getattr(distributed_test.DistributedTest._DistTestBase, name)
+    if getattr(method, "__unittest_skip__", False):
+        return "skipped", getattr(method, "__unittest_skip_why__", "")
     rank, size = mpi_rank_and_size()
     test_dir = os.path.join(work, str(index))
     for sub in ("barrier", "test_dir", "init_dir"):

@@ -34,13 +34,17 @@ BACKENDS = ("gloo", "ringdp")
 TEST_LIMIT_S = 90
 # Tests not run, with the reason; every other test of _DistTestBase runs on both backends.
 EXCLUDED = {
-    # Measured on this 2-core machine (full run): each alone takes minutes on both backends and
-    # tests nothing the other DDP tests do not.
+    # None: the tests that need CUDA skip themselves (skip_if_lt_x_gpu, require_backend), and the
+    # slowest test took 3 s here (full run, 2026-12-02).
 }
-# The CI subset (the meson `torch-peer` suite): every collective, group and DDP feature ringdp
-# has or is gaining, each once, chosen so the suite stays under CI's budget. The whole list runs
-# with `scripts/test --torch-peer`.
-CI_SUBSET = []
+# The CI subset (the meson `torch-peer` suite) is every test but these, which cost most of the
+# whole run's time (measured 2026-12-02, docs/torch.md); `scripts/test --torch-peer` runs them too.
+CI_LEAVES_OUT = {
+    name: "ringdp refuses receive from any source (not planned) on the receiver, and the sender then waits"
+          " for the watchdog to end the job: 60 s a test and world size on ringdp"
+    for name in ("test_send_recv_any_source", "test_send_recv_any_source_autograd_profiler",
+                 "test_send_recv_any_source_torch_profiler")
+}
 
 
 def list_tests(env):
@@ -179,13 +183,15 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     all_tests = list_tests(os.environ)
-    chosen = args.tests or (CI_SUBSET if args.subset == "ci" else all_tests)
+    ci_subset = [n for n in all_tests if n not in CI_LEAVES_OUT]
+    chosen = args.tests or (ci_subset if args.subset == "ci" else all_tests)
     unknown = sorted(set(chosen) - set(all_tests))
     if unknown:
         sys.exit(f"torch-peer: not in _DistTestBase: {' '.join(unknown)}")
     names = [n for n in chosen if n not in EXCLUDED]
     table = {"date": time.strftime("%Y-%m-%d"), "subset": args.subset if not args.tests else "named",
-             "excluded": {n: EXCLUDED[n] for n in chosen if n in EXCLUDED}, "seconds": {}, "results": {}}
+             "excluded": {n: EXCLUDED[n] for n in chosen if n in EXCLUDED}, "seconds": {}, "results": {},
+             "left_out_of_subset": CI_LEAVES_OUT if args.subset == "ci" and not args.tests else {}}
     for np in args.np:
         for backend in args.backends:
             verdicts, seconds = run_config(args, backend, np, names, args.out)

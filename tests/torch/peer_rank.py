@@ -83,6 +83,22 @@ class Results:
         self.file.flush()
 
 
+def leave_together(test_dir, rank, size, timeout):
+    """Waits until every rank has finished the test, so that none destroys its group while another
+    still uses it (ringdp's destroy waits for its peers). Not Barrier.sync: a test that failed on
+    one rank leaves the ranks' Barrier counts apart (a rank outside a group passes a barrier that
+    the failed members never reach), and Barrier would then wait out its timeout."""
+    done = os.path.join(test_dir, "done")
+    os.makedirs(done, exist_ok=True)
+    open(os.path.join(done, str(rank)), "w", encoding="utf-8").close()
+    deadline = time.monotonic() + timeout
+    while len(os.listdir(done)) < size:
+        if time.monotonic() > deadline:
+            missing = sorted(set(map(str, range(size))) - set(os.listdir(done)))
+            raise RuntimeError(f"rank(s) {', '.join(missing)} did not finish within {timeout} s")
+        time.sleep(0.05)
+
+
 def run_test(dist, distributed_test, common_distributed, backend, index, name, work, timeout):
     """init → barrier → test → barrier → destroy, each test in a folder of its own under `work`
     (Barrier's files, test_dir, the file:// store), as TestDistBackend's setUp makes one per test."""
@@ -111,10 +127,9 @@ def run_test(dist, distributed_test, common_distributed, backend, index, name, w
         return "failed", f"init_process_group: {type(e).__name__}: {e}"
     result, reason = run_one(case, name, common_distributed)
     try:
-        # Peers leave together, so none destroys its group while another still uses it.
-        case._barrier(timeout=timeout)
-    except Exception as e:  # noqa: BLE001
-        reason += f"{chr(10) if reason else ''}(after the test: {e}: a peer did not finish)"
+        leave_together(test_dir, rank, size, timeout)
+    except RuntimeError as e:
+        reason += f"{chr(10) if reason else ''}(after the test: {e})"
     if dist.is_initialized():
         dist.destroy_process_group()
     return result, reason

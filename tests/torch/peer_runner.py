@@ -53,6 +53,22 @@ def list_tests(env):
     return out.split()
 
 
+def ringdp_source(env):
+    """The commit the ringdp module was built from (its build folder's meson-info names the
+    sources), so a dated table says which ringdp it measured."""
+    module = subprocess.run([sys.executable, "-c", "import ringdp_torch; print(ringdp_torch.__file__)"], env=env,
+                            check=True, capture_output=True, text=True).stdout.strip()
+    info = os.path.join(os.path.dirname(os.path.dirname(module)), "meson-info", "meson-info.json")
+    try:
+        with open(info, encoding="utf-8") as f:
+            source = json.load(f)["directories"]["source"]
+        commit = subprocess.run(["git", "-C", source, "describe", "--always", "--dirty"], check=True,
+                                capture_output=True, text=True).stdout.strip()
+        return f"{module} (built from {source} at {commit})"
+    except (OSError, KeyError, subprocess.CalledProcessError):
+        return module
+
+
 def read_events(results_dir, np):
     """{index: {rank: end-event}} and {index: {rank: start-event}}."""
     ends, starts = {}, {}
@@ -189,7 +205,7 @@ def main():
     if unknown:
         sys.exit(f"torch-peer: not in _DistTestBase: {' '.join(unknown)}")
     names = [n for n in chosen if n not in EXCLUDED]
-    table = {"date": time.strftime("%Y-%m-%d"), "subset": args.subset if not args.tests else "named",
+    table = {"date": time.strftime("%Y-%m-%d"), "ringdp": ringdp_source(os.environ), "subset": args.subset if not args.tests else "named",
              "excluded": {n: EXCLUDED[n] for n in chosen if n in EXCLUDED}, "seconds": {}, "results": {},
              "left_out_of_subset": CI_LEAVES_OUT if args.subset == "ci" and not args.tests else {}}
     for np in args.np:

@@ -105,7 +105,7 @@ def summary(table):
 def text_table(table, counts, regressions):
     cell = lambda v: v["result"] if v else "-"  # noqa: E731
     lines = [f"torch-peer: PyTorch's DistributedTest._DistTestBase on gloo and ringdp ({table['date']},"
-             f" subset {table['subset']})", ""]
+             f" subset {table['subset']})", f"ringdp: {table.get('ringdp', '?')}", ""]
     lines.append(f"{'':12}" + "".join(f"{r:>9}" for r in RESULTS))
     for key, c in sorted(counts.items()):
         lines.append(f"{key:12}" + "".join(f"{c[r]:>9}" for r in RESULTS))

@@ -83,30 +83,38 @@ class Results:
         self.file.flush()
 
 
-def leave_together(test_dir, rank, size, timeout):
+def leave_together(test_dir, rank, size, timeout, result):
     """Waits until every rank has finished the test, so that none destroys its group while another
-    still uses it (ringdp's destroy waits for its peers). Not Barrier.sync: a test that failed on
-    one rank leaves the ranks' Barrier counts apart (a rank outside a group passes a barrier that
-    the failed members never reach), and Barrier would then wait out its timeout."""
+    still uses it (ringdp's destroy waits for its peers); True when every rank passed or skipped.
+    Not Barrier.sync: a test that failed on one rank leaves the ranks' Barrier counts apart (a rank
+    outside a group passes a barrier the failed members never reach), and Barrier waits out its
+    timeout then."""
     done = os.path.join(test_dir, "done")
     os.makedirs(done, exist_ok=True)
-    open(os.path.join(done, str(rank)), "w", encoding="utf-8").close()
+    with open(os.path.join(done, str(rank)), "w", encoding="utf-8") as f:
+        f.write(result)
     deadline = time.monotonic() + timeout
     while len(os.listdir(done)) < size:
         if time.monotonic() > deadline:
-            missing = sorted(set(map(str, range(size))) - set(os.listdir(done)))
-            raise RuntimeError(f"rank(s) {', '.join(missing)} did not finish within {timeout} s")
+            return False  # a peer is still in the test: the job ends, the runner reads why
         time.sleep(0.05)
+    results = []
+    for peer in range(size):
+        with open(os.path.join(done, str(peer)), encoding="utf-8") as f:
+            results.append(f.read())
+    return all(r in ("passed", "skipped") for r in results)
 
 
-def run_test(dist, distributed_test, common_distributed, backend, index, name, work, timeout):
-    """init → barrier → test → barrier → destroy, each test in a folder of its own under `work`
-    (Barrier's files, test_dir, the file:// store), as TestDistBackend's setUp makes one per test."""
+def run_test(dist, distributed_test, common_distributed, backend, index, name, work, timeout, record):
+    """init → barrier → test → record(result, reason) → every rank done → destroy, in a folder of
+    the test's own under `work` (Barrier's files, test_dir, the file:// store), as
+    TestDistBackend's setUp makes one per test. True when every rank passed or skipped."""
     # A skip decided at import (sandcastle_skip_if, skipIf) only marks the method: unittest reads
     # the mark before setUp, so PyTorch's runner starts no processes for it, and we start no group.
     method = getattr(distributed_test.DistributedTest._DistTestBase, name)
     if getattr(method, "__unittest_skip__", False):
-        return "skipped", getattr(method, "__unittest_skip_why__", "")
+        record("skipped", getattr(method, "__unittest_skip_why__", ""))
+        return True
     rank, size = mpi_rank_and_size()
     test_dir = os.path.join(work, str(index))
     for sub in ("barrier", "test_dir", "init_dir"):
@@ -124,15 +132,14 @@ def run_test(dist, distributed_test, common_distributed, backend, index, name, w
                                 timeout=timedelta(seconds=timeout))
         case._barrier()
     except Exception as e:  # noqa: BLE001
-        return "failed", f"init_process_group: {type(e).__name__}: {e}"
+        record("failed", f"init_process_group: {type(e).__name__}: {e}")
+        return False
     result, reason = run_one(case, name, common_distributed)
-    try:
-        leave_together(test_dir, rank, size, timeout)
-    except RuntimeError as e:
-        reason += f"{chr(10) if reason else ''}(after the test: {e})"
+    record(result, reason)  # before the teardown: a job that dies there keeps the verdict
+    all_passed = leave_together(test_dir, rank, size, timeout, result)
     if dist.is_initialized():
         dist.destroy_process_group()
-    return result, reason
+    return all_passed
 
 
 def main():
@@ -167,10 +174,18 @@ def main():
         # A hung test leaves its Python stack here before the runner ends the job.
         faulthandler.dump_traceback_later(limit - 10, file=stacks)
         began = time.monotonic()
-        result, reason = run_test(dist, distributed_test, common_distributed, backend, index, name, work, timeout)
+
+        def record(result, reason):
+            results.write(event="end", index=index, test=name, rank=rank, result=result, reason=reason,
+                          seconds=round(time.monotonic() - began, 2))
+
+        all_passed = run_test(dist, distributed_test, common_distributed, backend, index, name, work, timeout, record)
         faulthandler.cancel_dump_traceback_later()
-        results.write(event="end", index=index, test=name, rank=rank, result=result, reason=reason,
-                      seconds=round(time.monotonic() - began, 2))
+        if not all_passed:
+            # Every rank ends the job here (each read the same verdicts), and the runner starts the
+            # next test in a fresh one: what a failed test leaves behind (a send nobody received)
+            # must not reach the next, as PyTorch's runner gives each test fresh processes.
+            return
 
 
 if __name__ == "__main__":

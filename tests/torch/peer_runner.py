@@ -144,6 +144,34 @@ def job_error(log_path):
     return " | ".join(lines[-3:]) if lines else "(no output)"
 
 
+def read_job(job, hang, log_path, results_dir, np, names, start, verdicts):
+    """Adds the verdicts of the job that began at `start`; returns where the next job begins
+    (len(names) when done), or None when the job ran nothing."""
+    ends, starts = read_events(results_dir, np)
+    for index in range(start, len(names)):
+        if len(ends.get(index, {})) == np:
+            verdicts[names[index]] = peer_table.merge(list(ends[index].values()))
+            continue
+        if index not in starts:
+            if index == start:
+                return None
+            if job.returncode != 0:
+                # Every rank gave its verdict, then the job died in the test's teardown.
+                previous = verdicts[names[index - 1]]
+                previous["reason"] += f" (then the job ended in the teardown: {job_error(log_path)})"
+                if previous["result"] == "passed":
+                    previous["result"] = "crashed"
+            return index  # the ranks ended the job after a failed test, or it died between tests
+        # The job ended inside this test.
+        if hang and hang[0] == index:
+            death = ("hung", f"still running after {hang[1]:.0f} s (limit {hang[2]:.0f} s); the runner ended the job")
+        else:
+            death = ("crashed", f"the job ended (exit {job.returncode}): {job_error(log_path)}")
+        verdicts[names[index]] = peer_table.merge(list(ends.get(index, {}).values()), death)
+        return index + 1
+    return len(names)
+
+
 def run_config(args, backend, np, names, out_dir):
     """{test: verdict} for one backend and world size; see peer_table.merge for a verdict."""
     config = f"{backend}-np{np}"
@@ -161,25 +189,10 @@ def run_config(args, backend, np, names, out_dir):
             job = launch(args, backend, np, names_file, start, results_dir, work, log)
             hang = wait_job(job, results_dir, np, start)
         jobs += 1
-        ends, starts = read_events(results_dir, np)
-        for index in range(start, len(names)):
-            if len(ends.get(index, {})) == np:
-                verdicts[names[index]] = peer_table.merge(list(ends[index].values()))
-                continue
-            # The job ended inside this test (or before it started: then it ended at launch).
-            if hang and hang[0] == index:
-                death = ("hung", f"still running after {hang[1]:.0f} s (limit {hang[2]:.0f} s);"
-                                 f" the runner ended the job")
-            else:
-                death = ("crashed", f"the job ended (exit {job.returncode}): {job_error(log_path)}")
-            verdicts[names[index]] = peer_table.merge(list(ends.get(index, {}).values()), death)
-            if index not in starts:
-                # Nothing ran: the launch itself failed, and every later job would too.
-                sys.exit(f"torch-peer: {config}: the job ended before a test began: {job_error(log_path)}")
-            start = index + 1
-            break
-        else:
-            start = len(names)
+        start = read_job(job, hang, log_path, results_dir, np, names, start, verdicts)
+        if start is None:
+            # Nothing ran: the launch itself failed, and every later job would too.
+            sys.exit(f"torch-peer: {config}: the job ended before a test began: {job_error(log_path)}")
     seconds = round(time.monotonic() - began, 1)
     print(f"torch-peer: {config}: {len(names)} tests, {jobs} job(s), {seconds} s", flush=True)
     return verdicts, seconds

@@ -41,6 +41,7 @@ KNOWN_GAPS = [
      "PyTorch's test runs only on the backends it names (require_backend, BACKEND ==), whatever a plugin"
      " backend supports; no test is patched"),
 ]
+SECONDARY = re.compile(r"RuntimeError: barrier timeout$")
 RESULTS = ("passed", "failed", "crashed", "hung", "skipped", "excluded")
 
 
@@ -52,7 +53,10 @@ def merge(ends, death=None):
     """One verdict from the ranks' end events; `death` = (result, reason) when the job ended
     before every rank ended the test."""
     seconds = max((e["seconds"] for e in ends), default=0.0)
-    failing = sorted((e for e in ends if e["result"] == "failed"), key=lambda e: e.get("rank", 0))
+    # A rank's own error before the echo of a peer's (a rank outside a group times out in
+    # Barrier when the members failed before reaching it).
+    failing = sorted((e for e in ends if e["result"] == "failed"),
+                     key=lambda e: (bool(SECONDARY.search(first_line(e["reason"]))), e.get("rank", 0)))
     if failing:
         detail = failing[0]["reason"]
         note = f" (then {death[0]}: {death[1]})" if death else ""

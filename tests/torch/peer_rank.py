@@ -91,8 +91,11 @@ def leave_together(test_dir, rank, size, timeout, result):
     timeout then."""
     done = os.path.join(test_dir, "done")
     os.makedirs(done, exist_ok=True)
-    with open(os.path.join(done, str(rank)), "w", encoding="utf-8") as f:
+    # Written beside, then renamed in: a peer that sees the name reads the whole verdict.
+    temp = os.path.join(test_dir, f"done-{rank}.tmp")
+    with open(temp, "w", encoding="utf-8") as f:
         f.write(result)
+    os.replace(temp, os.path.join(done, str(rank)))
     deadline = time.monotonic() + timeout
     while len(os.listdir(done)) < size:
         if time.monotonic() > deadline:

@@ -6,8 +6,9 @@ Each (backend, world size) is run as mpirun jobs of peer_rank.py. A job runs the
 from a start index; every rank appends each test's start and verdict to its results file. When a
 job ends early (ringdp ends the whole job on a fatal error or its watchdog's timeout; a test may
 hang past its wall-clock limit, and then this runner ends the job), the test in progress is
-recorded as crashed or hung and a new job starts from the next test. A test's verdict merges the
-ranks: failed on any rank is failed; skipped when it skipped.
+recorded as crashed or hung and a new job starts from the next test. After a test that failed on
+any rank the ranks end the job themselves, so the next test starts in fresh processes. A test's
+verdict merges the ranks: failed on any rank is failed; skipped when it skipped.
 
   peer_runner.py --mpiexec PATH --out DIR [--np 2 3] [--subset ci|all] [--check]
 
@@ -218,7 +219,8 @@ def main():
     if unknown:
         sys.exit(f"torch-peer: not in _DistTestBase: {' '.join(unknown)}")
     names = [n for n in chosen if n not in EXCLUDED]
-    table = {"date": time.strftime("%Y-%m-%d"), "ringdp": ringdp_source(os.environ), "subset": args.subset if not args.tests else "named",
+    table = {"date": time.strftime("%Y-%m-%d"), "ringdp": ringdp_source(os.environ),
+             "subset": args.subset if not args.tests else "named",
              "excluded": {n: EXCLUDED[n] for n in chosen if n in EXCLUDED}, "seconds": {}, "results": {},
              "left_out_of_subset": CI_LEAVES_OUT if args.subset == "ci" and not args.tests else {}}
     for np in args.np:

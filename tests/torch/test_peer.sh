@@ -15,7 +15,15 @@ if [ ! -f /usr/lib/python3/dist-packages/torch/testing/_internal/distributed/dis
   echo "SKIPPED: this torch does not ship torch/testing/_internal/distributed/distributed_test.py"
   exit 77
 fi
+if ! command -v "$mpiexec" >/dev/null; then
+  echo "SKIPPED: no MPI launcher ($mpiexec): the ringdp backend takes its ranks from MPI"
+  exit 77
+fi
 export PYTHONPATH="$build/python:$build/pydeps${PYTHONPATH:+:$PYTHONPATH}"
+if ! /usr/bin/python3 -c 'import ringdp_torch' 2>/dev/null; then
+  echo "SKIPPED: no ringdp_torch module in $build/python (ninja -C $build builds it where torch is found)"
+  exit 77
+fi
 if ! /usr/bin/python3 -c 'import expecttest' 2>/dev/null; then
   echo "SKIPPED: expecttest is missing (PyTorch's test helpers import it; PyPI only): scripts/test installs it"
   echo "  into $build/pydeps; by hand: /usr/bin/python3 -m pip install --target $build/pydeps expecttest==0.1.3"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # PyTorch's own distributed tests against ringdp and gloo (issue #37): tests/torch/peer_runner.py
 # with the module from the build, under the MPI ringdp was built with. Skipped, with the reason,
-# without torch or expecttest (which PyTorch's test helpers import; only on PyPI: scripts/test puts
-# it in BUILD_DIR/pydeps). The table is left in BUILD_DIR/torch-peer-SUBSET/.
+# without torch, MPI's launcher, the module or expecttest (which PyTorch's test helpers import; only
+# on PyPI: scripts/test puts it in BUILD_DIR/pydeps). The table is left in BUILD_DIR/torch-peer-SUBSET/.
 #   tests/torch/test_peer.sh MPIEXEC BUILD_DIR ci|all   (launcher arguments from RINGDP_LAUNCH_ARGS)
 set -uo pipefail
 mpiexec=$1 build=$2 subset=$3

@@ -4,7 +4,7 @@
 
 RINGDP_PACKAGES=(meson ninja-build pkg-config g++ python3 catch2 libopenblas-dev libopenmpi-dev
   openmpi-bin libcli11-dev nlohmann-json3-dev zlib1g-dev procps git iproute2 cmake
-  python3-torch libtorch-dev pybind11-dev)
+  python3-torch libtorch-dev pybind11-dev python3-pip)
 # The fuzz suite: clang with its libFuzzer runtime, which Debian 12 splits into libclang-rt-dev (only
 # recommended by clang, and recommendations are not installed here). Without them it is skipped.
 RINGDP_PACKAGES+=(clang libclang-rt-dev)
@@ -73,6 +73,18 @@ ringdp_cuda_path() {
   if [ -d /usr/local/cuda/lib64 ]; then
     export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
+}
+
+# ringdp_python_test_deps BUILD_DIR: expecttest, which PyTorch's own test helpers import (the
+# torch-peer suite runs them), is on PyPI only: pip puts it in BUILD_DIR/pydeps, never system-wide.
+# Without network access the suite reports SKIPPED with this command; nothing else needs it.
+ringdp_python_test_deps() {
+  local target="$1/pydeps"
+  PYTHONPATH="$target" /usr/bin/python3 -c 'import expecttest' 2>/dev/null && return 0
+  ringdp_log "installing expecttest into $target (pip, from PyPI) for the torch-peer suite"
+  /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+    --target "$target" expecttest==0.1.3 ||
+    ringdp_log "warning: pip could not install expecttest (offline?): the torch-peer suite will be skipped"
 }
 
 # ringdp_mpi_env: its own file, so scripts that need only it (tests/net/cluster.sh) source only it.

@@ -95,8 +95,8 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base) {
   if (hosts.local_size == transport->size())
     transport->enable_shared_slots(hosts.node, options.shared_memory_slot_bytes, oversubscribed);
   const bool yield = ringdp_yields(oversubscribed);
-  auto host_transport = std::make_unique<MpiTransport>(hosts.host);
-  auto cross_transport = std::make_unique<MpiTransport>(hosts.cross);
+  auto host_transport = std::make_unique<MpiTransport>(hosts.host, false);
+  auto cross_transport = std::make_unique<MpiTransport>(hosts.cross, false);
   for (MpiTransport* t : {transport.get(), host_transport.get(), cross_transport.get()})
     t->set_yield_when_idle(yield);
   for (MPI_Comm* c : {&hosts.node, &hosts.host, &hosts.cross}) RINGDP_MPI_CHECK(MPI_Comm_free(c));

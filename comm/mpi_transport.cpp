@@ -65,13 +65,15 @@ constexpr const char* kLengthOrCallWhy =
     "collective and tells these apart)";
 }  // namespace
 
-MpiTransport::MpiTransport(MPI_Comm comm) {
+MpiTransport::MpiTransport(MPI_Comm comm, bool user_messages) {
   RINGDP_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
   RINGDP_MPI_CHECK(MPI_Comm_dup(comm, &payload_comm_));
   RINGDP_MPI_CHECK(MPI_Comm_set_errhandler(payload_comm_, MPI_ERRORS_RETURN));
   RINGDP_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-  RINGDP_MPI_CHECK(MPI_Comm_dup(comm, &user_comm_));
-  RINGDP_MPI_CHECK(MPI_Comm_set_errhandler(user_comm_, MPI_ERRORS_RETURN));
+  if (user_messages) {
+    RINGDP_MPI_CHECK(MPI_Comm_dup(comm, &user_comm_));
+    RINGDP_MPI_CHECK(MPI_Comm_set_errhandler(user_comm_, MPI_ERRORS_RETURN));
+  }
   RINGDP_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   RINGDP_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   int* bound = nullptr;
@@ -88,7 +90,12 @@ MpiTransport::~MpiTransport() {
   if (!finalized) {
     MPI_Comm_free(&comm_);
     MPI_Comm_free(&payload_comm_);
-    MPI_Comm_free(&user_comm_);
+    // user_comm_ is never freed: a message sent on it and never received stays queued there, and
+    // Open MPI gives a freed communicator's context id to the next one made, whose receive then
+    // matched it (torch's destroy_process_group and init again: a stale 111 arrived where 222 was
+    // sent; tests/mpi/test_groups.cpp). Freeing it only where this rank used it is no way out:
+    // the ranks then disagree on which ids are free, and Open MPI's next MPI_Comm_dup crashed.
+    // The cost: one communicator per destroyed Communicator (docs/library.md).
   }
 }
 
@@ -101,6 +108,7 @@ int MpiTransport::wire_tag(int tag) const {
 Request MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
   const bool user = tag >= kUserTagBase;
+  RINGDP_CHECK(!user || user_comm_ != MPI_COMM_NULL, "this transport carries collectives only");
   if (!user && bytes > kDirectMaxBytes)
     return post_two_part(peer, const_cast<void*>(data), bytes, tag, false);
   MPI_Request request;
@@ -112,6 +120,7 @@ Request MpiTransport::isend(int peer, const void* data, size_t bytes, int tag) {
 Request MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   RINGDP_CHECK(bytes <= INT_MAX, "one message of ", bytes, " bytes exceeds MPI's int count");
   const bool user = tag >= kUserTagBase;
+  RINGDP_CHECK(!user || user_comm_ != MPI_COMM_NULL, "this transport carries collectives only");
   if (!user && bytes > kDirectMaxBytes) return post_two_part(peer, data, bytes, tag, true);
   MPI_Request request;
   // A collective's receive takes any tag, so a message of another collective is seen (and

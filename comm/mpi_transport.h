@@ -33,7 +33,9 @@ constexpr size_t kDirectMaxBytes = 1024;
 
 class MpiTransport final : public Transport {
  public:
-  explicit MpiTransport(MPI_Comm comm);
+  /// `user_messages`: whether send/recv's messages travel here (the world's transport; a host's
+  /// or a cross-host one carries collectives only, and makes no communicator for them).
+  explicit MpiTransport(MPI_Comm comm, bool user_messages = true);
   ~MpiTransport() override;
 
   int rank() const override { return rank_; }
@@ -110,7 +112,8 @@ class MpiTransport final : public Transport {
 
   MPI_Comm comm_;  // collectives' messages, and the envelopes of two-part ones
   MPI_Comm payload_comm_;  // the payloads of two-part messages
-  MPI_Comm user_comm_;  // send/recv of user tags: never matched by a collective's ANY_TAG receive
+  MPI_Comm user_comm_ =
+      MPI_COMM_NULL;  // send/recv of user tags: never matched by a collective's ANY_TAG receive
   int rank_ = 0;
   int size_ = 1;
   int tag_ub_ = 32767;

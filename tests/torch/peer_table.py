@@ -14,17 +14,6 @@ import tempfile
 # name today (docs/torch.md, "What is refused, by name") and the tests PyTorch restricts to other
 # backends. Anything else is a finding, and fails --check.
 KNOWN_GAPS = [
-    ("gather", r"\bgather is not supported by ringdp", "not yet: being added to the Communicator (issue #37)"),
-    ("scatter", r"\bscatter is not supported by ringdp", "not yet: being added to the Communicator (issue #37)"),
-    ("all_to_all", r"all_to_all(_single)? is not supported by ringdp",
-     "not yet: being added to the Communicator (issue #37)"),
-    ("all_gather_coalesced", r"allgather_coalesced is not supported by ringdp", "not yet (docs/torch.md)"),
-    ("sub-groups", r"torch\.distributed asks for world_size \d+ but MPI has \d+ rank",
-     "new_group of some ranks: not yet, being added (issue #37)"),
-    ("uneven all_gather", r"all_gather.*has \d+ elements; expected \d+",
-     "outputs of different sizes per rank: not yet, being added (issue #37)"),
-    ("recv from any source", r"recv from any source is not supported by ringdp",
-     "not planned: ringdp's point-to-point names its peer"),
     ("PREMUL_SUM", r"PREMUL_SUM is not supported by ringdp", "not planned (docs/torch.md)"),
     ("dtype", r"which ringdp does not support", "int16 and other dtypes outside ringdp's nine"),
     ("several tensors per call", r"tensors; the ringdp backend takes one per call",

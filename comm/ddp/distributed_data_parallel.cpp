@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "autograd/graph_walk.h"
 #include "autograd/node.h"
 #include "comm/ddp/bucket_assignment.h"
 #include "core/settings.h"
@@ -75,6 +76,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Modul
     for (int index : members) {
       const auto& [name, p] = params[index];
       slots_.push_back(Slot{name, p, static_cast<int>(buckets_.size()) - 1, elements});
+      slots_.back().index = index;
       bucket.slots.push_back(static_cast<int>(slots_.size()) - 1);
       elements += p.numel();
     }
@@ -165,11 +167,25 @@ void DistributedDataParallel::broadcast_and_verify() {
   }
 }
 
-std::string DistributedDataParallel::unready_names() const {
-  std::string names;
+std::string DistributedDataParallel::unready_message() const {
+  // PyTorch's Reducer names the indices, and the names under TORCH_DISTRIBUTED_DEBUG=DETAIL; both
+  // cost nothing here, so both are always given.
+  std::vector<const Slot*> unready;
   for (const Slot& s : slots_)
-    if (!s.ready) names += (names.empty() ? "" : ", ") + s.name;
-  return names;
+    if (!s.ready) unready.push_back(&s);
+  std::sort(unready.begin(), unready.end(), [](const Slot* a, const Slot* b) { return a->index < b->index; });
+  std::ostringstream names, indices;
+  for (const Slot* s : unready) {
+    names << (names.tellp() ? ", " : "") << s->name;
+    indices << (indices.tellp() ? " " : "") << s->index;
+  }
+  return detail::concat(
+      "DDP: rank ", comm_->rank(), ": parameter(s) ", names.str(),
+      " received no gradient in this iteration, so their buckets could not be reduced. The module has "
+      "parameters that were not used in producing the loss: pass find_unused_parameters = true "
+      "(DdpOptions; ringdp-train --find-unused-parameters), and make sure every output of forward takes "
+      "part in the loss. Parameter indices which did not receive grad for rank ",
+      comm_->rank(), ": ", indices.str());
 }
 
 void DistributedDataParallel::reset_iteration() {
@@ -181,6 +197,8 @@ void DistributedDataParallel::reset_iteration() {
   next_bucket_ = 0;
   slots_ready_ = 0;
   iteration_synced_ = false;
+  unused_marked_ = false;
+  unused_slots_.clear();
 }
 
 void DistributedDataParallel::check_trainable_set() const {
@@ -204,13 +222,58 @@ void DistributedDataParallel::check_trainable_set() const {
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
   check_trainable_set();
-  if (slots_ready_ != 0 && slots_ready_ != static_cast<int>(slots_.size())) {
-    RINGDP_FAIL("DDP: parameter(s) ", unready_names(),
-                " received no gradient in the last iteration; every parameter "
-                "must take part in the loss (unused parameters are not supported)");
-  }
+  if (slots_ready_ != 0 && slots_ready_ != static_cast<int>(slots_.size())) RINGDP_FAIL(unready_message());
   reset_iteration();
-  return module_->forward(input);
+  if (join_ && autograd::grad_enabled()) notify_join();
+  Tensor output = module_->forward(input);
+  if (options_.find_unused_parameters && autograd::grad_enabled()) {
+    const auto reached = autograd::reachable_leaves(output);
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      const bool used = reached.contains(slots_[s].param.id());
+      slots_[s].used = slots_[s].used || used;  // since the last synchronised step (no_sync)
+      if (!used) unused_slots_.push_back(static_cast<int>(s));
+    }
+  }
+  return output;
+}
+
+void DistributedDataParallel::mark_unused_ready() {
+  // At the first hook of backward, as PyTorch's Reducer: the walk ran after forward, but marking
+  // then would launch buckets before backward began.
+  unused_marked_ = true;
+  for (int index : unused_slots_) {
+    Slot& slot = slots_[index];
+    const Tensor grad = slot.param.grad();
+    if (!grad.defined())
+      ops::fill_(slot.grad_view, 0.0);
+    else if (!grad.is_same(slot.grad_view))
+      slot.grad_view.copy_from(grad);  // accumulated under no_sync, or set by the caller
+    slot.ready = true;
+    if (options_.on_event)
+      options_.on_event(DdpEvent{.kind = DdpEvent::Kind::unused,
+                                 .seconds = seconds(Clock::now() - backward_begin_),
+                                 .parameter = slot.name,
+                                 .bucket = slot.bucket,
+                                 .offset = slot.offset,
+                                 .elements = slot.param.numel(),
+                                 .bytes = static_cast<int64_t>(slot.param.nbytes())});
+    mark_ready(index);
+  }
+}
+
+std::vector<bool> DistributedDataParallel::all_reduce_used_map(bool contribute) {
+  Tensor map = zeros({static_cast<int64_t>(slots_.size())}, DType::int32);
+  if (contribute)
+    for (size_t s = 0; s < slots_.size(); ++s) map.data<int32_t>()[s] = slots_[s].used ? 1 : 0;
+  if (comm_->size() > 1) {
+    Tensor on_device = map.to(buckets_.front().buffer.device());
+    comm_->all_reduce(on_device, ReduceOp::sum, {.algorithm = options_.algorithm});
+    map = on_device.to(Device::cpu());
+  }
+  std::vector<bool> used(slots_.size());
+  for (size_t s = 0; s < slots_.size(); ++s) used[s] = map.data<int32_t>()[s] > 0;
+  for (Slot& slot : slots_) slot.used = false;
+  return used;
 }
 
 void DistributedDataParallel::backward(const Tensor& loss) {
@@ -222,11 +285,7 @@ void DistributedDataParallel::backward(const Tensor& loss) {
     loss.backward();
   }
   stats_.backward_seconds = seconds(Clock::now() - start) - stats_.comm_wait_seconds;
-  if (sync_enabled_ && !iteration_synced_) {
-    RINGDP_FAIL("DDP: parameter(s) ", unready_names(),
-                " received no gradient in this backward; every parameter must "
-                "take part in the loss");
-  }
+  if (sync_enabled_ && !iteration_synced_) RINGDP_FAIL(unready_message());
   if (!sync_enabled_) reset_iteration();  // accumulating: the next backward starts afresh
 }
 
@@ -235,13 +294,12 @@ void DistributedDataParallel::on_gradient_ready(int index) {
     slots_[index].ready = true;
     return;
   }
+  if (options_.find_unused_parameters && !unused_marked_) mark_unused_ready();
   Slot& slot = slots_[index];
   RINGDP_CHECK(!slot.ready, "DDP: gradient of '", slot.name,
                "' arrived twice in one iteration: backward was "
                "called twice without a forward through the DDP wrapper (and an optimizer step) in between");
   slot.ready = true;
-  ++slots_ready_;
-  Bucket& bucket = buckets_[slot.bucket];
   // Read only for someone who records it: a hook runs for every parameter of every step.
   const bool recorded = options_.on_event || timeline::enabled();
   const auto began = recorded ? Clock::now() : Clock::time_point{};
@@ -260,12 +318,17 @@ void DistributedDataParallel::on_gradient_ready(int index) {
     slot.param.set_grad(slot.grad_view);
     if (trace_) trace_grad_view(slot);
   }
-  if (--bucket.pending == 0 && options_.overlap) launch_ready_buckets();
+  mark_ready(index);
   if (timeline::enabled())  // implies `recorded`, so `began` was read
     timeline::complete("hook", "hook " + slot.name, began, Clock::now(), timeline::Row::main,
                        detail::concat("\"bucket\": ", slot.bucket, ", \"offset\": ", slot.offset,
                                       ", \"elements\": ", slot.param.numel()));
   if (slots_ready_ == static_cast<int>(slots_.size())) finish_iteration();
+}
+
+void DistributedDataParallel::mark_ready(int index) {
+  ++slots_ready_;
+  if (--buckets_[slots_[index].bucket].pending == 0 && options_.overlap) launch_ready_buckets();
 }
 
 void DistributedDataParallel::launch_ready_buckets() {
@@ -285,7 +348,10 @@ void DistributedDataParallel::launch_ready_buckets() {
       b.work = comm::Work::completed();  // the average of one rank's gradient is that gradient
       continue;
     }
-    b.work = comm_->all_reduce(b.buffer, ReduceOp::avg, {.algorithm = options_.algorithm, .async = true});
+    // Under Join the divisor is the ranks that contributed, known only at the forward: sum here,
+    // divide in finish_iteration.
+    const ReduceOp op = join_ ? ReduceOp::sum : ReduceOp::avg;
+    b.work = comm_->all_reduce(b.buffer, op, {.algorithm = options_.algorithm, .async = true});
     stats_.bytes_reduced += static_cast<int64_t>(b.buffer.nbytes());
   }
 }
@@ -300,10 +366,20 @@ void DistributedDataParallel::finish_iteration() {
     last_done = std::max(last_done, b.work.completed_at());
   }
   const auto wait_end = Clock::now();
-  // Only a hook registered after ours can have given a parameter another .grad since.
-  for (const Slot& s : slots_) {
-    Tensor grad = s.param.grad();
-    if (!grad.is_same(s.grad_view)) grad.copy_from(s.grad_view);
+  if (join_ && comm_->size() > 1)
+    for (Bucket& b : buckets_) ops::scale_(b.buffer, 1.0 / static_cast<double>(contributing_ranks_));
+  std::vector<bool> used(slots_.size(), true);
+  if (options_.find_unused_parameters) used = all_reduce_used_map(true);
+  // Only a hook registered after ours can have given a parameter another .grad since; a parameter
+  // unused here has none yet. One no rank used keeps its .grad as it was (PyTorch's rule).
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    Slot& slot = slots_[s];
+    Tensor grad = slot.param.grad();
+    if (!used[s]) continue;
+    if (!grad.defined())
+      slot.param.set_grad(slot.grad_view);
+    else if (!grad.is_same(slot.grad_view))
+      grad.copy_from(slot.grad_view);
   }
   if (timeline::enabled()) {
     timeline::complete("ddp", "wait for buckets", wait_start, wait_end, timeline::Row::main);

@@ -98,6 +98,12 @@ void add_bucket_options(CLI::App& app, train::TrainConfig& config) {
   app.add_option("--first-bucket-mb", config.first_bucket_mb,
                  "capacity of the first DDP bucket in MiB (PyTorch's 1 MiB; at most --bucket-mb)")
       ->check(kPositive);
+  app.add_option("--uneven", config.uneven,
+                 "data that does not split evenly over the ranks: pad (repeat samples, PyTorch's "
+                 "DistributedSampler) or join (each sample once per epoch; docs/ddp.md)")
+      ->check(CLI::IsMember({"pad", "join"}));
+  app.add_flag("--find-unused-parameters", config.find_unused_parameters,
+               "DDP finds the parameters each forward does not use (docs/ddp.md)");
 }
 
 // An option with an optional value: a bare --resume (the flag it used to be) reads as always.

@@ -1,0 +1,189 @@
+// DDP steps in which not everything takes part: a parameter skipped by the forward on some ranks
+// or all (find_unused_parameters, and the error that names it when the option is off), and ranks
+// that run out of batches at different steps (Join, comm/ddp/join.h). Each is held to the DDP
+// invariant: every rank ends with the parameters of one process that, at each step, takes the
+// mean gradient over the ranks that had a batch, computed here on every rank without
+// communication. float64, so the tolerance is rounding only.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autograd/layers.h"
+#include "autograd/optim/sgd.h"
+#include "comm/ddp/distributed_data_parallel.h"
+#include "comm/ddp/join.h"
+#include "tensor/ops.h"
+#include "tests/support/mpi_test.h"
+
+using namespace ringdp;
+using namespace ringdp::testing;
+using namespace ringdp::autograd;
+
+namespace {
+
+constexpr int64_t F = 5, B = 2;  // features, rows per rank per step
+
+// y = trunk(x) + branch(x), or trunk(x) alone while use_branch is false. Indices among the
+// parameters: 0 trunk.weight, 1 trunk.bias, 2 branch.weight, 3 branch.bias.
+class SkippableBranch : public Module {
+ public:
+  SkippableBranch()
+      : trunk_(std::make_shared<Linear>(LinearOptions(F, 1).dtype(DType::float64), 3)),
+        branch_(std::make_shared<Linear>(LinearOptions(F, 1).dtype(DType::float64), 4)) {
+    register_module("trunk", trunk_);
+    register_module("branch", branch_);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor y = trunk_->forward(x);
+    return use_branch ? add(y, branch_->forward(x)) : y;
+  }
+  bool use_branch = true;
+
+ private:
+  std::shared_ptr<Linear> trunk_, branch_;
+};
+
+// Who takes part in what. Step k of epoch e on rank r reads its own B rows of the data set.
+struct Plan {
+  std::function<int64_t(int rank)> steps = [](int) { return 4; };
+  std::function<bool(int rank, int64_t step)> branch = [](int, int64_t) { return true; };
+  bool find_unused = false;
+  bool join = false;
+  bool shadow_steps = true;  // Join: joined ranks run the optimizer step too
+  int64_t epochs = 1;
+};
+
+constexpr int64_t kMaxSteps = 8, kMaxRanks = 4;
+
+void rows_of(int rank, int64_t epoch, int64_t step, Tensor& x, Tensor& y) {
+  const int64_t samples = 2 * kMaxSteps * kMaxRanks * B;
+  static const Tensor all_x = randn({samples, F}, 21, 0.0, 1.0, DType::float64);
+  static const Tensor all_y = randn({samples, 1}, 22, 0.0, 1.0, DType::float64);
+  const int64_t first = ((epoch * kMaxSteps + step) * kMaxRanks + rank) * B;
+  x = empty({B, F}, DType::float64);
+  y = empty({B, 1}, DType::float64);
+  std::copy_n(all_x.data<double>() + first * F, B * F, x.data<double>());
+  std::copy_n(all_y.data<double>() + first, B, y.data<double>());
+}
+
+std::vector<double> flatten(Module& model) {
+  std::vector<double> out;
+  for (const Tensor& p : model.parameters())
+    for (double v : p.to_vector()) out.push_back(v);
+  return out;
+}
+
+std::vector<double> train_ddp(const Plan& plan) {
+  const int rank = world().rank();
+  auto model = std::make_shared<SkippableBranch>();
+  optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  ddp::DistributedDataParallel ddp(model, world_ptr(), {.find_unused_parameters = plan.find_unused});
+  Tensor x, y;
+  for (int64_t epoch = 0; epoch < plan.epochs; ++epoch) {
+    std::optional<ddp::Join> join;
+    if (plan.join) {
+      ddp::JoinOptions options;
+      if (plan.shadow_steps) options.on_shadow_step = [&sgd] { sgd.step(); };
+      join.emplace(ddp, options);
+    }
+    for (int64_t step = 0; step < plan.steps(rank); ++step) {
+      rows_of(rank, epoch, step, x, y);
+      model->use_branch = plan.branch(rank, step);
+      sgd.zero_grad();
+      ddp.backward(mse_loss(ddp(x), y));
+      sgd.step();
+    }
+    if (join) join->join();
+  }
+  return flatten(*model);
+}
+
+// One process: at each step the mean over the ranks that have a batch of their loss's gradient.
+std::vector<double> train_reference(const Plan& plan) {
+  const int N = world().size();
+  auto model = std::make_shared<SkippableBranch>();
+  optim::SGD sgd(model->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  int64_t longest = 0;
+  for (int r = 0; r < N; ++r) longest = std::max(longest, plan.steps(r));
+  Tensor x, y;
+  for (int64_t epoch = 0; epoch < plan.epochs; ++epoch) {
+    for (int64_t step = 0; step < longest; ++step) {
+      sgd.zero_grad();
+      int contributing = 0;
+      for (int r = 0; r < N; ++r) {
+        if (step >= plan.steps(r)) continue;
+        ++contributing;
+        rows_of(r, epoch, step, x, y);
+        model->use_branch = plan.branch(r, step);
+        mse_loss((*model)(x), y).backward();  // gradients add up in .grad
+      }
+      for (Tensor& p : model->parameters()) {
+        Tensor grad = p.grad();
+        if (grad.defined()) ops::scale_(grad, 1.0 / contributing);
+      }
+      sgd.step();
+    }
+  }
+  return flatten(*model);
+}
+
+int64_t count_far(const std::vector<double>& got, const std::vector<double>& want) {
+  int64_t far = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::fabs(got[i] - want[i]) > 1e-12 * std::max(1.0, std::fabs(want[i]))) {
+      if (far < 3) UNSCOPED_INFO("parameter element " << i << ": " << got[i] << " vs " << want[i]);
+      ++far;
+    }
+  return far;
+}
+
+// Rank r skips the branch when (step + r) % 3 == 0: some ranks use it while others do not; and
+// at step 3 every rank skips it (no rank used it: its .grad stays as zero_grad left it).
+bool sometimes_skipped(int rank, int64_t step) { return step % 4 != 3 && (step + rank) % 3 != 0; }
+
+}  // namespace
+
+TEST_CASE("find_unused_parameters: a branch skipped on some ranks, or on all", "[ddp][unused]") {
+  const Plan plan{.steps = [](int) { return 6; }, .branch = sometimes_skipped, .find_unused = true};
+  REQUIRE(global_sum(count_far(train_ddp(plan), train_reference(plan))) == 0);
+}
+
+TEST_CASE("without find_unused_parameters a skipped parameter is named", "[ddp][unused][errors]") {
+  auto model = std::make_shared<SkippableBranch>();
+  ddp::DistributedDataParallel ddp(model, world_ptr());
+  Tensor x, y;
+  rows_of(world().rank(), 0, 0, x, y);
+  model->use_branch = false;  // on every rank, so no rank waits on another's bucket
+  const Tensor loss = mse_loss(ddp(x), y);
+  REQUIRE_THROWS_WITH(ddp.backward(loss), Catch::Contains("parameter(s) branch.weight, branch.bias received no "
+                                                          "gradient") &&
+                                              Catch::Contains("find_unused_parameters = true") &&
+                                              Catch::Contains("did not receive grad for rank " +
+                                                              std::to_string(world().rank()) + ": 2 3"));
+}
+
+TEST_CASE("Join: ranks with 3, 4 and 5 batches train as one process", "[ddp][join]") {
+  const auto steps = [](int rank) -> int64_t { return 3 + rank % 3; };
+  SECTION("joined ranks step their optimizer: two epochs, momentum kept equal") {
+    const Plan plan{.steps = steps, .join = true, .epochs = 2};
+    REQUIRE(global_sum(count_far(train_ddp(plan), train_reference(plan))) == 0);
+  }
+  SECTION("joined ranks only shadow: the last to join hands out its parameters") {
+    const Plan plan{.steps = steps, .join = true, .shadow_steps = false};
+    REQUIRE(global_sum(count_far(train_ddp(plan), train_reference(plan))) == 0);
+  }
+  SECTION("with find_unused_parameters and a branch skipped on some steps") {
+    const Plan plan{.steps = steps, .branch = sometimes_skipped, .find_unused = true, .join = true, .epochs = 2};
+    REQUIRE(global_sum(count_far(train_ddp(plan), train_reference(plan))) == 0);
+  }
+  SECTION("a rank with no batch at all") {
+    const Plan plan{.steps = [](int rank) -> int64_t { return rank == 1 ? 0 : 3; }, .join = true};
+    REQUIRE(global_sum(count_far(train_ddp(plan), train_reference(plan))) == 0);
+  }
+}

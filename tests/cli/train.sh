@@ -595,5 +595,38 @@ PY
       done
     done
     ;;
+  uneven)
+    # --uneven join: 10 samples on 3 ranks (4, 3, 3) or 4 ranks (3, 3, 2, 2), every sample once per
+    # epoch; the ranks out of batches join. Rank r's step k takes the shuffled positions
+    # r + N(kb + j), j < b, so step k of all ranks together is the one process's batch of N·b
+    # positions: the same parameters within float32 tolerance (--uneven pad repeats samples, so
+    # it may not). The loss line counts every step of every rank.
+    awk 'BEGIN { srand(5); print "a,b,c,y"; for (i = 0; i < 10; i++) { a = rand(); b = rand(); c = rand();
+                 printf "%.5f,%.5f,%.5f,%.5f\n", a, b, c, 2 * a - b + 0.5 * c + 0.1 } }' >"$work/ten.csv"
+    common=(--data "$work/ten.csv" --model mlp --hidden 5 --epochs 4 --momentum 0.9 --lr 0.05)
+    compare() {
+      /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+worst = max(abs(x - y) / max(1.0, abs(y)) for k in a for x, y in zip(a[k]["data"], b[k]["data"]))
+print(f"{worst:.2e}")
+sys.exit(0 if a.keys() == b.keys() and worst < 1e-5 else 1)
+PY
+    }
+    for layout in "3 1" "4 2"; do
+      read -r np b <<<"$layout"
+      run 1 "${common[@]}" --batch-size $((np * b)) --export "$work/one.json"
+      [ $rc -eq 0 ] || fail "one process failed: $out"
+      run $np "${common[@]}" --batch-size $b --uneven join --find-unused-parameters --export "$work/join.json"
+      [ $rc -eq 0 ] && [ "$(tail -n 1 <<<"$out")" = "Finished training" ] || fail "--uneven join on $np ranks failed: $out"
+      worst=$(compare "$work/one.json" "$work/join.json") || fail "--uneven join on $np ranks differs from one process by $worst"
+      run $np "${common[@]}" --batch-size $b --export "$work/pad.json"
+      [ $rc -eq 0 ] || fail "--uneven pad on $np ranks failed: $out"
+      pad=$(compare "$work/one.json" "$work/pad.json") && fail "--uneven pad on $np ranks equals one process ($pad): the test cannot tell"
+      echo "ok: --uneven join on $np ranks, batch $b, equals one process with batch $((np * b)) (worst $worst; pad: $pad)"
+    done
+    expect_error 1 "--uneven join does not work with --zero" 2 --uneven join --zero
+    expect_error 2 "--uneven: even not in" 2 --uneven even
+    ;;
   *) fail "unknown case $case_name" ;;
 esac

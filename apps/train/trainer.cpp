@@ -179,7 +179,8 @@ EpochTotals train_epoch_joined(const Dataset& data, const std::vector<int64_t>& 
 // --uneven join: ranks may take different numbers of steps (none, even), so the epoch's loss is
 // the mean over every step of every rank, summed on rank 0.
 double reduce_joined_epoch_loss(comm::Communicator& comm, EpochTotals& totals, Device device) {
-  Tensor sums = from_vector({totals.loss_sum, static_cast<double>(totals.steps)}, {2}, DType::float64).to(device);
+  Tensor sums =
+      from_vector({totals.loss_sum, static_cast<double>(totals.steps)}, {2}, DType::float64).to(device);
   const auto start = Clock::now();
   comm.reduce(sums, 0, ReduceOp::sum);
   totals.comm_seconds += std::chrono::duration<double>(Clock::now() - start).count();
@@ -278,7 +279,8 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
   TrainOptimizer opt = make_optimizer(config, *model, communicator);
   if (!optimizer_state.empty()) opt.optimizer->load_state_dict(optimizer_state);
   const bool join = config.uneven == "join";
-  RINGDP_CHECK(!join || !config.zero, "--uneven join does not work with --zero (ZeRO's step communicates "
+  RINGDP_CHECK(!join || !config.zero,
+               "--uneven join does not work with --zero (ZeRO's step communicates "
                "too, and a joined rank would not shadow it); use --uneven pad");
   ddp::DistributedSampler sampler(data.features.size(0), rank, N, config.shuffle, config.seed, !join);
   const int64_t shard = sampler.shard_size();

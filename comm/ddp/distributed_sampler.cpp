@@ -11,7 +11,12 @@ namespace ringdp::ddp {
 
 DistributedSampler::DistributedSampler(int64_t dataset_size, int rank, int world_size, bool shuffle,
                                        uint64_t seed, bool pad)
-    : dataset_size_(dataset_size), rank_(rank), world_size_(world_size), shuffle_(shuffle), seed_(seed), pad_(pad) {
+    : dataset_size_(dataset_size),
+      rank_(rank),
+      world_size_(world_size),
+      shuffle_(shuffle),
+      seed_(seed),
+      pad_(pad) {
   RINGDP_CHECK(dataset_size > 0, "DistributedSampler: the data set is empty");
   RINGDP_CHECK(world_size > 0 && rank >= 0 && rank < world_size, "DistributedSampler: rank ", rank,
                " out of range for ", world_size, " ranks");

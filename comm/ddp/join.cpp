@@ -27,8 +27,8 @@ JoinCounts exchange_counts(comm::Communicator& comm, Device device, bool contrib
   counts = on_device.to(Device::cpu());
   const JoinCounts result{counts.data<int64_t>()[0], counts.data<int64_t>()[1]};
   // Every rank sees the same counts, so every rank stops here together.
-  RINGDP_CHECK(result.syncing == 0 || result.syncing == result.contributing, "Join: ",
-               result.contributing - result.syncing, " of ", result.contributing,
+  RINGDP_CHECK(result.syncing == 0 || result.syncing == result.contributing,
+               "Join: ", result.contributing - result.syncing, " of ", result.contributing,
                " training rank(s) ran this forward under no_sync while the others synchronise gradients; "
                "all ranks must step no_sync alike");
   return result;

@@ -161,11 +161,12 @@ TEST_CASE("without find_unused_parameters a skipped parameter is named", "[ddp][
   rows_of(world().rank(), 0, 0, x, y);
   model->use_branch = false;  // on every rank, so no rank waits on another's bucket
   const Tensor loss = mse_loss(ddp(x), y);
-  REQUIRE_THROWS_WITH(ddp.backward(loss), Catch::Contains("parameter(s) branch.weight, branch.bias received no "
-                                                          "gradient") &&
-                                              Catch::Contains("find_unused_parameters = true") &&
-                                              Catch::Contains("did not receive grad for rank " +
-                                                              std::to_string(world().rank()) + ": 2 3"));
+  REQUIRE_THROWS_WITH(
+      ddp.backward(loss),
+      Catch::Contains("parameter(s) branch.weight, branch.bias received no "
+                      "gradient") &&
+          Catch::Contains("find_unused_parameters = true") &&
+          Catch::Contains("did not receive grad for rank " + std::to_string(world().rank()) + ": 2 3"));
 }
 
 TEST_CASE("Join: ranks with 3, 4 and 5 batches train as one process", "[ddp][join]") {
@@ -179,7 +180,8 @@ TEST_CASE("Join: ranks with 3, 4 and 5 batches train as one process", "[ddp][joi
     REQUIRE(global_sum(count_far(train_ddp(plan), train_reference(plan))) == 0);
   }
   SECTION("with find_unused_parameters and a branch skipped on some steps") {
-    const Plan plan{.steps = steps, .branch = sometimes_skipped, .find_unused = true, .join = true, .epochs = 2};
+    const Plan plan{
+        .steps = steps, .branch = sometimes_skipped, .find_unused = true, .join = true, .epochs = 2};
     REQUIRE(global_sum(count_far(train_ddp(plan), train_reference(plan))) == 0);
   }
   SECTION("a rank with no batch at all") {

@@ -199,7 +199,8 @@ double reduce_epoch_loss(comm::Communicator& comm, EpochTotals& totals, Device d
   return mean_loss;
 }
 
-void report_epoch(const TrainConfig& config, const comm::Communicator& comm, int64_t epoch, int64_t shard,
+// `samples`: what the epoch trained on, over all ranks (padding included under --uneven pad).
+void report_epoch(const TrainConfig& config, const comm::Communicator& comm, int64_t epoch, int64_t samples,
                   double mean_loss, const EpochTotals& totals, double elapsed) {
   const int rank = comm.rank();
   // Only rank 0 holds the mean loss: its error ends the whole job (fail_job's MPI_Abort).
@@ -209,7 +210,7 @@ void report_epoch(const TrainConfig& config, const comm::Communicator& comm, int
   if (rank == 0) {
     std::printf("epoch %lld/%lld  loss %.6f  samples/s %.0f  comm %.0f%%\n",
                 static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs), mean_loss,
-                static_cast<double>(shard * comm.size()) / elapsed, 100.0 * totals.comm_seconds / elapsed);
+                static_cast<double>(samples) / elapsed, 100.0 * totals.comm_seconds / elapsed);
     std::fflush(stdout);
   } else if (config.verbose) {
     std::printf("rank %d: epoch %lld  local loss %.6f\n", rank, static_cast<long long>(epoch + 1),
@@ -295,7 +296,7 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
     const double mean_loss =
         join ? reduce_joined_epoch_loss(comm, totals, device) : reduce_epoch_loss(comm, totals, device);
     const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start).count();
-    report_epoch(config, comm, epoch, shard, mean_loss, totals, elapsed);
+    report_epoch(config, comm, epoch, join ? data.features.size(0) : shard * N, mean_loss, totals, elapsed);
     check_parameters_finite(config, *model, epoch, rank, totals);
     if (opt.zero && epoch == start_epoch) report_zero_memory(config, comm, *opt.zero);
     save_if_due(config, epoch, rank, N, *model, opt);

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
@@ -187,5 +189,70 @@ TEST_CASE("Join: ranks with 3, 4 and 5 batches train as one process", "[ddp][joi
   SECTION("a rank with no batch at all") {
     const Plan plan{.steps = [](int rank) -> int64_t { return rank == 1 ? 0 : 3; }, .join = true};
     REQUIRE(global_sum(count_far(train_ddp(plan), train_reference(plan))) == 0);
+  }
+}
+
+namespace {
+// `name`: [v, v, ...] with every digit a double has, for tests/mpi/torch_join.py.
+void write_values(std::FILE* file, const char* name, const std::vector<double>& values, bool last = false) {
+  std::fprintf(file, "\"%s\": [", name);
+  for (size_t i = 0; i < values.size(); ++i) std::fprintf(file, "%s%.17g", i ? ", " : "", values[i]);
+  std::fprintf(file, "]%s\n", last ? "" : ",");
+}
+}  // namespace
+
+// Not run by default: tests/mpi/torch_join.sh runs it, then PyTorch 1.13's DDP (gloo) with
+// find_unused_parameters=True under Join(divide_by_initial_world_size=False) on the same data,
+// initial weights and schedule (tests/mpi/torch_join.py), and compares the two. Rank 0 writes the
+// data set and initial weights (data.json) and each case's final parameters (ringdp-CASE.json).
+TEST_CASE("the cases compared with PyTorch", "[.torch]") {
+  const char* folder = std::getenv("TORCH_COMPARE_DIR");
+  REQUIRE(folder != nullptr);
+  const std::string dir = folder;
+  const bool writer = world().rank() == 0;
+  if (writer) {
+    std::FILE* file = std::fopen((dir + "/data.json").c_str(), "w");
+    REQUIRE(file != nullptr);
+    std::fprintf(file, "{\n");
+    Tensor x, y;
+    std::vector<double> xs, ys;
+    for (int64_t epoch = 0; epoch < 2; ++epoch)
+      for (int64_t step = 0; step < kMaxSteps; ++step)
+        for (int rank = 0; rank < kMaxRanks; ++rank) {
+          rows_of(rank, epoch, step, x, y);
+          for (double v : x.to_vector()) xs.push_back(v);
+          for (double v : y.to_vector()) ys.push_back(v);
+        }
+    write_values(file, "x", xs);
+    write_values(file, "y", ys);
+    SkippableBranch model;
+    const auto named = model.named_parameters();
+    for (size_t i = 0; i < named.size(); ++i)
+      write_values(file, named[i].first.c_str(), named[i].second.to_vector(), i + 1 == named.size());
+    std::fprintf(file, "}\n");
+    std::fclose(file);
+  }
+  const auto steps = [](int rank) -> int64_t { return 3 + rank % 3; };
+  // PyTorch's joined ranks do not step their optimizer: one epoch, or a stateless optimizer.
+  const std::vector<std::pair<std::string, Plan>> cases = {
+      {"unused",
+       {.steps = [](int) { return 6; }, .branch = sometimes_skipped, .find_unused = true, .epochs = 2}},
+      {"join", {.steps = steps, .find_unused = true, .join = true, .shadow_steps = false}},
+      {"join-unused",
+       {.steps = steps,
+        .branch = sometimes_skipped,
+        .find_unused = true,
+        .join = true,
+        .shadow_steps = false}},
+  };
+  for (const auto& [name, plan] : cases) {
+    const std::vector<double> params = train_ddp(plan);
+    if (!writer) continue;
+    std::FILE* file = std::fopen((dir + "/ringdp-" + name + ".json").c_str(), "w");
+    REQUIRE(file != nullptr);
+    std::fprintf(file, "{\n");
+    write_values(file, "parameters", params, true);
+    std::fprintf(file, "}\n");
+    std::fclose(file);
   }
 }

@@ -628,5 +628,50 @@ PY
     expect_error 1 "--uneven join does not work with --zero" 2 --uneven join --zero
     expect_error 2 "--uneven: even not in" 2 --uneven even
     ;;
+  torch-join)
+    # ringdp-train --uneven join against PyTorch 1.13's DDP under Join(divide_by_initial_world_size=False)
+    # (tests/cli/torch_join.py) from the same data and initial weights: 53 rows on 3 and 4 ranks, so
+    # shards and batch counts differ. SGD without momentum for 3 epochs, and with momentum for one
+    # (PyTorch's joined ranks do not step their optimizer). Needs python3-torch.
+    torch_python=/usr/bin/python3
+    if ! "$torch_python" -c 'import torch.distributed as d; from torch.distributed.algorithms.join import Join; assert d.is_gloo_available()' 2>/dev/null; then
+      echo "SKIPPED: no python3-torch with gloo and Join (apt-get install python3-torch)"
+      exit 77
+    fi
+    "$torch_python" - "$work" <<'PY'
+import random, sys, json
+work = sys.argv[1]
+rng = random.Random(7)
+with open(f"{work}/data.csv", "w") as f:
+    f.write("a,b,c,d,y\n")
+    for _ in range(53):
+        x = [rng.gauss(0, 1) for _ in range(4)]
+        f.write(",".join(f"{v:.6f}" for v in x) + f",{x[0] - 2 * x[1] + 0.5 * x[2] * x[3] + 0.3:.6f}\n")
+init = {"0.weight": {"shape": [5, 4], "data": [rng.uniform(-0.5, 0.5) for _ in range(20)]},
+        "0.bias": {"shape": [5], "data": [rng.uniform(-0.5, 0.5) for _ in range(5)]},
+        "2.weight": {"shape": [1, 5], "data": [rng.uniform(-0.4, 0.4) for _ in range(5)]},
+        "2.bias": {"shape": [1], "data": [0.1]}}
+json.dump(init, open(f"{work}/init.json", "w"))
+PY
+    for np in 3 4; do
+      for o in "--epochs 3 --lr 0.05" "--epochs 1 --lr 0.05 --momentum 0.9"; do
+        common=(--data "$work/data.csv" --init "$work/init.json" --hidden 5 --batch-size 4 $o)
+        run $np --model mlp --no-shuffle --uneven join "${common[@]}" --export "$work/ringdp.json"
+        [ $rc -eq 0 ] || fail "ringdp-train ${common[*]} exited $rc: $out"
+        out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) timeout 120 "$mpiexec" -n $np \
+          "${launch_args[@]}" "$torch_python" "$(dirname "$0")/torch_join.py" "${common[@]}" --export "$work/torch.json" 2>&1)
+        [ $? -eq 0 ] || fail "torch_join.py ${common[*]} failed: $out"
+        "$torch_python" - "$work" "np=$np $o" <<'PY' || fail "ringdp and PyTorch disagree: np=$np $o"
+import json, sys
+work, what = sys.argv[1:]
+a, b = json.load(open(f"{work}/ringdp.json")), json.load(open(f"{work}/torch.json"))
+assert a.keys() == b.keys(), (a.keys(), b.keys())
+rel = max(abs(x - y) / max(1.0, abs(y)) for k in a for x, y in zip(a[k]["data"], b[k]["data"]))
+assert rel < 1e-5, f"{what}: worst relative difference {rel:.2e}"
+print(f"ok: --uneven join, {what}: ringdp-train and PyTorch 1.13's Join agree within {rel:.1e}")
+PY
+      done
+    done
+    ;;
   *) fail "unknown case $case_name" ;;
 esac

@@ -183,6 +183,10 @@ bool is_rank_zero() { return comm::launcher_rank() == 0; }
 int run_job(const train::TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
   train::check_optimizer_flags(config);
   if (!config.explain) return train::run_training(config, communicator);
+  RINGDP_CHECK(!config.zero || config.uneven != "join",
+               "--uneven join does not work with --zero (ZeRO's step "
+               "communicates too, and a joined rank would not shadow it); use --uneven pad");
+  if (config.uneven == "join") return train::run_explain_join(config, communicator);
   return config.zero ? train::run_explain_zero(config, communicator)
                      : train::run_explain(config, communicator);
 }

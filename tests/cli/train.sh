@@ -673,5 +673,20 @@ PY
       done
     done
     ;;
+  explain-join)
+    # --explain --uneven join: 10 samples on 3 ranks, batches of 1: at step 4 ranks 1 and 2 have
+    # joined and add zeros, the divisor is 1 and the average is rank 0's own value; the ranks end
+    # with equal parameters (momentum included, since joined ranks step their optimizer).
+    awk 'BEGIN { print "x,y"; for (i = 1; i <= 10; i++) print i / 10 "," 3 * i / 10 + 1 }' >"$work/ten.csv"
+    run 3 --data "$work/ten.csv" --batch-size 1 --uneven join --momentum 0.9 --explain
+    [ $rc -eq 0 ] || fail "--explain --uneven join exited $rc: $out"
+    line=$(grep -E '^ +4 ' <<<"$out") || fail "no step 4 in: $out"
+    read -r step r0 z1 j1 z2 j2 divisor average <<<"$line"
+    [ "$z1 $j1 $z2 $j2 $divisor" = "0 (joined) 0 (joined) 1" ] && [ "$r0" = "$average" ] ||
+      fail "step 4 should show ranks 1 and 2 joined (zeros), divisor 1, the average rank 0's value: '$line'"
+    grep -qF "     rank 0: 4 samples, 4 steps of at most 1" <<<"$out" || fail "no shard line for rank 0 in: $out"
+    grep -qF "largest difference from rank 0's parameters 0." <<<"$out" || fail "the ranks' parameters differ: $out"
+    echo "ok: --explain --uneven join shows the joined ranks' zeros and the divisor: $line"
+    ;;
   *) fail "unknown case $case_name" ;;
 esac

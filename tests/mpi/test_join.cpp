@@ -59,6 +59,7 @@ struct Plan {
   bool join = false;
   bool shadow_steps = true;  // Join: joined ranks run the optimizer step too
   int64_t epochs = 1;
+  bool accumulate = false;  // each step first accumulates epoch 1's rows under no_sync (epochs 1)
 };
 
 constexpr int64_t kMaxSteps = 8, kMaxRanks = 4;
@@ -98,6 +99,12 @@ std::vector<double> train_ddp(const Plan& plan) {
       rows_of(rank, epoch, step, x, y);
       model->use_branch = plan.branch(rank, step);
       sgd.zero_grad();
+      if (plan.accumulate) {
+        Tensor micro_x, micro_y;
+        rows_of(rank, 1, step, micro_x, micro_y);
+        auto no_sync = ddp.no_sync();
+        ddp.backward(mse_loss(ddp(micro_x), micro_y));
+      }
       ddp.backward(mse_loss(ddp(x), y));
       sgd.step();
     }
@@ -124,6 +131,10 @@ std::vector<double> train_reference(const Plan& plan) {
         rows_of(r, epoch, step, x, y);
         model->use_branch = plan.branch(r, step);
         mse_loss((*model)(x), y).backward();  // gradients add up in .grad
+        if (plan.accumulate) {
+          rows_of(r, 1, step, x, y);
+          mse_loss((*model)(x), y).backward();
+        }
       }
       for (Tensor& p : model->parameters()) {
         Tensor grad = p.grad();
@@ -184,6 +195,10 @@ TEST_CASE("Join: ranks with 3, 4 and 5 batches train as one process", "[ddp][joi
   SECTION("with find_unused_parameters and a branch skipped on some steps") {
     const Plan plan{
         .steps = steps, .branch = sometimes_skipped, .find_unused = true, .join = true, .epochs = 2};
+    REQUIRE(global_sum(count_far(train_ddp(plan), train_reference(plan))) == 0);
+  }
+  SECTION("with gradient accumulation: a no_sync micro-step before each step") {
+    const Plan plan{.steps = steps, .join = true, .accumulate = true};
     REQUIRE(global_sum(count_far(train_ddp(plan), train_reference(plan))) == 0);
   }
   SECTION("a rank with no batch at all") {

@@ -236,6 +236,10 @@ void DistributedDataParallel::on_gradient_ready(int index) {
   }
   if (options_.find_unused_parameters && !unused_marked_) mark_unused_ready();
   Slot& slot = slots_[index];
+  RINGDP_CHECK(!(slot.ready && slot_marked_unused(index)), "DDP: parameter '", slot.name,
+               "' got a gradient although the forward's output does not depend on it "
+               "(find_unused_parameters had marked it unused): use it inside the module's forward, or not "
+               "in the loss at all");
   RINGDP_CHECK(!slot.ready, "DDP: gradient of '", slot.name,
                "' arrived twice in one iteration: backward was "
                "called twice without a forward through the DDP wrapper (and an optimizer step) in between");
@@ -338,6 +342,7 @@ void DistributedDataParallel::finish_iteration() {
   const double exposed = std::max(0.0, seconds(last_done - wait_start));
   stats_.overlap = stats_.comm_seconds > 0 ? std::clamp(1.0 - exposed / stats_.comm_seconds, 0.0, 1.0) : 0.0;
   iteration_synced_ = true;
+  join_step_open_ = false;
 }
 
 void DistributedDataParallel::trace_layout() const {

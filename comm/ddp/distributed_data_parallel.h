@@ -151,6 +151,7 @@ class DistributedDataParallel {
   void mark_ready(int slot);
   /// find_unused_parameters: the slots this forward's graph does not reach, as ready, with zeros.
   void mark_unused_ready();
+  bool slot_marked_unused(int slot) const;
   /// find_unused_parameters, after the buckets: per slot, whether some rank used it (see the
   /// top). `contribute` false: this rank adds zeros (a joined rank's shadow).
   std::vector<bool> all_reduce_used_map(bool contribute);
@@ -180,6 +181,7 @@ class DistributedDataParallel {
   std::vector<int> unused_slots_;  // slots this forward's graph does not reach
   Join* join_ = nullptr;  // the live Join context, if any
   int64_t contributing_ranks_ = 0;  // under Join: this iteration's divisor (ranks not yet joined)
+  bool join_step_open_ = false;  // under Join: the peers were told this step syncs; no backward yet
   std::chrono::steady_clock::time_point backward_begin_;
   DdpStepStats stats_;
 };

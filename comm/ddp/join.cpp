@@ -37,6 +37,12 @@ JoinCounts exchange_counts(comm::Communicator& comm, Device device, bool contrib
 }  // namespace
 
 void DistributedDataParallel::notify_join() {
+  // The peers counted that step as synchronising and issued its buckets' all-reduces; this rank
+  // did not, so from here on the collectives would pair up wrongly.
+  RINGDP_CHECK(!join_step_open_,
+               "Join: the previous forward with gradients enabled had no backward; under a Join every such "
+               "forward must be followed by backward (run evaluation under NoGradGuard)");
+  join_step_open_ = sync_enabled_;
   const JoinCounts counts =
       exchange_counts(*comm_, buckets_.front().buffer.device(), true, sync_enabled_, options_.algorithm);
   contributing_ranks_ = counts.contributing;
@@ -54,7 +60,7 @@ Join::~Join() {
 int64_t Join::join() {
   RINGDP_CHECK(!joined_, "Join: join() was already called on this rank");
   joined_ = true;
-  RINGDP_CHECK(ddp_.slots_ready_ == 0 || ddp_.iteration_synced_,
+  RINGDP_CHECK(!ddp_.join_step_open_,
                "Join: join() between a forward and its backward; finish the step first");
   const Device device = ddp_.buckets_.front().buffer.device();
   int64_t shadowed = 0;

@@ -39,6 +39,10 @@ void DistributedDataParallel::mark_unused_ready() {
   }
 }
 
+bool DistributedDataParallel::slot_marked_unused(int slot) const {
+  return std::find(unused_slots_.begin(), unused_slots_.end(), slot) != unused_slots_.end();
+}
+
 std::vector<bool> DistributedDataParallel::all_reduce_used_map(bool contribute) {
   Tensor map = zeros({static_cast<int64_t>(slots_.size())}, DType::int32);
   if (contribute)

@@ -46,6 +46,7 @@ class SkippableBranch : public Module {
     return use_branch ? add(y, branch_->forward(x)) : y;
   }
   bool use_branch = true;
+  const Tensor& branch_weight() const { return branch_->weight; }
 
  private:
   std::shared_ptr<Linear> trunk_, branch_;
@@ -180,6 +181,30 @@ TEST_CASE("without find_unused_parameters a skipped parameter is named", "[ddp][
                       "gradient") &&
           Catch::Contains("find_unused_parameters = true") &&
           Catch::Contains("did not receive grad for rank " + std::to_string(world().rank()) + ": 2 3"));
+}
+
+TEST_CASE("a parameter found unused that still gets a gradient is named", "[ddp][unused][errors]") {
+  auto model = std::make_shared<SkippableBranch>();
+  ddp::DistributedDataParallel ddp(model, world_ptr(), {.find_unused_parameters = true});
+  Tensor x, y;
+  rows_of(world().rank(), 0, 0, x, y);
+  model->use_branch = false;
+  // The loss reaches branch.weight outside the module's forward, which the walk cannot see.
+  const Tensor loss = add(mse_loss(ddp(x), y), mse_loss(linear(x, model->branch_weight()), y));
+  REQUIRE_THROWS_WITH(ddp.backward(loss),
+                      Catch::Contains("parameter 'branch.weight' got a gradient although the "
+                                      "forward's output does not depend on it"));
+}
+
+TEST_CASE("Join: a forward without its backward is refused", "[ddp][join][errors]") {
+  auto model = std::make_shared<SkippableBranch>();
+  ddp::DistributedDataParallel ddp(model, world_ptr());
+  ddp::Join join(ddp);
+  Tensor x, y;
+  rows_of(world().rank(), 0, 0, x, y);
+  ddp(x);  // on every rank: no rank has issued a bucket's all-reduce yet
+  REQUIRE_THROWS_WITH(join.join(), Catch::Contains("join() between a forward and its backward"));
+  REQUIRE_THROWS_WITH(ddp(x), Catch::Contains("the previous forward with gradients enabled had no backward"));
 }
 
 TEST_CASE("Join: ranks with 3, 4 and 5 batches train as one process", "[ddp][join]") {

@@ -292,9 +292,9 @@ void DistributedDataParallel::launch_ready_buckets() {
       b.work = comm::Work::completed();  // the average of one rank's gradient is that gradient
       continue;
     }
-    // Under Join the divisor is the ranks that contributed, known only at the forward: sum here,
-    // divide in finish_iteration.
-    const ReduceOp op = join_ ? ReduceOp::sum : ReduceOp::avg;
+    // Under Join the divisor is the ranks that contributed, counted at this step's forward: sum
+    // here, divide in finish_iteration.
+    const ReduceOp op = join_step_open_ ? ReduceOp::sum : ReduceOp::avg;
     b.work = comm_->all_reduce(b.buffer, op, {.algorithm = options_.algorithm, .async = true});
     stats_.bytes_reduced += static_cast<int64_t>(b.buffer.nbytes());
   }
@@ -310,7 +310,7 @@ void DistributedDataParallel::finish_iteration() {
     last_done = std::max(last_done, b.work.completed_at());
   }
   const auto wait_end = Clock::now();
-  if (join_ && comm_->size() > 1)
+  if (join_step_open_ && comm_->size() > 1)
     for (Bucket& b : buckets_) ops::scale_(b.buffer, 1.0 / static_cast<double>(contributing_ranks_));
   std::vector<bool> used(slots_.size(), true);
   if (options_.find_unused_parameters) used = all_reduce_used_map(true);

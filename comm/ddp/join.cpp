@@ -50,6 +50,10 @@ void DistributedDataParallel::notify_join() {
 
 Join::Join(DistributedDataParallel& ddp, JoinOptions options) : ddp_(ddp), options_(std::move(options)) {
   RINGDP_CHECK(ddp_.join_ == nullptr, "Join: this DistributedDataParallel already has a live Join");
+  // ZeroRedundancyOptimizer reduces in its step, which a joined rank would not shadow.
+  RINGDP_CHECK(ddp_.options_.sync_gradients,
+               "Join: the DistributedDataParallel was built with sync_gradients = false (for "
+               "ZeroRedundancyOptimizer), whose collectives a joined rank cannot shadow");
   ddp_.join_ = this;
 }
 

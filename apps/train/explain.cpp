@@ -213,7 +213,7 @@ void print_events(const TrainConfig& config, comm::Communicator& comm,
       std::printf("     %8.3f ms  hook %-10s -> bucket %d at offset %lld (%lld element%s)\n", e.seconds * 1e3,
                   e.parameter.c_str(), e.bucket, static_cast<long long>(e.offset),
                   static_cast<long long>(e.elements), e.elements == 1 ? "" : "s");
-    } else {
+    } else if (e.kind == ddp::DdpEvent::Kind::launch) {
       std::printf("     %8.3f ms  bucket %d full: all-reduce (avg) of %lld float32 launched; %s\n",
                   e.seconds * 1e3, e.bucket, static_cast<long long>(e.elements),
                   comm.explain_choice(comm::CollectiveKind::all_reduce, static_cast<size_t>(e.bytes),

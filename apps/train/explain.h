@@ -16,5 +16,8 @@ int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communica
 /// --explain --zero: the flat layout, each rank's shard boundaries, one element through the
 /// reduce-scatter, the owner's step and the all-gather (apps/train/explain_zero.cpp).
 int run_explain_zero(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);
+/// --explain --uneven join: one epoch on unpadded shards, each step's contributions to one element
+/// of bucket 0 (a joined rank's zeros), the divisor and the average (apps/train/explain_join.cpp).
+int run_explain_join(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);
 
 }  // namespace ringdp::train

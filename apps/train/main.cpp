@@ -98,6 +98,12 @@ void add_bucket_options(CLI::App& app, train::TrainConfig& config) {
   app.add_option("--first-bucket-mb", config.first_bucket_mb,
                  "capacity of the first DDP bucket in MiB (PyTorch's 1 MiB; at most --bucket-mb)")
       ->check(kPositive);
+  app.add_option("--uneven", config.uneven,
+                 "data that does not split evenly over the ranks: pad (repeat samples, PyTorch's "
+                 "DistributedSampler) or join (each sample once per epoch; docs/ddp.md)")
+      ->check(CLI::IsMember({"pad", "join"}));
+  app.add_flag("--find-unused-parameters", config.find_unused_parameters,
+               "DDP finds the parameters each forward does not use (docs/ddp.md)");
 }
 
 // An option with an optional value: a bare --resume (the flag it used to be) reads as always.
@@ -177,6 +183,10 @@ bool is_rank_zero() { return comm::launcher_rank() == 0; }
 int run_job(const train::TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
   train::check_optimizer_flags(config);
   if (!config.explain) return train::run_training(config, communicator);
+  RINGDP_CHECK(!config.zero || config.uneven != "join",
+               "--uneven join does not work with --zero (ZeRO's step "
+               "communicates too, and a joined rank would not shadow it); use --uneven pad");
+  if (config.uneven == "join") return train::run_explain_join(config, communicator);
   return config.zero ? train::run_explain_zero(config, communicator)
                      : train::run_explain(config, communicator);
 }

@@ -13,6 +13,7 @@
 #include "autograd/layers.h"
 #include "comm/ddp/distributed_data_parallel.h"
 #include "comm/ddp/distributed_sampler.h"
+#include "comm/ddp/join.h"
 #include "config.h"
 #include "core/timeline.h"
 #include "kernels/device_memory.h"
@@ -165,6 +166,28 @@ EpochTotals train_epoch(const Dataset& data, const std::vector<int64_t>& mine, i
   return totals;
 }
 
+// --uneven join: the epoch inside a Join, whose shadowed steps run the optimizer too, so every
+// rank's optimizer state stays the same.
+EpochTotals train_epoch_joined(const Dataset& data, const std::vector<int64_t>& mine, int64_t batch,
+                               Device device, ddp::DistributedDataParallel& ddp, TrainOptimizer& opt) {
+  ddp::Join join(ddp, {.on_shadow_step = [&opt] { opt.optimizer->step(); }});
+  EpochTotals totals = train_epoch(data, mine, batch, device, ddp, opt);
+  join.join();
+  return totals;
+}
+
+// --uneven join: ranks may take different numbers of steps (none, even), so the epoch's loss is
+// the mean over every step of every rank, summed on rank 0.
+double reduce_joined_epoch_loss(comm::Communicator& comm, EpochTotals& totals, Device device) {
+  Tensor sums =
+      from_vector({totals.loss_sum, static_cast<double>(totals.steps)}, {2}, DType::float64).to(device);
+  const auto start = Clock::now();
+  comm.reduce(sums, 0, ReduceOp::sum);
+  totals.comm_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  const std::vector<double> host = sums.to(Device::cpu()).to_vector();
+  return host[1] > 0 ? host[0] / host[1] : 0.0;
+}
+
 // The epoch's loss is the mean over ranks of each rank's mean batch loss: a reduce to rank 0,
 // whose time counts as communication. Returns it on rank 0.
 double reduce_epoch_loss(comm::Communicator& comm, EpochTotals& totals, Device device) {
@@ -176,7 +199,8 @@ double reduce_epoch_loss(comm::Communicator& comm, EpochTotals& totals, Device d
   return mean_loss;
 }
 
-void report_epoch(const TrainConfig& config, const comm::Communicator& comm, int64_t epoch, int64_t shard,
+// `samples`: what the epoch trained on, over all ranks (padding included under --uneven pad).
+void report_epoch(const TrainConfig& config, const comm::Communicator& comm, int64_t epoch, int64_t samples,
                   double mean_loss, const EpochTotals& totals, double elapsed) {
   const int rank = comm.rank();
   // Only rank 0 holds the mean loss: its error ends the whole job (fail_job's MPI_Abort).
@@ -186,7 +210,7 @@ void report_epoch(const TrainConfig& config, const comm::Communicator& comm, int
   if (rank == 0) {
     std::printf("epoch %lld/%lld  loss %.6f  samples/s %.0f  comm %.0f%%\n",
                 static_cast<long long>(epoch + 1), static_cast<long long>(config.epochs), mean_loss,
-                static_cast<double>(shard * comm.size()) / elapsed, 100.0 * totals.comm_seconds / elapsed);
+                static_cast<double>(samples) / elapsed, 100.0 * totals.comm_seconds / elapsed);
     std::fflush(stdout);
   } else if (config.verbose) {
     std::printf("rank %d: epoch %lld  local loss %.6f\n", rank, static_cast<long long>(epoch + 1),
@@ -250,11 +274,16 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
                                     .first_bucket_mb = config.first_bucket_mb,
                                     .algorithm = config.algorithm,
                                     .overlap = config.overlap,
-                                    .sync_gradients = !config.zero});
+                                    .sync_gradients = !config.zero,
+                                    .find_unused_parameters = config.find_unused_parameters});
   // After DDP's broadcast: ZeRO's shards start from rank 0's parameters.
   TrainOptimizer opt = make_optimizer(config, *model, communicator);
   if (!optimizer_state.empty()) opt.optimizer->load_state_dict(optimizer_state);
-  ddp::DistributedSampler sampler(data.features.size(0), rank, N, config.shuffle, config.seed);
+  const bool join = config.uneven == "join";
+  RINGDP_CHECK(!join || !config.zero,
+               "--uneven join does not work with --zero (ZeRO's step communicates "
+               "too, and a joined rank would not shadow it); use --uneven pad");
+  ddp::DistributedSampler sampler(data.features.size(0), rank, N, config.shuffle, config.seed, !join);
   const int64_t shard = sampler.shard_size();
   const int64_t batch = config.batch_size > 0 ? std::min(config.batch_size, shard) : shard;
   RINGDP_CHECK(start_epoch <= config.epochs, "checkpoint is at epoch ", start_epoch, " but --epochs is ",
@@ -262,10 +291,12 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
   for (int64_t epoch = start_epoch; epoch < config.epochs; ++epoch) {
     const auto epoch_start = Clock::now();
     sampler.set_epoch(epoch);
-    EpochTotals totals = train_epoch(data, sampler.indices(), batch, device, ddp, opt);
-    const double mean_loss = reduce_epoch_loss(comm, totals, device);
+    EpochTotals totals = join ? train_epoch_joined(data, sampler.indices(), batch, device, ddp, opt)
+                              : train_epoch(data, sampler.indices(), batch, device, ddp, opt);
+    const double mean_loss =
+        join ? reduce_joined_epoch_loss(comm, totals, device) : reduce_epoch_loss(comm, totals, device);
     const double elapsed = std::chrono::duration<double>(Clock::now() - epoch_start).count();
-    report_epoch(config, comm, epoch, shard, mean_loss, totals, elapsed);
+    report_epoch(config, comm, epoch, join ? data.features.size(0) : shard * N, mean_loss, totals, elapsed);
     check_parameters_finite(config, *model, epoch, rank, totals);
     if (opt.zero && epoch == start_epoch) report_zero_memory(config, comm, *opt.zero);
     save_if_due(config, epoch, rank, N, *model, opt);

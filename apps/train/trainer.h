@@ -44,6 +44,10 @@ struct TrainConfig {
   bool verbose = false;
   bool overlap = true;  ///< --no-overlap: all-reduce only after backward
   bool explain = false;  ///< --explain: narrate one step (apps/train/explain.h)
+  /// --uneven: pad (repeat samples so every rank has as many, PyTorch's DistributedSampler) or
+  /// join (every sample once; a rank out of batches shadows the others, comm/ddp/join.h).
+  std::string uneven = "pad";
+  bool find_unused_parameters = false;  ///< --find-unused-parameters (DdpOptions)
 };
 
 /// The model of config (linear, or an MLP of config.hidden) on `device`, seeded by config.seed.

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "autograd/graph_walk.h"
 #include "autograd/node.h"
 #include "comm/ddp/bucket_assignment.h"
 #include "core/settings.h"
@@ -75,6 +76,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Modul
     for (int index : members) {
       const auto& [name, p] = params[index];
       slots_.push_back(Slot{name, p, static_cast<int>(buckets_.size()) - 1, elements});
+      slots_.back().index = index;
       bucket.slots.push_back(static_cast<int>(slots_.size()) - 1);
       elements += p.numel();
     }
@@ -165,13 +167,6 @@ void DistributedDataParallel::broadcast_and_verify() {
   }
 }
 
-std::string DistributedDataParallel::unready_names() const {
-  std::string names;
-  for (const Slot& s : slots_)
-    if (!s.ready) names += (names.empty() ? "" : ", ") + s.name;
-  return names;
-}
-
 void DistributedDataParallel::reset_iteration() {
   for (Slot& s : slots_) s.ready = false;
   for (Bucket& b : buckets_) {
@@ -181,6 +176,8 @@ void DistributedDataParallel::reset_iteration() {
   next_bucket_ = 0;
   slots_ready_ = 0;
   iteration_synced_ = false;
+  unused_marked_ = false;
+  unused_slots_.clear();
 }
 
 void DistributedDataParallel::check_trainable_set() const {
@@ -204,13 +201,19 @@ void DistributedDataParallel::check_trainable_set() const {
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
   check_trainable_set();
-  if (slots_ready_ != 0 && slots_ready_ != static_cast<int>(slots_.size())) {
-    RINGDP_FAIL("DDP: parameter(s) ", unready_names(),
-                " received no gradient in the last iteration; every parameter "
-                "must take part in the loss (unused parameters are not supported)");
-  }
+  if (slots_ready_ != 0 && slots_ready_ != static_cast<int>(slots_.size())) RINGDP_FAIL(unready_message());
   reset_iteration();
-  return module_->forward(input);
+  if (join_ && autograd::grad_enabled()) notify_join();
+  Tensor output = module_->forward(input);
+  if (options_.find_unused_parameters && autograd::grad_enabled()) {
+    const auto reached = autograd::reachable_leaves(output);
+    for (size_t s = 0; s < slots_.size(); ++s) {
+      const bool used = reached.contains(slots_[s].param.id());
+      slots_[s].used = slots_[s].used || used;  // since the last synchronised step (no_sync)
+      if (!used) unused_slots_.push_back(static_cast<int>(s));
+    }
+  }
+  return output;
 }
 
 void DistributedDataParallel::backward(const Tensor& loss) {
@@ -222,11 +225,7 @@ void DistributedDataParallel::backward(const Tensor& loss) {
     loss.backward();
   }
   stats_.backward_seconds = seconds(Clock::now() - start) - stats_.comm_wait_seconds;
-  if (sync_enabled_ && !iteration_synced_) {
-    RINGDP_FAIL("DDP: parameter(s) ", unready_names(),
-                " received no gradient in this backward; every parameter must "
-                "take part in the loss");
-  }
+  if (sync_enabled_ && !iteration_synced_) RINGDP_FAIL(unready_message());
   if (!sync_enabled_) reset_iteration();  // accumulating: the next backward starts afresh
 }
 
@@ -235,13 +234,16 @@ void DistributedDataParallel::on_gradient_ready(int index) {
     slots_[index].ready = true;
     return;
   }
+  if (options_.find_unused_parameters && !unused_marked_) mark_unused_ready();
   Slot& slot = slots_[index];
+  RINGDP_CHECK(!(slot.ready && slot_marked_unused(index)), "DDP: parameter '", slot.name,
+               "' got a gradient although the forward's output does not depend on it "
+               "(find_unused_parameters had marked it unused): use it inside the module's forward, or not "
+               "in the loss at all");
   RINGDP_CHECK(!slot.ready, "DDP: gradient of '", slot.name,
                "' arrived twice in one iteration: backward was "
                "called twice without a forward through the DDP wrapper (and an optimizer step) in between");
   slot.ready = true;
-  ++slots_ready_;
-  Bucket& bucket = buckets_[slot.bucket];
   // Read only for someone who records it: a hook runs for every parameter of every step.
   const bool recorded = options_.on_event || timeline::enabled();
   const auto began = recorded ? Clock::now() : Clock::time_point{};
@@ -260,12 +262,17 @@ void DistributedDataParallel::on_gradient_ready(int index) {
     slot.param.set_grad(slot.grad_view);
     if (trace_) trace_grad_view(slot);
   }
-  if (--bucket.pending == 0 && options_.overlap) launch_ready_buckets();
+  mark_ready(index);
   if (timeline::enabled())  // implies `recorded`, so `began` was read
     timeline::complete("hook", "hook " + slot.name, began, Clock::now(), timeline::Row::main,
                        detail::concat("\"bucket\": ", slot.bucket, ", \"offset\": ", slot.offset,
                                       ", \"elements\": ", slot.param.numel()));
   if (slots_ready_ == static_cast<int>(slots_.size())) finish_iteration();
+}
+
+void DistributedDataParallel::mark_ready(int index) {
+  ++slots_ready_;
+  if (--buckets_[slots_[index].bucket].pending == 0 && options_.overlap) launch_ready_buckets();
 }
 
 void DistributedDataParallel::launch_ready_buckets() {
@@ -285,7 +292,10 @@ void DistributedDataParallel::launch_ready_buckets() {
       b.work = comm::Work::completed();  // the average of one rank's gradient is that gradient
       continue;
     }
-    b.work = comm_->all_reduce(b.buffer, ReduceOp::avg, {.algorithm = options_.algorithm, .async = true});
+    // Under Join the divisor is the ranks that contributed, counted at this step's forward: sum
+    // here, divide in finish_iteration.
+    const ReduceOp op = join_step_open_ ? ReduceOp::sum : ReduceOp::avg;
+    b.work = comm_->all_reduce(b.buffer, op, {.algorithm = options_.algorithm, .async = true});
     stats_.bytes_reduced += static_cast<int64_t>(b.buffer.nbytes());
   }
 }
@@ -300,10 +310,20 @@ void DistributedDataParallel::finish_iteration() {
     last_done = std::max(last_done, b.work.completed_at());
   }
   const auto wait_end = Clock::now();
-  // Only a hook registered after ours can have given a parameter another .grad since.
-  for (const Slot& s : slots_) {
-    Tensor grad = s.param.grad();
-    if (!grad.is_same(s.grad_view)) grad.copy_from(s.grad_view);
+  if (join_step_open_ && comm_->size() > 1)
+    for (Bucket& b : buckets_) ops::scale_(b.buffer, 1.0 / static_cast<double>(contributing_ranks_));
+  std::vector<bool> used(slots_.size(), true);
+  if (options_.find_unused_parameters) used = all_reduce_used_map(true);
+  // Only a hook registered after ours can have given a parameter another .grad since; a parameter
+  // unused here has none yet. One no rank used keeps its .grad as it was (PyTorch's rule).
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    Slot& slot = slots_[s];
+    Tensor grad = slot.param.grad();
+    if (!used[s]) continue;
+    if (!grad.defined())
+      slot.param.set_grad(slot.grad_view);
+    else if (!grad.is_same(slot.grad_view))
+      grad.copy_from(slot.grad_view);
   }
   if (timeline::enabled()) {
     timeline::complete("ddp", "wait for buckets", wait_start, wait_end, timeline::Row::main);
@@ -322,6 +342,7 @@ void DistributedDataParallel::finish_iteration() {
   const double exposed = std::max(0.0, seconds(last_done - wait_start));
   stats_.overlap = stats_.comm_seconds > 0 ? std::clamp(1.0 - exposed / stats_.comm_seconds, 0.0, 1.0) : 0.0;
   iteration_synced_ = true;
+  join_step_open_ = false;
 }
 
 void DistributedDataParallel::trace_layout() const {

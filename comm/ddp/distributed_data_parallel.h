@@ -18,6 +18,17 @@
 // viewed again at the next step. Consequence: a handle to .grad taken before the first step
 // keeps the old tensor; take p.grad() afresh.
 // One rank: nothing to average, so no collective runs at all.
+//
+// Unused parameters (find_unused_parameters, as PyTorch's): after each forward the graph is walked
+// from the output (autograd/graph_walk.h); a parameter it does not reach gets no hook call this
+// iteration, so at the first hook of backward it is marked ready with a zero slice (its .grad's
+// current value where .grad is already the bucket's view), and its bucket can complete. After the
+// buckets, one more all-reduce sums a used-map (one int32 per parameter): a parameter no rank used
+// keeps its .grad as it was; one used elsewhere gets the average like the rest. With the option off
+// a parameter that got no gradient is an error naming it (by name and index, as PyTorch's names
+// them under TORCH_DISTRIBUTED_DEBUG=DETAIL).
+//
+// Uneven inputs: comm/ddp/join.h (a rank out of batches shadows its peers' all-reduces).
 #pragma once
 
 #include <chrono>
@@ -34,7 +45,9 @@ namespace ringdp::ddp {
 
 /// One thing DDP did, as it happened (what ringdp-train --explain narrates).
 struct DdpEvent {
-  enum class Kind { hook, launch };
+  /// unused: find_unused_parameters marked `parameter` ready without a gradient (zeros).
+  /// shadow: a joined rank all-reduced zeros for `bucket` (comm/ddp/join.h).
+  enum class Kind { hook, launch, unused, shadow };
   Kind kind = Kind::hook;
   double seconds = 0;  ///< since this backward began
   std::string parameter{};  ///< hook: whose gradient arrived
@@ -55,6 +68,9 @@ struct DdpOptions {
   /// checked and broadcast from rank 0 at construction); for ZeroRedundancyOptimizer, which
   /// reduce-scatters the gradients in its step (comm/ddp/zero_redundancy_optimizer.h).
   bool sync_gradients = true;
+  /// true: parameters the forward's output does not depend on are found after each forward and
+  /// take part with zeros (PyTorch's find_unused_parameters); false: such a parameter is an error.
+  bool find_unused_parameters = false;
   /// Called on the training thread at each hook and each bucket launch.
   std::function<void(const DdpEvent&)> on_event{};
 };
@@ -67,6 +83,8 @@ struct DdpStepStats {
   int64_t bytes_reduced = 0;
   int buckets = 0;
 };
+
+class Join;
 
 class DistributedDataParallel {
  public:
@@ -103,6 +121,7 @@ class DistributedDataParallel {
   const Tensor& bucket_buffer(int index) const { return buckets_.at(index).buffer; }
 
  private:
+  friend class Join;  // shadows the buckets' all-reduces on a rank that ran out of inputs
   struct Slot {
     std::string name;
     Tensor param;
@@ -110,7 +129,9 @@ class DistributedDataParallel {
     int64_t offset;  // elements into the bucket's buffer
     Tensor grad_view{};  // the slice of the bucket shaped as param: what .grad becomes
     bool ready = false;
+    bool used = false;  // reached by this iteration's graph (find_unused_parameters), or since sync
     uint64_t hook = 0;  // the handle of our gradient hook on param, removed by the destructor
+    int index = 0;  // among the trainable parameters in registration order (PyTorch's index)
   };
   struct Bucket {
     std::vector<int> slots;
@@ -126,6 +147,16 @@ class DistributedDataParallel {
   /// wrapper after freezing or unfreezing); called by each forward.
   void check_trainable_set() const;
   void on_gradient_ready(int slot);
+  /// Counts `slot` ready; launches what became ready, and ends the iteration after the last one.
+  void mark_ready(int slot);
+  /// find_unused_parameters: the slots this forward's graph does not reach, as ready, with zeros.
+  void mark_unused_ready();
+  bool slot_marked_unused(int slot) const;
+  /// find_unused_parameters, after the buckets: per slot, whether some rank used it (see the
+  /// top). `contribute` false: this rank adds zeros (a joined rank's shadow).
+  std::vector<bool> all_reduce_used_map(bool contribute);
+  /// Join: the all-reduce of [contributing ranks, ranks syncing gradients] each forward makes.
+  void notify_join();
   /// RINGDP_TRACE=1: each bucket's flat buffer, parameter by parameter (at construction), and
   /// where each parameter's .grad points once it becomes a view of its bucket (first backward).
   void trace_layout() const;
@@ -133,8 +164,8 @@ class DistributedDataParallel {
   void launch_ready_buckets();
   void finish_iteration();
   void reset_iteration();
-  /// Names of the parameters whose gradient has not arrived this iteration, comma-separated.
-  std::string unready_names() const;
+  /// The parameters whose gradient has not arrived this iteration, and PyTorch's advice.
+  std::string unready_message() const;
 
   std::shared_ptr<autograd::Module> module_;
   std::shared_ptr<comm::Communicator> comm_;
@@ -146,6 +177,11 @@ class DistributedDataParallel {
   bool sync_enabled_ = true;
   bool iteration_synced_ = false;  // this iteration's gradients have been averaged
   bool trace_ = false;  // RINGDP_TRACE
+  bool unused_marked_ = false;  // this backward's mark_unused_ready has run
+  std::vector<int> unused_slots_;  // slots this forward's graph does not reach
+  Join* join_ = nullptr;  // the live Join context, if any
+  int64_t contributing_ranks_ = 0;  // under Join: this iteration's divisor (ranks not yet joined)
+  bool join_step_open_ = false;  // under Join: the peers were told this step syncs; no backward yet
   std::chrono::steady_clock::time_point backward_begin_;
   DdpStepStats stats_;
 };

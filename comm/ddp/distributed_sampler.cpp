@@ -10,8 +10,13 @@
 namespace ringdp::ddp {
 
 DistributedSampler::DistributedSampler(int64_t dataset_size, int rank, int world_size, bool shuffle,
-                                       uint64_t seed)
-    : dataset_size_(dataset_size), rank_(rank), world_size_(world_size), shuffle_(shuffle), seed_(seed) {
+                                       uint64_t seed, bool pad)
+    : dataset_size_(dataset_size),
+      rank_(rank),
+      world_size_(world_size),
+      shuffle_(shuffle),
+      seed_(seed),
+      pad_(pad) {
   RINGDP_CHECK(dataset_size > 0, "DistributedSampler: the data set is empty");
   RINGDP_CHECK(world_size > 0 && rank >= 0 && rank < world_size, "DistributedSampler: rank ", rank,
                " out of range for ", world_size, " ranks");
@@ -31,6 +36,7 @@ std::vector<int64_t> DistributedSampler::global_order() const {
       std::swap(order[i], order[std::min(j, i)]);
     }
   }
+  if (!pad_) return order;
   const int64_t total = shard_size() * world_size_;
   for (int64_t i = dataset_size_; i < total; ++i) order.push_back(order[i - dataset_size_]);
   return order;

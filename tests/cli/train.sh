@@ -31,7 +31,8 @@ case "$case_name" in
   help)
     out=$("$train" --help) || fail "--help exited non-zero"
     for flag in --model --hidden --samples --batch-size --epochs --lr --momentum --data --device --backend --algo \
-                --bucket-mb --checkpoint --resume --init --export --timeout --no-overlap --explain; do
+                --bucket-mb --checkpoint --resume --init --export --timeout --no-overlap --explain --uneven \
+                --find-unused-parameters; do
       grep -qF -- "$flag" <<<"$out" || fail "--help does not list $flag"
     done
     grep -qF -- "--resume [always|auto|never]" <<<"$out" && grep -qF -- "--resume auto: continue when it exists" <<<"$out" ||
@@ -594,6 +595,99 @@ PY
         done
       done
     done
+    ;;
+  uneven)
+    # --uneven join: 10 samples on 3 ranks (4, 3, 3) or 4 ranks (3, 3, 2, 2), every sample once per
+    # epoch; the ranks out of batches join. Rank r's step k takes the shuffled positions
+    # r + N(kb + j), j < b, so step k of all ranks together is the one process's batch of N·b
+    # positions: the same parameters within float32 tolerance (--uneven pad repeats samples, so
+    # it may not). The loss line counts every step of every rank.
+    awk 'BEGIN { srand(5); print "a,b,c,y"; for (i = 0; i < 10; i++) { a = rand(); b = rand(); c = rand();
+                 printf "%.5f,%.5f,%.5f,%.5f\n", a, b, c, 2 * a - b + 0.5 * c + 0.1 } }' >"$work/ten.csv"
+    common=(--data "$work/ten.csv" --model mlp --hidden 5 --epochs 4 --momentum 0.9 --lr 0.05)
+    compare() {
+      /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+worst = max(abs(x - y) / max(1.0, abs(y)) for k in a for x, y in zip(a[k]["data"], b[k]["data"]))
+print(f"{worst:.2e}")
+sys.exit(0 if a.keys() == b.keys() and worst < 1e-5 else 1)
+PY
+    }
+    for layout in "3 1" "4 2"; do
+      read -r np b <<<"$layout"
+      run 1 "${common[@]}" --batch-size $((np * b)) --export "$work/one.json"
+      [ $rc -eq 0 ] || fail "one process failed: $out"
+      run $np "${common[@]}" --batch-size $b --uneven join --find-unused-parameters --export "$work/join.json"
+      [ $rc -eq 0 ] && [ "$(tail -n 1 <<<"$out")" = "Finished training" ] || fail "--uneven join on $np ranks failed: $out"
+      worst=$(compare "$work/one.json" "$work/join.json") || fail "--uneven join on $np ranks differs from one process by $worst"
+      run $np "${common[@]}" --batch-size $b --export "$work/pad.json"
+      [ $rc -eq 0 ] || fail "--uneven pad on $np ranks failed: $out"
+      pad=$(compare "$work/one.json" "$work/pad.json") && fail "--uneven pad on $np ranks equals one process ($pad): the test cannot tell"
+      echo "ok: --uneven join on $np ranks, batch $b, equals one process with batch $((np * b)) (worst $worst; pad: $pad)"
+    done
+    expect_error 1 "--uneven join does not work with --zero" 2 --uneven join --zero
+    expect_error 2 "--uneven: even not in" 2 --uneven even
+    ;;
+  torch-join)
+    # ringdp-train --uneven join against PyTorch 1.13's DDP under Join(divide_by_initial_world_size=False)
+    # (tests/cli/torch_join.py) from the same data and initial weights: 53 rows on 3 and 4 ranks, so
+    # shards and batch counts differ. SGD without momentum for 3 epochs, and with momentum for one
+    # (PyTorch's joined ranks do not step their optimizer). Needs python3-torch.
+    torch_python=/usr/bin/python3
+    if ! "$torch_python" -c 'import torch.distributed as d; from torch.distributed.algorithms.join import Join; assert d.is_gloo_available()' 2>/dev/null; then
+      echo "SKIPPED: no python3-torch with gloo and Join (apt-get install python3-torch)"
+      exit 77
+    fi
+    "$torch_python" - "$work" <<'PY'
+import random, sys, json
+work = sys.argv[1]
+rng = random.Random(7)
+with open(f"{work}/data.csv", "w") as f:
+    f.write("a,b,c,d,y\n")
+    for _ in range(53):
+        x = [rng.gauss(0, 1) for _ in range(4)]
+        f.write(",".join(f"{v:.6f}" for v in x) + f",{x[0] - 2 * x[1] + 0.5 * x[2] * x[3] + 0.3:.6f}\n")
+init = {"0.weight": {"shape": [5, 4], "data": [rng.uniform(-0.5, 0.5) for _ in range(20)]},
+        "0.bias": {"shape": [5], "data": [rng.uniform(-0.5, 0.5) for _ in range(5)]},
+        "2.weight": {"shape": [1, 5], "data": [rng.uniform(-0.4, 0.4) for _ in range(5)]},
+        "2.bias": {"shape": [1], "data": [0.1]}}
+json.dump(init, open(f"{work}/init.json", "w"))
+PY
+    for np in 3 4; do
+      for o in "--epochs 3 --lr 0.05" "--epochs 1 --lr 0.05 --momentum 0.9"; do
+        common=(--data "$work/data.csv" --init "$work/init.json" --hidden 5 --batch-size 4 $o)
+        run $np --model mlp --no-shuffle --uneven join "${common[@]}" --export "$work/ringdp.json"
+        [ $rc -eq 0 ] || fail "ringdp-train ${common[*]} exited $rc: $out"
+        out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) timeout 120 "$mpiexec" -n $np \
+          "${launch_args[@]}" "$torch_python" "$(dirname "$0")/torch_join.py" "${common[@]}" --export "$work/torch.json" 2>&1)
+        [ $? -eq 0 ] || fail "torch_join.py ${common[*]} failed: $out"
+        "$torch_python" - "$work" "np=$np $o" <<'PY' || fail "ringdp and PyTorch disagree: np=$np $o"
+import json, sys
+work, what = sys.argv[1:]
+a, b = json.load(open(f"{work}/ringdp.json")), json.load(open(f"{work}/torch.json"))
+assert a.keys() == b.keys(), (a.keys(), b.keys())
+rel = max(abs(x - y) / max(1.0, abs(y)) for k in a for x, y in zip(a[k]["data"], b[k]["data"]))
+assert rel < 1e-5, f"{what}: worst relative difference {rel:.2e}"
+print(f"ok: --uneven join, {what}: ringdp-train and PyTorch 1.13's Join agree within {rel:.1e}")
+PY
+      done
+    done
+    ;;
+  explain-join)
+    # --explain --uneven join: 10 samples on 3 ranks, batches of 1: at step 4 ranks 1 and 2 have
+    # joined and add zeros, the divisor is 1 and the average is rank 0's own value; the ranks end
+    # with equal parameters (momentum included, since joined ranks step their optimizer).
+    awk 'BEGIN { print "x,y"; for (i = 1; i <= 10; i++) print i / 10 "," 3 * i / 10 + 1 }' >"$work/ten.csv"
+    run 3 --data "$work/ten.csv" --batch-size 1 --uneven join --momentum 0.9 --explain
+    [ $rc -eq 0 ] || fail "--explain --uneven join exited $rc: $out"
+    line=$(grep -E '^ +4 ' <<<"$out") || fail "no step 4 in: $out"
+    read -r step r0 z1 j1 z2 j2 divisor average <<<"$line"
+    [ "$z1 $j1 $z2 $j2 $divisor" = "0 (joined) 0 (joined) 1" ] && [ "$r0" = "$average" ] ||
+      fail "step 4 should show ranks 1 and 2 joined (zeros), divisor 1, the average rank 0's value: '$line'"
+    grep -qF "     rank 0: 4 samples, 4 steps of at most 1" <<<"$out" || fail "no shard line for rank 0 in: $out"
+    grep -qF "largest difference from rank 0's parameters 0." <<<"$out" || fail "the ranks' parameters differ: $out"
+    echo "ok: --explain --uneven join shows the joined ranks' zeros and the divisor: $line"
     ;;
   *) fail "unknown case $case_name" ;;
 esac

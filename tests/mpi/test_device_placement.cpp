@@ -101,6 +101,29 @@ TEST_CASE("ringdp-train's loop puts every rank's model and data on the communica
   if (world().rank() == 0) std::remove(config.checkpoint_path.c_str());
 }
 
+TEST_CASE("--uneven join on the GPU: the counts, the joined rank's zeros and the divisor there",
+          "[placement][train][join]") {
+  // 13 rows: on 2 ranks 7 and 6, so with batches of 2 rank 1 shadows rank 0's fourth step.
+  const std::string dir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+  train::TrainConfig config;
+  config.data_path = dir + "/ringdp-placement-join-" + backend() + ".csv";
+  if (world().rank() == 0) {
+    std::ofstream csv(config.data_path);
+    csv << "a,b,y\n";
+    for (int i = 0; i < 13; ++i) csv << i * 0.1 << "," << (i % 4) * 0.3 << "," << 1 + i * 0.05 << "\n";
+  }
+  world().barrier();
+  config.model = "mlp";
+  config.momentum = 0.9;
+  config.batch_size = 2;
+  config.epochs = 2;
+  config.uneven = "join";
+  config.find_unused_parameters = true;
+  train_on_both(config);
+  world().barrier();
+  if (world().rank() == 0) std::remove(config.data_path.c_str());
+}
+
 // Hidden: run by the "device corrupt fault" tests with RINGDP_FAULT=corrupt:rank=1:op=2. The
 // fault flips a bit of the first segment rank 1 receives in collective 2; on CUDA tensors it
 // is done on the device, in stream order, where it was once silently skipped.

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <unordered_set>
 
+#include "autograd/graph_walk.h"
 #include "autograd/layers.h"
 #include "autograd/node.h"
 #include "autograd/optim/adam.h"
@@ -388,4 +390,17 @@ TEST_CASE("the worked example of docs/autograd.md", "[autograd][docs]") {
   loss.backward();
   CHECK(W.grad().to_vector() == std::vector<double>{-4.5, -9});
   CHECK(b.grad().to_vector() == std::vector<double>{-4.5});
+}
+
+TEST_CASE("reachable_leaves: the parameters an output depends on, each once", "[autograd][graph_walk]") {
+  Linear used(LinearOptions(3, 2), 1), unused(LinearOptions(3, 2), 2);
+  const Tensor x = randn({4, 3}, 3);
+  const Tensor out = relu(add(used(x), linear(x, used.weight)));  // used.weight reached twice
+  const auto leaves = reachable_leaves(out);
+  REQUIRE(leaves.size() == 2);
+  REQUIRE(leaves.contains(used.weight.id()));
+  REQUIRE(leaves.contains(used.bias.id()));
+  REQUIRE_FALSE(leaves.contains(unused.weight.id()));
+  REQUIRE(reachable_leaves(x).empty());  // needs no gradient
+  REQUIRE(reachable_leaves(used.bias) == std::unordered_set<const void*>{used.bias.id()});
 }

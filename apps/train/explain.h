@@ -16,5 +16,9 @@ int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communica
 /// --explain --zero: the flat layout, each rank's shard boundaries, one element through the
 /// reduce-scatter, the owner's step and the all-gather (apps/train/explain_zero.cpp).
 int run_explain_zero(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);
+/// --explain --comm-hook: one step with the hook, and one bucket's values as the hook changed
+/// them: rank by rank before, through the cast (fp16, bf16), after; against the exact average.
+/// apps/train/explain_hook.cpp.
+int run_explain_hook(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);
 
 }  // namespace ringdp::train

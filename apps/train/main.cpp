@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "apps/train/comm_hook_setup.h"
 #include "apps/train/explain.h"
 #include "apps/train/optimizer_setup.h"
 #include "apps/train/trainer.h"
@@ -177,6 +178,7 @@ bool is_rank_zero() { return comm::launcher_rank() == 0; }
 int run_job(const train::TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
   train::check_optimizer_flags(config);
   if (!config.explain) return train::run_training(config, communicator);
+  if (config.comm_hook != "none") return train::run_explain_hook(config, communicator);
   return config.zero ? train::run_explain_zero(config, communicator)
                      : train::run_explain(config, communicator);
 }
@@ -228,6 +230,19 @@ int main(int argc, char** argv) {
   app.add_flag("--no-overlap", no_overlap,
                "start the gradient all-reduces only after backward has finished (the baseline that DDP's "
                "overlap beats)");
+  app.add_option("--comm-hook", config.comm_hook,
+                 "DDP communication hook: none (the all-reduce), fp16 or bf16 (cast, all-reduce, cast back), "
+                 "powersgd:RANK[:START] (rank-RANK PowerSGD after START plain steps, default 2)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              train::parse_comm_hook(text);
+              return "";
+            } catch (const Error&) {
+              return "'" + text + "' is not a comm hook: " + train::kCommHookForms;
+            }
+          },
+          "HOOK"));
   app.add_flag("--explain", config.explain,
                "run one step and narrate it: broadcast, hooks, buckets, one gradient value through each "
                "all-reduce step, the average and the SGD update (host tensors)");

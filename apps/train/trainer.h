@@ -44,6 +44,7 @@ struct TrainConfig {
   bool verbose = false;
   bool overlap = true;  ///< --no-overlap: all-reduce only after backward
   bool explain = false;  ///< --explain: narrate one step (apps/train/explain.h)
+  std::string comm_hook = "none";  ///< --comm-hook (apps/train/comm_hook_setup.h)
 };
 
 /// The model of config (linear, or an MLP of config.hidden) on `device`, seeded by config.seed.

@@ -22,7 +22,7 @@
 namespace ringdp::train {
 
 namespace {
-constexpr int64_t kShown = 3;  // elements of bucket 0 told rank by rank
+constexpr size_t kShown = 4;  // parameters of bucket 0 whose element 0 is told rank by rank
 
 // Bucket 0 as the hook saw it on this rank.
 struct BucketRecord {
@@ -41,13 +41,51 @@ std::vector<double> gather_all(comm::Communicator& comm, const std::vector<doubl
   return out.to_vector();
 }
 
-// "name[i]" of element `offset` of the bucket.
-std::string element_name(const BucketRecord& record, int64_t offset) {
-  for (size_t p = 0; p < record.sizes.size(); ++p) {
-    if (offset < record.sizes[p]) return record.names[p] + "[" + std::to_string(offset) + "]";
-    offset -= record.sizes[p];
+// The offsets of element 0 of the bucket's first kShown parameters: a matrix among them when the
+// bucket holds one, so PowerSGD's compression shows.
+std::vector<int64_t> shown_offsets(const BucketRecord& record) {
+  std::vector<int64_t> offsets;
+  int64_t at = 0;
+  for (size_t p = 0; p < record.sizes.size() && offsets.size() < kShown; ++p) {
+    offsets.push_back(at);
+    at += record.sizes[p];
   }
-  return "?";
+  return offsets;
+}
+
+std::vector<double> pick(const std::vector<double>& values, const std::vector<int64_t>& offsets) {
+  std::vector<double> out;
+  for (int64_t o : offsets) out.push_back(values[o]);
+  return out;
+}
+
+// What rank 0 tells, gathered from every rank (collective).
+struct Told {
+  std::vector<int64_t> offsets;
+  std::vector<double> before, after, error;  // rank-major, offsets.size() per rank
+  std::vector<double> exact;  // the average of the float32 gradients, the whole bucket
+  double worst = 0, largest = 0;  // max |after - exact| over ranks and elements; max |exact|
+};
+
+Told gather_told(comm::Communicator& comm, const BucketRecord& record, const ddp::PowerSgdState* state) {
+  Told told;
+  told.offsets = shown_offsets(record);
+  const auto n = static_cast<int64_t>(record.before.size());
+  Tensor exact = from_vector(record.before, {n}, DType::float64);
+  comm.all_reduce(exact, ReduceOp::avg);
+  told.exact = exact.to_vector();
+  told.before = gather_all(comm, pick(record.before, told.offsets));
+  told.after = gather_all(comm, pick(record.after, told.offsets));
+  if (state) told.error = gather_all(comm, pick(state->errors.at(0).to_vector(), told.offsets));
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    worst = std::max(worst, std::fabs(record.after[i] - told.exact[i]));
+    told.largest = std::max(told.largest, std::fabs(told.exact[i]));
+  }
+  Tensor worst_all = full({1}, worst, DType::float64);
+  comm.all_reduce(worst_all, ReduceOp::max);
+  told.worst = worst_all.item();
+  return told;
 }
 
 void print_row(const char* label, const std::vector<double>& values, int64_t element, int64_t shown, int N) {
@@ -87,6 +125,41 @@ void print_cast_rows(const CommHookChoice& choice, const std::vector<double>& be
   print_row(("cast to " + name).c_str(), cast, e, shown, N);
   print_row(("/ " + std::to_string(N) + " in " + name).c_str(), divided, e, shown, N);
 }
+void print_told(const TrainConfig& config, const CommHookChoice& choice, const BucketRecord& record,
+                const Told& told, int N) {
+  const bool powersgd = choice.kind == CommHookChoice::Kind::powersgd;
+  const auto shown = static_cast<int64_t>(told.offsets.size());
+  std::printf(
+      "ringdp-train --explain --comm-hook %s: one DDP step of the %s model on %d rank%s, told by rank 0.\n\n",
+      config.comm_hook.c_str(), config.model.c_str(), N, N == 1 ? "" : "s");
+  std::printf("1. Each bucket goes through %s instead of the plain all-reduce (avg)%s.\n",
+              describe(choice).c_str(),
+              powersgd ? "; from step 0 here, so that this one step is compressed" : "");
+  std::printf(
+      "   bucket 0 holds %zu parameter(s), %zu float32 gradients (%zu B); the hook's collectives carried "
+      "%lld B.\n\n",
+      record.names.size(), record.before.size(), record.bytes,
+      static_cast<long long>(record.bytes_communicated));
+  std::printf("2. Element 0 of its first %lld parameter(s), rank by rank:\n", static_cast<long long>(shown));
+  std::printf("     %-30s", "");
+  for (int r = 0; r < N; ++r) std::printf(" %14s", ("rank " + std::to_string(r)).c_str());
+  std::printf("\n");
+  for (int64_t e = 0; e < shown; ++e) {
+    const int64_t offset = told.offsets[e];
+    std::printf("   %s[0], element %lld of bucket 0\n", record.names[e].c_str(),
+                static_cast<long long>(offset));
+    print_row("float32 gradient", told.before, e, shown, N);
+    if (!powersgd) print_cast_rows(choice, told.before, e, shown, N);
+    print_row(powersgd ? "after PowerSGD (applied)" : "summed, back in float32", told.after, e, shown, N);
+    if (powersgd) print_row("error kept for the next step", told.error, e, shown, N);
+    std::printf("     %-30s %14.8g\n", "exact average (float64)", told.exact[offset]);
+    std::printf("     %-30s %14.3g\n", "difference", told.after[e] - told.exact[offset]);
+  }
+  std::printf(
+      "\n3. Over the whole bucket, on every rank: the largest |result - exact average| is %.3g "
+      "(the largest |average| is %.3g).\n",
+      told.worst, told.largest);
+}
 }  // namespace
 
 int run_explain_hook(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
@@ -117,56 +190,8 @@ int run_explain_hook(const TrainConfig& config, const std::shared_ptr<comm::Comm
                x, y);
   ddp.backward(autograd::mse_loss(ddp(x), y));
 
-  const auto n = static_cast<int64_t>(record.before.size());
-  const int64_t shown = std::min(kShown, n);
-  Tensor exact = from_vector(record.before, {n}, DType::float64);
-  comm.all_reduce(exact, ReduceOp::avg);
-  const std::vector<double> before_all =
-      gather_all(comm, std::vector<double>(record.before.begin(), record.before.begin() + shown));
-  const std::vector<double> after_all =
-      gather_all(comm, std::vector<double>(record.after.begin(), record.after.begin() + shown));
-  std::vector<double> error_all;
-  if (powersgd) {
-    const std::vector<double> error = state->errors.at(0).to_vector();
-    error_all = gather_all(comm, std::vector<double>(error.begin(), error.begin() + shown));
-  }
-  double worst = 0, largest = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    worst = std::max(worst, std::fabs(record.after[i] - exact.item(i)));
-    largest = std::max(largest, std::fabs(exact.item(i)));
-  }
-  Tensor worst_all = full({1}, worst, DType::float64);
-  comm.all_reduce(worst_all, ReduceOp::max);
-  if (comm.rank() != 0) return 0;
-
-  std::printf(
-      "ringdp-train --explain --comm-hook %s: one DDP step of the %s model on %d rank%s, told by rank 0.\n\n",
-      config.comm_hook.c_str(), config.model.c_str(), N, N == 1 ? "" : "s");
-  std::printf("1. Each bucket goes through %s%s instead of the plain all-reduce (avg).\n",
-              describe(choice).c_str(), powersgd ? ", started at step 0 here so this step compresses" : "");
-  std::printf(
-      "   bucket 0 holds %zu parameter(s), %lld float32 gradients (%zu B); the hook's collectives carried "
-      "%lld B.\n\n",
-      record.names.size(), static_cast<long long>(n), record.bytes,
-      static_cast<long long>(record.bytes_communicated));
-  std::printf("2. Its first %lld element(s), rank by rank:\n", static_cast<long long>(shown));
-  std::printf("     %-30s", "");
-  for (int r = 0; r < N; ++r) std::printf(" %14s", ("rank " + std::to_string(r)).c_str());
-  std::printf("\n");
-  for (int64_t e = 0; e < shown; ++e) {
-    std::printf("   element %lld of bucket 0 (%s)\n", static_cast<long long>(e),
-                element_name(record, e).c_str());
-    print_row("float32 gradient", before_all, e, shown, N);
-    if (!powersgd) print_cast_rows(choice, before_all, e, shown, N);
-    print_row(powersgd ? "after PowerSGD (applied)" : "summed, back in float32", after_all, e, shown, N);
-    if (powersgd) print_row("error kept for the next step", error_all, e, shown, N);
-    std::printf("     %-30s %14.8g\n", "exact average (float64)", exact.item(e));
-    std::printf("     %-30s %14.3g\n", "difference", after_all[e] - exact.item(e));
-  }
-  std::printf(
-      "\n3. Over the whole bucket, on every rank: the largest |result - exact average| is %.3g "
-      "(the largest |average| is %.3g).\n",
-      worst_all.item(), largest);
+  const Told told = gather_told(comm, record, state.get());
+  if (comm.rank() == 0) print_told(config, choice, record, told, N);
   return 0;
 }
 

@@ -17,8 +17,10 @@ void DistributedDataParallel::register_comm_hook(CommHook hook) {
 
 comm::Work DistributedDataParallel::run_comm_hook(int index) {
   const Bucket& b = buckets_[index];
-  GradBucket bucket{
-      .index = index, .last = index + 1 == static_cast<int>(buckets_.size()), .buffer = b.buffer};
+  GradBucket bucket{.index = index,
+                    .last = index + 1 == static_cast<int>(buckets_.size()),
+                    .buffer = b.buffer,
+                    .algorithm = options_.algorithm};
   for (int s : b.slots) {
     bucket.gradients.push_back(slots_[s].grad_view);
     bucket.parameters.push_back(slots_[s].param);

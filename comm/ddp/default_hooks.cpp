@@ -9,7 +9,7 @@ namespace ringdp::ddp {
 
 comm::Work allreduce_hook(comm::Communicator& comm, GradBucket& bucket) {
   bucket.bytes_communicated = static_cast<int64_t>(bucket.buffer.nbytes());
-  return comm.all_reduce(bucket.buffer, ReduceOp::avg, {.async = true});
+  return comm.all_reduce(bucket.buffer, ReduceOp::avg, {.algorithm = bucket.algorithm, .async = true});
 }
 
 comm::Work compress_hook(comm::Communicator& comm, GradBucket& bucket, DType dtype) {
@@ -20,7 +20,8 @@ comm::Work compress_hook(comm::Communicator& comm, GradBucket& bucket, DType dty
   Tensor compressed = bucket.buffer.to(dtype);
   ops::scale_(compressed, 1.0 / comm.size());
   bucket.bytes_communicated = static_cast<int64_t>(compressed.nbytes());
-  comm::Work reduced = comm.all_reduce(compressed, ReduceOp::sum, {.async = true});
+  comm::Work reduced =
+      comm.all_reduce(compressed, ReduceOp::sum, {.algorithm = bucket.algorithm, .async = true});
   Tensor buffer = bucket.buffer;  // a handle: the GradBucket is gone when the Work finishes
   // The cast back is local work: it may run whenever the all-reduce is seen complete.
   return comm::Work::then(

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/types.h"
 #include "comm/work.h"
 #include "tensor/tensor.h"
 
@@ -38,6 +39,9 @@ struct GradBucket {
   std::vector<Tensor> gradients{};
   std::vector<Tensor> parameters{};  ///< the parameters, in the same order
   std::vector<std::string> names{};  ///< their names, in the same order
+  /// The algorithm DDP was asked for (DdpOptions::algorithm, ringdp-train --algo); the built-in
+  /// hooks run their all-reduces with it. Not in PyTorch, whose process group decides.
+  comm::Algorithm algorithm = comm::Algorithm::automatic;
   /// Set by the hook: the bytes of the tensors it hands to collectives for this bucket (the
   /// payload, not the wire bytes, which depend on the algorithm). DDP adds them to
   /// DdpStepStats::bytes_reduced.

@@ -81,6 +81,7 @@ void prepare_q(PowerSgdState& state, const Plan& plan, const Tensor& q_memory, b
 struct Pending {
   int index;
   bool last;
+  comm::Algorithm algorithm;
   Tensor buffer{}, input{};  // input: the bucket after error feedback (undefined without it)
   Plan plan{};
   Tensor flat{};  // the uncompressed gradients, concatenated
@@ -104,7 +105,7 @@ void finish_bucket(PowerSgdState& state, Pending& work) {
     Tensor q = factor(work.q_memory, layer.q_offset, layer.cols, layer.rank);
     matmul_into(layer.matrix, true, p, false, q);
   }
-  if (work.q_memory.numel() > 0) comm.all_reduce(work.q_memory, ReduceOp::sum);
+  if (work.q_memory.numel() > 0) comm.all_reduce(work.q_memory, ReduceOp::sum, {.algorithm = work.algorithm});
   ops::scale_(work.q_memory, inverse_size);
   for (const Layer& layer : work.plan.compressed) {
     Tensor p = factor(work.p_memory, layer.p_offset, layer.rows, layer.rank);
@@ -142,7 +143,7 @@ comm::Work powersgd_hook(PowerSgdState& state, GradBucket& bucket) {
   RINGDP_CHECK(buffer.dtype() == DType::float32 || buffer.dtype() == DType::float64, "PowerSGD: bucket ",
                bucket.index, " is ", dtype_name(buffer.dtype()), "; float32 or float64 expected");
   const int index = bucket.index;
-  Pending work{.index = index, .last = bucket.last, .buffer = buffer};
+  Pending work{.index = index, .last = bucket.last, .algorithm = bucket.algorithm, .buffer = buffer};
   if (state.options.use_error_feedback) {  // step 1
     auto [error, created] = state.errors.try_emplace(index, zeros({buffer.numel()}, buffer.dtype()));
     if (!created) ops::add_(buffer, error->second);
@@ -169,11 +170,13 @@ comm::Work powersgd_hook(PowerSgdState& state, GradBucket& bucket) {
     at += gradient.numel();
   }
   // Issued in this order on every rank; the Q all-reduce follows from wait() (grad_bucket.h).
-  work.flat_reduced = work.flat.numel() > 0 ? comm.all_reduce(work.flat, ReduceOp::sum, {.async = true})
+  work.flat_reduced = work.flat.numel() > 0 ? comm.all_reduce(work.flat, ReduceOp::sum,
+                                                              {.algorithm = work.algorithm, .async = true})
                                             : comm::Work::completed();
-  comm::Work p_reduced = work.p_memory.numel() > 0
-                             ? comm.all_reduce(work.p_memory, ReduceOp::sum, {.async = true})
-                             : comm::Work::completed();
+  comm::Work p_reduced =
+      work.p_memory.numel() > 0
+          ? comm.all_reduce(work.p_memory, ReduceOp::sum, {.algorithm = work.algorithm, .async = true})
+          : comm::Work::completed();
   bucket.bytes_communicated = static_cast<int64_t>(
       (work.flat.numel() + work.p_memory.numel() + work.q_memory.numel()) * dtype_size(buffer.dtype()));
   auto pending = std::make_shared<Pending>(std::move(work));

@@ -101,6 +101,23 @@ void add_bucket_options(CLI::App& app, train::TrainConfig& config) {
       ->check(kPositive);
 }
 
+// --comm-hook's value is checked at parse time, so a typo fails before MPI starts anything.
+void add_comm_hook_option(CLI::App& app, train::TrainConfig& config) {
+  app.add_option("--comm-hook", config.comm_hook,
+                 "DDP communication hook: none (the all-reduce), fp16 or bf16 (cast, all-reduce, cast back), "
+                 "powersgd:RANK[:START] (rank-RANK PowerSGD after START plain steps, default 2)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              train::parse_comm_hook(text);
+              return "";
+            } catch (const Error&) {
+              return "'" + text + "' is not a comm hook: " + train::kCommHookForms;
+            }
+          },
+          "HOOK"));
+}
+
 // An option with an optional value: a bare --resume (the flag it used to be) reads as always.
 void add_resume_option(CLI::App& app, train::ResumeMode& resume) {
   app.add_option_function<std::string>(
@@ -230,19 +247,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-overlap", no_overlap,
                "start the gradient all-reduces only after backward has finished (the baseline that DDP's "
                "overlap beats)");
-  app.add_option("--comm-hook", config.comm_hook,
-                 "DDP communication hook: none (the all-reduce), fp16 or bf16 (cast, all-reduce, cast back), "
-                 "powersgd:RANK[:START] (rank-RANK PowerSGD after START plain steps, default 2)")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            try {
-              train::parse_comm_hook(text);
-              return "";
-            } catch (const Error&) {
-              return "'" + text + "' is not a comm hook: " + train::kCommHookForms;
-            }
-          },
-          "HOOK"));
+  add_comm_hook_option(app, config);
   app.add_flag("--explain", config.explain,
                "run one step and narrate it: broadcast, hooks, buckets, one gradient value through each "
                "all-reduce step, the average and the SGD update (host tensors)");

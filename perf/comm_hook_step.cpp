@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     sgd.zero_grad();
     ddp.backward(mse_loss(ddp(x), y));
     sgd.step();
-    if (step > 0) step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (step > 0)
+      step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(step_s.begin(), step_s.end());
   if (world->rank() == 0)

@@ -31,7 +31,7 @@ case "$case_name" in
   help)
     out=$("$train" --help) || fail "--help exited non-zero"
     for flag in --model --hidden --samples --batch-size --epochs --lr --momentum --data --device --backend --algo \
-                --bucket-mb --checkpoint --resume --init --export --timeout --no-overlap --explain; do
+                --bucket-mb --checkpoint --resume --init --export --timeout --no-overlap --explain --comm-hook; do
       grep -qF -- "$flag" <<<"$out" || fail "--help does not list $flag"
     done
     grep -qF -- "--resume [always|auto|never]" <<<"$out" && grep -qF -- "--resume auto: continue when it exists" <<<"$out" ||

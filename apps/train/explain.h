@@ -19,5 +19,9 @@ int run_explain_zero(const TrainConfig& config, const std::shared_ptr<comm::Comm
 /// --explain --uneven join: one epoch on unpadded shards, each step's contributions to one element
 /// of bucket 0 (a joined rank's zeros), the divisor and the average (apps/train/explain_join.cpp).
 int run_explain_join(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);
+/// --explain --comm-hook: one step with the hook, and one bucket's values as the hook changed
+/// them: rank by rank before, through the cast (fp16, bf16), after; against the exact average.
+/// apps/train/explain_hook.cpp.
+int run_explain_hook(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator);
 
 }  // namespace ringdp::train

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "apps/train/comm_hook_setup.h"
 #include "apps/train/explain.h"
 #include "apps/train/optimizer_setup.h"
 #include "apps/train/trainer.h"
@@ -106,6 +107,23 @@ void add_bucket_options(CLI::App& app, train::TrainConfig& config) {
                "DDP finds the parameters each forward does not use (docs/ddp.md)");
 }
 
+// --comm-hook's value is checked at parse time, so a typo fails before MPI starts anything.
+void add_comm_hook_option(CLI::App& app, train::TrainConfig& config) {
+  app.add_option("--comm-hook", config.comm_hook,
+                 "DDP communication hook: none (the all-reduce), fp16 or bf16 (cast, all-reduce, cast back), "
+                 "powersgd:RANK[:START] (rank-RANK PowerSGD after START plain steps, default 2)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              train::parse_comm_hook(text);
+              return "";
+            } catch (const Error&) {
+              return "'" + text + "' is not a comm hook: " + train::kCommHookForms;
+            }
+          },
+          "HOOK"));
+}
+
 // An option with an optional value: a bare --resume (the flag it used to be) reads as always.
 void add_resume_option(CLI::App& app, train::ResumeMode& resume) {
   app.add_option_function<std::string>(
@@ -182,11 +200,15 @@ bool is_rank_zero() { return comm::launcher_rank() == 0; }
 // Training, or under --explain one step told (of DDP with SGD, or with --zero of ZeRO).
 int run_job(const train::TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
   train::check_optimizer_flags(config);
+  RINGDP_CHECK(config.comm_hook == "none" || config.uneven != "join", "--comm-hook ", config.comm_hook,
+               " does not work with --uneven join (a joined rank shadows the default all-reduce of each "
+               "bucket, not a hook's collectives); use one or the other");
   if (!config.explain) return train::run_training(config, communicator);
   RINGDP_CHECK(!config.zero || config.uneven != "join",
                "--uneven join does not work with --zero (ZeRO's step "
                "communicates too, and a joined rank would not shadow it); use --uneven pad");
   if (config.uneven == "join") return train::run_explain_join(config, communicator);
+  if (config.comm_hook != "none") return train::run_explain_hook(config, communicator);
   return config.zero ? train::run_explain_zero(config, communicator)
                      : train::run_explain(config, communicator);
 }
@@ -238,6 +260,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-overlap", no_overlap,
                "start the gradient all-reduces only after backward has finished (the baseline that DDP's "
                "overlap beats)");
+  add_comm_hook_option(app, config);
   app.add_flag("--explain", config.explain,
                "run one step and narrate it: broadcast, hooks, buckets, one gradient value through each "
                "all-reduce step, the average and the SGD update (host tensors)");

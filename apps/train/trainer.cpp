@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "apps/train/comm_hook_setup.h"
 #include "apps/train/csv.h"
 #include "apps/train/json_state.h"
 #include "apps/train/optimizer_setup.h"
@@ -276,6 +277,10 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
                                     .overlap = config.overlap,
                                     .sync_gradients = !config.zero,
                                     .find_unused_parameters = config.find_unused_parameters});
+  const CommHookChoice hook = parse_comm_hook(config.comm_hook);
+  RINGDP_CHECK(!config.zero || hook.kind == CommHookChoice::Kind::none, "--comm-hook ", config.comm_hook,
+               " with --zero: ZeroRedundancyOptimizer reduce-scatters the gradients itself, so no hook runs");
+  const auto powersgd = install_comm_hook(hook, ddp, communicator);
   // After DDP's broadcast: ZeRO's shards start from rank 0's parameters.
   TrainOptimizer opt = make_optimizer(config, *model, communicator);
   if (!optimizer_state.empty()) opt.optimizer->load_state_dict(optimizer_state);
@@ -302,6 +307,8 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
     save_if_due(config, epoch, rank, N, *model, opt);
   }
   if (rank == 0 && !config.export_path.empty()) write_state_json(config.export_path, model->state_dict());
+  if (powersgd && rank == 0)  // elements before / after compression, over the compressed steps
+    std::printf("%s: compression rate %.3g\n", describe(hook).c_str(), powersgd->compression_rate());
   comm.barrier();
   if (rank == 0) std::printf("Finished training\n");
   return 0;

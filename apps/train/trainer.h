@@ -48,6 +48,7 @@ struct TrainConfig {
   /// join (every sample once; a rank out of batches shadows the others, comm/ddp/join.h).
   std::string uneven = "pad";
   bool find_unused_parameters = false;  ///< --find-unused-parameters (DdpOptions)
+  std::string comm_hook = "none";  ///< --comm-hook (apps/train/comm_hook_setup.h)
 };
 
 /// The model of config (linear, or an MLP of config.hidden) on `device`, seeded by config.seed.

@@ -219,6 +219,7 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
 void DistributedDataParallel::backward(const Tensor& loss) {
   const auto start = Clock::now();
   backward_begin_ = start;
+  backward_ran_ = true;
   stats_ = DdpStepStats{};
   {
     timeline::Scope span("ddp", "loss.backward()");
@@ -288,6 +289,10 @@ void DistributedDataParallel::launch_ready_buckets() {
                                  .offset = 0,
                                  .elements = b.buffer.numel(),
                                  .bytes = static_cast<int64_t>(b.buffer.nbytes())});
+    if (comm_hook_) {  // called on one rank too, as in PyTorch: a compression still rounds
+      b.work = run_comm_hook(index);
+      continue;
+    }
     if (comm_->size() == 1) {
       b.work = comm::Work::completed();  // the average of one rank's gradient is that gradient
       continue;

@@ -40,6 +40,7 @@
 
 #include "autograd/module.h"
 #include "comm/communicator.h"
+#include "comm/ddp/grad_bucket.h"
 
 namespace ringdp::ddp {
 
@@ -120,6 +121,15 @@ class DistributedDataParallel {
   /// The flat buffer bucket `index` is all-reduced in (for --explain and tests: read only).
   const Tensor& bucket_buffer(int index) const { return buckets_.at(index).buffer; }
 
+  /// Replaces each bucket's all-reduce by `hook(*state, bucket)` (comm/ddp/grad_bucket.h says
+  /// what a hook must do; comm/ddp/default_hooks.h and powersgd_hook.h hold the built-ins).
+  /// Once, before the first backward, as in PyTorch. The state lives as long as the wrapper.
+  template <typename State, typename Hook>
+  void register_comm_hook(std::shared_ptr<State> state, Hook hook) {
+    register_comm_hook([state, hook](GradBucket& bucket) { return hook(*state, bucket); });
+  }
+  void register_comm_hook(CommHook hook);  // comm/ddp/ddp_comm_hook.cpp
+
  private:
   friend class Join;  // shadows the buckets' all-reduces on a rank that ran out of inputs
   struct Slot {
@@ -162,6 +172,7 @@ class DistributedDataParallel {
   void trace_layout() const;
   void trace_grad_view(const Slot& slot) const;
   void launch_ready_buckets();
+  comm::Work run_comm_hook(int index);  // comm/ddp/ddp_comm_hook.cpp
   void finish_iteration();
   void reset_iteration();
   /// The parameters whose gradient has not arrived this iteration, and PyTorch's advice.
@@ -184,6 +195,8 @@ class DistributedDataParallel {
   bool join_step_open_ = false;  // under Join: the peers were told this step syncs; no backward yet
   std::chrono::steady_clock::time_point backward_begin_;
   DdpStepStats stats_;
+  CommHook comm_hook_{};
+  bool backward_ran_ = false;  // register_comm_hook is refused after the first backward
 };
 
 }  // namespace ringdp::ddp

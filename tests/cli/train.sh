@@ -32,7 +32,7 @@ case "$case_name" in
     out=$("$train" --help) || fail "--help exited non-zero"
     for flag in --model --hidden --samples --batch-size --epochs --lr --momentum --data --device --backend --algo \
                 --bucket-mb --checkpoint --resume --init --export --timeout --no-overlap --explain --uneven \
-                --find-unused-parameters; do
+                --find-unused-parameters --comm-hook; do
       grep -qF -- "$flag" <<<"$out" || fail "--help does not list $flag"
     done
     grep -qF -- "--resume [always|auto|never]" <<<"$out" && grep -qF -- "--resume auto: continue when it exists" <<<"$out" ||
@@ -688,6 +688,109 @@ PY
     grep -qF "     rank 0: 4 samples, 4 steps of at most 1" <<<"$out" || fail "no shard line for rank 0 in: $out"
     grep -qF "largest difference from rank 0's parameters 0." <<<"$out" || fail "the ranks' parameters differ: $out"
     echo "ok: --explain --uneven join shows the joined ranks' zeros and the divisor: $line"
+    ;;
+  comm-hook)
+    # --comm-hook: each hook trains (the loss falls), PowerSGD reports its compression, and bad
+    # values or --zero with a hook are refused.
+    for hook in fp16 bf16 powersgd:1 powersgd:2:0; do
+      run 3 --model mlp --hidden 16,16 --epochs 5 --comm-hook $hook
+      [ $rc -eq 0 ] || fail "--comm-hook $hook exited $rc: $out"
+      first=$(grep '^epoch 1/' <<<"$out" | awk '{print $4}')
+      last=$(grep '^epoch 5/' <<<"$out" | awk '{print $4}')
+      awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "--comm-hook $hook: loss did not fall: $first -> $last"
+      case $hook in powersgd*) grep -qE '^PowerSGD rank [12] \(from step [02]\): compression rate [0-9.]+$' <<<"$out" ||
+        fail "--comm-hook $hook: no compression line in: $out" ;; esac
+      echo "ok: --comm-hook $hook on 3 ranks: loss $first -> $last"
+    done
+    expect_error 2 "'powersgd:0' is not a comm hook: expected none, fp16, bf16" 2 --comm-hook powersgd:0
+    expect_error 2 "'fp32' is not a comm hook" 2 --comm-hook fp32
+    expect_error 1 "--comm-hook fp16 with --zero" 2 --zero --comm-hook fp16
+    ;;
+  explain-hook)
+    # --explain --comm-hook: bucket 0 rank by rank through the cast, or PowerSGD's applied value and
+    # kept error. The numbers are checked where they can be: the cast row is the float32 value in
+    # float16, halved on 2 ranks (to the 8 digits printed).
+    run 2 --model mlp --explain --comm-hook fp16
+    [ $rc -eq 0 ] || fail "--explain --comm-hook fp16 exited $rc: $out"
+    for line in "1. Each bucket goes through fp16 compression instead of the plain all-reduce (avg)." \
+                "the hook's collectives carried 386 B" "cast to float16" "/ 2 in float16" "summed, back in float32"; do
+      grep -qF -- "$line" <<<"$out" || fail "--explain --comm-hook fp16: no '$line' in: $out"
+    done
+    read -r cast_a _ < <(grep -m1 'cast to float16' <<<"$out" | awk '{print $4, $5}')
+    read -r half_a _ < <(grep -m1 '/ 2 in float16' <<<"$out" | awk '{print $5, $6}')
+    awk -v c="$cast_a" -v h="$half_a" 'BEGIN { d = c / 2 - h; exit !(d < 1e-7 && d > -1e-7) }' || fail "halving: $cast_a / 2 != $half_a in: $out"
+    run 2 --model mlp --explain --comm-hook powersgd:1
+    [ $rc -eq 0 ] || fail "--explain --comm-hook powersgd:1 exited $rc: $out"
+    for line in "after PowerSGD (applied)" "error kept for the next step" "from step 0 here, so that this one step is compressed"; do
+      grep -qF -- "$line" <<<"$out" || fail "--explain --comm-hook powersgd:1: no '$line' in: $out"
+    done
+    echo "ok: --explain --comm-hook fp16 and powersgd:1 tell bucket 0 through the hook"
+    ;;
+  comm-hook-torch)
+    # ringdp-train --comm-hook fp16/bf16 against PyTorch 1.13's DDP with fp16_compress_hook (and, as
+    # gloo has no bfloat16 all-reduce, bf16_compress_hook's steps with the sum done in rank order:
+    # tests/cli/torch_comm_hook.py) from the same data and initial weights, on 2 and 4 ranks. Where
+    # the compressed additions happen in the same order (2 ranks: one addition; bf16 on 4 ranks:
+    # ringdp's shared-memory all-reduce adds in rank order, as the emulation does) the hooked runs
+    # must agree to float32 rounding and far more closely than either agrees with the other's
+    # unhooked run, so the comparison sees the compression. fp16 on 4 ranks: gloo's ring adds in an
+    # order of its own, and one float16 rounding of a partial sum differs as much as the compression
+    # does, so only a bound. Needs python3-torch.
+    torch_python=/usr/bin/python3
+    if ! "$torch_python" -c 'import torch.distributed as d; from torch.distributed.algorithms.ddp_comm_hooks import default_hooks; assert d.is_gloo_available()' 2>/dev/null; then
+      echo "SKIPPED: no python3-torch with gloo and ddp_comm_hooks (apt-get install python3-torch)"
+      exit 77
+    fi
+    "$torch_python" - "$work" <<'PY'
+import random, sys, json
+work = sys.argv[1]
+rng = random.Random(12)
+w = [rng.gauss(0, 1) for _ in range(10)]
+with open(f"{work}/data.csv", "w") as f:
+    f.write(",".join(f"x{i}" for i in range(10)) + ",y\n")
+    for _ in range(240):
+        x = [rng.gauss(0, 1) for _ in range(10)]
+        f.write(",".join(f"{v:.6f}" for v in x) + f",{sum(a * b for a, b in zip(w, x)) + 0.5:.6f}\n")
+init = {"0.weight": {"shape": [8, 10], "data": [rng.uniform(-0.3, 0.3) for _ in range(80)]},
+        "0.bias": {"shape": [8], "data": [rng.uniform(-0.3, 0.3) for _ in range(8)]},
+        "2.weight": {"shape": [1, 8], "data": [rng.uniform(-0.4, 0.4) for _ in range(8)]},
+        "2.bias": {"shape": [1], "data": [0.1]}}
+json.dump(init, open(f"{work}/init.json", "w"))
+PY
+    script="$(dirname "$0")/torch_comm_hook.py"
+    for np in 2 4; do
+      for hook in none fp16 bf16; do
+        common=(--data "$work/data.csv" --init "$work/init.json" --hidden 8 --epochs 4 --batch-size 15 --lr 0.02)
+        run $np --model mlp --no-shuffle "${common[@]}" --algo shared_memory --comm-hook $hook \
+          --export "$work/ringdp-$hook.json"
+        [ $rc -eq 0 ] || fail "ringdp-train ${common[*]} --comm-hook $hook exited $rc: $out"
+        port=$((20000 + RANDOM % 20000))
+        out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 "$mpiexec" -n $np "${launch_args[@]}" \
+          "$torch_python" "$script" "${common[@]}" --comm-hook $hook --export "$work/torch-$hook.json" 2>&1)
+        trc=$?
+        [ $trc -eq 0 ] || fail "torch_comm_hook.py ${common[*]} --comm-hook $hook exited $trc: $out"
+      done
+      "$torch_python" - "$work" "$np" <<'PY' || fail "ringdp and PyTorch disagree on $np ranks"
+import json, sys
+work, np = sys.argv[1:]
+def load(who, hook):
+    d = json.load(open(f"{work}/{who}-{hook}.json"))
+    return [v for k in sorted(d) for v in d[k]["data"]]
+def rel(a, b):
+    return max(abs(x - y) / max(1.0, abs(y)) for x, y in zip(a, b))
+# float32 alone: ringdp's and PyTorch's kernels round differently in the last bits.
+base = rel(load("ringdp", "none"), load("torch", "none"))
+assert base < 1e-5, f"np={np} no hook: {base:.2e}"
+for hook in ("fp16", "bf16"):
+    same = rel(load("ringdp", hook), load("torch", hook))
+    crossed = min(rel(load("ringdp", hook), load("torch", "none")), rel(load("ringdp", "none"), load("torch", hook)))
+    if np == "2" or hook == "bf16":
+        assert same < 1e-6 and same * 10 < crossed, f"np={np} {hook}: {same:.2e} against PyTorch's {hook}, {crossed:.2e} against no hook"
+    else:
+        assert same < 5e-4, f"np={np} {hook}: {same:.2e} against PyTorch's {hook}"
+    print(f"ok: np={np} --comm-hook {hook}: ringdp-train and PyTorch 1.13 within {same:.2e} (4 epochs); {crossed:.2e} from the unhooked run; no hook: {base:.2e}")
+PY
+    done
     ;;
   *) fail "unknown case $case_name" ;;
 esac

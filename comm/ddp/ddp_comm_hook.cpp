@@ -12,8 +12,9 @@ void DistributedDataParallel::register_comm_hook(CommHook hook) {
   RINGDP_CHECK(!comm_hook_, "DDP: register_comm_hook can only be called once (as in PyTorch)");
   // A hook with state (PowerSGD's error feedback) must see every synchronised step from the first.
   RINGDP_CHECK(!backward_ran_, "DDP: register_comm_hook must be called before the first backward");
-  RINGDP_CHECK(join_ == nullptr, "DDP: register_comm_hook while a Join is live: a joined rank shadows only "
-                                 "the default all-reduce");
+  RINGDP_CHECK(join_ == nullptr,
+               "DDP: register_comm_hook while a Join is live: a joined rank shadows only "
+               "the default all-reduce");
   comm_hook_ = std::move(hook);
 }
 

@@ -56,8 +56,9 @@ Join::Join(DistributedDataParallel& ddp, JoinOptions options) : ddp_(ddp), optio
                "ZeroRedundancyOptimizer), whose collectives a joined rank cannot shadow");
   // A hook's collectives are its own (PowerSGD issues three per bucket): a joined rank shadows
   // only the default all-reduce.
-  RINGDP_CHECK(!ddp_.comm_hook_, "Join: this DistributedDataParallel has a communication hook, whose "
-                                 "collectives a joined rank cannot shadow");
+  RINGDP_CHECK(!ddp_.comm_hook_,
+               "Join: this DistributedDataParallel has a communication hook, whose "
+               "collectives a joined rank cannot shadow");
   ddp_.join_ = this;
 }
 

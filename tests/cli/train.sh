@@ -57,6 +57,8 @@ case "$case_name" in
     RINGDP_TIMEOUT=9999999999 expect_error 1 "RINGDP_TIMEOUT='9999999999': expected a number of seconds from 1 to 100000000" 2
     RINGDP_TIMEOUT= expect_error 1 "RINGDP_TIMEOUT is set but empty" 2
     expect_error 1 "cannot open data file '$work/missing.csv'" 2 --data "$work/missing.csv"
+    # A joined rank shadows the default all-reduce only, not a hook's collectives.
+    expect_error 1 "--comm-hook fp16 does not work with --uneven join" 2 --comm-hook fp16 --uneven join
     # A missing output folder is found before training, not when the file is written after it.
     expect_error 2 "--export: '$work/no/out.json': the folder '$work/no' does not exist" 2 --epochs 1 --export "$work/no/out.json"
     expect_error 2 "--checkpoint: '$work/no/ck.bin': the folder '$work/no' does not exist" 2 --epochs 1 --checkpoint "$work/no/ck.bin"

@@ -202,10 +202,12 @@ train="$build/apps/train/ringdp-train"
 memcheck_filter=('~[large]')
 racecheck_filter=('[linear]~[large],[mse]')
 fallback_filter=('[all_reduce],[broadcast],[reduce_scatter]')
+blocks_filter=('[gather],[scatter],[all_to_all],[all_gather_v]')
 require_selection n_memcheck "$kernels" -- "${memcheck_filter[@]}"
 require_selection n_racecheck "$kernels" -- "${racecheck_filter[@]}"
 if [ -n "$mpi" ]; then
   require_selection n_fallback mpirun -np 1 "$collectives" -- "${fallback_filter[@]}"
+  require_selection n_blocks mpirun -np 1 "$collectives" -- "${blocks_filter[@]}"
   # The carried mpirun works with this build, with or without a GPU: 2 ranks, CPU tensors.
   summary="CPU tensors, proves mpirun and the build"
   step "mpirun smoke: 2 ranks, all_reduce on CPU tensors" 60 mpi-smoke.log \
@@ -264,6 +266,12 @@ else
         mpirun -np $np -x NCCL_MULTI_RANK_GPU_ENABLE -x RINGDP_TEST_DEVICE -x RINGDP_BACKEND "$collectives" --warn NoTests '[all_reduce]'
     done
   fi
+  # The block collectives (gather, scatter, all_to_all, the uneven all_gather) on CUDA tensors:
+  # ringdp's trees and pairwise exchange and the library's, staged or CUDA-aware. Last of the
+  # multi-rank GPU steps: the budget skips it, and says so, before the older checks.
+  gpu_step "3 ranks, one GPU, block collectives on CUDA tensors over MPI ($n_blocks cases)" 120 blocks-np3.log \
+    env RINGDP_TEST_DEVICE=cuda RINGDP_BACKEND=mpi \
+    mpirun -np 3 -x RINGDP_TEST_DEVICE -x RINGDP_BACKEND "$collectives" --warn NoTests "${blocks_filter[@]}"
   # One GPU per rank, decided by the communicator: two emulated GPUs (CPU only, so it runs with or
   # without a GPU here), then the real one: every rank of a 2-rank job must report cuda:0.
   summary="2 ranks x 2 emulated GPUs, backend mpi"

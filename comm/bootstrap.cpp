@@ -80,8 +80,8 @@ bool ringdp_yields(bool oversubscribed) {
 }
 
 // The world over `base` (MPI_COMM_WORLD, or a group's communicator): hosts, agreed options,
-// shared memory, the transports. Collective over `base`.
-DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base) {
+// shared memory (`shared_memory`), the transports. Collective over `base`.
+DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_memory) {
   auto transport = std::make_unique<MpiTransport>(base);
   Hosts hosts = find_hosts(transport->comm(), transport->rank());
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -92,7 +92,7 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base) {
   agree(options, transport->comm());
   // Every rank on one host (each sees all in its node): the shared-memory slots. Collective over
   // `node`, and every rank takes the same branch.
-  if (hosts.local_size == transport->size())
+  if (shared_memory && hosts.local_size == transport->size())
     transport->enable_shared_slots(hosts.node, options.shared_memory_slot_bytes, oversubscribed);
   const bool yield = ringdp_yields(oversubscribed);
   auto host_transport = std::make_unique<MpiTransport>(hosts.host, false);
@@ -112,7 +112,7 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base) {
 
 DiscoveredWorld mpi_world(CommOptions& options) {
   mpi_ensure_initialized(options.mpi_thread == MpiThread::single);
-  return mpi_world_over(options, MPI_COMM_WORLD);
+  return mpi_world_over(options, MPI_COMM_WORLD, true);
 }
 
 // The members must have named the same ranks in the same order: compared by the list's hash once
@@ -139,8 +139,9 @@ MPI_Comm create_group_comm(MPI_Comm parent, std::span<const int> ranks, int pare
   RINGDP_MPI_CHECK(MPI_Comm_group(parent, &all));
   RINGDP_MPI_CHECK(MPI_Group_incl(all, static_cast<int>(sorted.size()), sorted.data(), &members));
   // Collective over the members only (ranks outside call nothing, as torch's new_group calls the
-  // backend on members only). The tag keeps apart creations that run at once; its space is not
-  // point-to-point's (MPI 3.1, 6.4.2).
+  // backend on members only). Creations on one rank run one at a time, through the call queue, so
+  // a fixed tag per member set does; its space is not point-to-point's (MPI 3.1, 6.4.2). Members
+  // that pass different sets are erroneous in MPI and hang there: only the order is checked.
   const int tag = static_cast<int>((sorted.size() * 131 + static_cast<size_t>(sorted[0])) % 32768);
   MPI_Comm by_rank = MPI_COMM_NULL, ordered = MPI_COMM_NULL;
   RINGDP_MPI_CHECK(MPI_Comm_create_group(parent, members, tag, &by_rank));
@@ -160,9 +161,17 @@ MPI_Comm create_group_comm(MPI_Comm parent, std::span<const int> ranks, int pare
 
 DiscoveredWorld mpi_group(CommOptions& options, const MpiTransport& parent, std::span<const int> ranks) {
   MPI_Comm comm = create_group_comm(parent.comm(), ranks, parent.rank());
-  DiscoveredWorld world = mpi_world_over(options, comm);
-  RINGDP_MPI_CHECK(MPI_Comm_free(&comm));  // the transports hold duplicates of it
-  return world;
+  // No shared-memory slots: freeing their window is collective, and torch frees a group when each
+  // rank's Python drops it (del, garbage collection), while its peers may be inside another
+  // collective: the first rank there would wait for them, and they for it.
+  try {
+    DiscoveredWorld world = mpi_world_over(options, comm, false);
+    RINGDP_MPI_CHECK(MPI_Comm_free(&comm));  // the transports hold duplicates of it
+    return world;
+  } catch (...) {
+    MPI_Comm_free(&comm);
+    throw;
+  }
 }
 
 }  // namespace
@@ -173,6 +182,7 @@ DiscoveredWorld bootstrap_group(CommOptions& options, Transport& parent, std::sp
   if (auto* mpi = dynamic_cast<MpiTransport*>(&parent)) return mpi_group(options, *mpi, ranks);
 #endif
   // A world of one without MPI: its only group is itself (the caller checked the ranks).
+  RINGDP_CHECK(parent.size() == 1, "group: a parent of ", parent.size(), " ranks without MPI");
   DiscoveredWorld world;
   world.transport = std::make_unique<LocalTransport>();
   return world;

@@ -1,8 +1,11 @@
 // CallQueue: the order of everything issued on the communicators of one process (one queue for
 // all of them: a group's and its parent's calls reach MPI from one thread at a time, in the order
-// they were issued, which torch also requires of every rank; two queues would let a worker run a
-// group's collective while another thread is inside the parent's, which MPI_THREAD_SERIALIZED
-// forbids, and would let each rank order the two differently). One worker thread runs queued
+// they were issued; two queues would let a worker run a group's collective while another thread
+// is inside the parent's, which MPI_THREAD_SERIALIZED forbids). The price: every rank must issue
+// the calls of all its communicators in one order its peers can follow. Torch asks only for one
+// order per group, and a program whose asynchronous calls on overlapping groups form a cycle
+// (rank 0: A then C, rank 1: B then A, rank 2: C then B) completes on gloo, whose groups have a
+// thread each, and waits here until the watchdog ends it (docs/torch.md). One worker thread runs queued
 // calls in issue order; a blocking call issued when nothing is queued or running runs on the
 // caller's thread instead (a hand-off costs microseconds, more than a whole small all-reduce on
 // one node). Whichever thread runs a call holds exec_mutex() meanwhile, so MPI sees one thread

@@ -16,7 +16,8 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   return std::shared_ptr<Communicator>(new Communicator(std::move(world), options, true));
 }
 
-std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) const {
+std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks,
+                                                  std::chrono::milliseconds timeout) {
   RINGDP_CHECK(!ranks.empty(), "group: no ranks given; a group holds at least the calling rank");
   std::vector<bool> seen(static_cast<size_t>(size_), false);
   for (const int r : ranks) {
@@ -28,8 +29,20 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) co
   RINGDP_CHECK(seen[static_cast<size_t>(rank_)], "group: this rank (", rank_,
                ") is not in the list; only a group's members create it, the others call nothing");
   CommOptions options = options_;
-  DiscoveredWorld members = bootstrap_group(options, *world_.transport, ranks);
-  return std::shared_ptr<Communicator>(new Communicator(std::move(members), options, false));
+  if (timeout.count() > 0) {
+    options.timeout = timeout;
+    options = with_environment(options);  // RINGDP_TIMEOUT still wins, as for the world
+  }
+  // Its MPI calls run as a call of this communicator: after what was issued before it, and never
+  // while another thread is inside MPI (an asynchronous all-reduce, then new_group).
+  std::shared_ptr<Communicator> group;
+  executor_.queue().run(
+      [&] {
+        DiscoveredWorld members = bootstrap_group(options, *world_.transport, ranks);
+        group.reset(new Communicator(std::move(members), options, false));
+      },
+      false);
+  return group;
 }
 
 Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whole_job)
@@ -46,7 +59,17 @@ Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whol
   timeline::start_from_environment(rank_);
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() {
+  // Freeing the transports' MPI communicators must wait for this communicator's calls and must not
+  // run while another communicator's call is inside MPI (one queue serves them all).
+  CallQueue& queue = executor_.queue();
+  queue.drain();
+  std::lock_guard lock(queue.exec_mutex());
+  routes_.release();
+  world_.cross_transport.reset();
+  world_.host_transport.reset();
+  world_.transport.reset();
+}
 
 const char* Communicator::backend_name() const {
   return routes_.route_for(device()) == Route::nccl ? "nccl" : world_.bootstrap;

@@ -86,9 +86,11 @@ class Communicator {
   /// Uneven splits: input's first send_counts[0] elements go to rank 0, the next send_counts[1] to
   /// rank 1, ...; output receives recv_counts[i] elements from rank i, concatenated in rank order.
   /// In place when input and output start at the same address (the input is copied aside first).
-  /// recv_counts[i] on this rank must equal send_counts[this rank] on rank i: a peer that sends
-  /// another length is an Error at the receive, never a write past the output (RINGDP_DEBUG=DETAIL
-  /// compares every pair before any block moves).
+  /// recv_counts[i] on this rank must equal send_counts[this rank] on rank i. With ringdp's
+  /// exchange a peer that sends another length is an Error at the receive, never a write past the
+  /// output; `native` (MPI_Alltoallv, NCCL's grouped sends) leaves a shorter block unnoticed, and
+  /// NCCL's behaviour for mismatched counts is undefined. RINGDP_DEBUG=DETAIL compares every pair
+  /// before any block moves, whichever algorithm runs.
   Work all_to_all(const Tensor& input, std::span<const int64_t> send_counts, Tensor& output,
                   std::span<const int64_t> recv_counts, CollectiveOptions opts = {});
   Work barrier(CollectiveOptions opts = {});
@@ -97,7 +99,9 @@ class Communicator {
   /// outside it call nothing. The ranks must be in range, without duplicates, and hold the caller's.
   /// The group has its own messages, sequence numbers and watchdog, and runs beside this
   /// communicator; it takes this one's options (agreed again over its members).
-  std::shared_ptr<Communicator> group(std::span<const int> ranks) const;
+  /// `timeout` > 0 replaces this communicator's collective timeout for the group (RINGDP_TIMEOUT
+  /// still wins). Members that pass different sets of ranks hang in MPI; only the order is checked.
+  std::shared_ptr<Communicator> group(std::span<const int> ranks, std::chrono::milliseconds timeout = {});
   Work send(const Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
   Work recv(Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
   /// A receive from whichever rank's send with `tag` matches first (MPI_ANY_SOURCE): `*source` is

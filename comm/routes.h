@@ -35,6 +35,14 @@ class Routes {
   /// Throws unless the CUDA tensor t is on device().
   void check_device(const Tensor& t) const;
 
+ public:
+  /// Destroys the CUDA transports now (the communicator's teardown, under the execution lock).
+  void release() {
+    nccl_transport_.reset();
+    mpi_cuda_transport_.reset();
+  }
+
+ private:
   Transport& world_;
   const CommOptions& options_;
   int local_rank_ = 0;

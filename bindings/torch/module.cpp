@@ -48,7 +48,8 @@ std::shared_ptr<ringdp::comm::Communicator> create_world(int rank, int size,
 }
 
 std::shared_ptr<ringdp::comm::Communicator> create_group(const std::vector<int64_t>& global_ranks, int rank,
-                                                         int size) {
+                                                         int size,
+                                                         const std::chrono::duration<float>& timeout) {
   std::shared_ptr<ringdp::comm::Communicator> world;
   {
     std::lock_guard lock(g_world_mutex);
@@ -58,7 +59,10 @@ std::shared_ptr<ringdp::comm::Communicator> create_group(const std::vector<int64
                "new_group: the default process group is not a ringdp one (init_process_group('ringdp') "
                "first); ringdp makes its groups from it");
   const std::vector<int> ranks(global_ranks.begin(), global_ranks.end());
-  auto group = world->group(ranks);
+  // new_group(timeout=...) is the group's watchdog timeout (RINGDP_TIMEOUT still wins).
+  auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  if (limit > ringdp::comm::kMaxTimeout) limit = ringdp::comm::kMaxTimeout;
+  auto group = world->group(ranks, limit);
   RINGDP_CHECK(group->size() == size && group->rank() == rank, "new_group: torch says this is rank ", rank,
                " of ", size, " but ringdp's group has it as rank ", group->rank(), " of ", group->size());
   return group;
@@ -77,7 +81,7 @@ c10::intrusive_ptr<BackendBase> create(const ::c10d::DistributedBackendOptions& 
     return c10::make_intrusive<ProcessGroupRingdp>(std::move(world));
   }
   return c10::make_intrusive<ProcessGroupRingdp>(
-      create_group(o.global_ranks_in_group, o.group_rank, o.group_size));
+      create_group(o.global_ranks_in_group, o.group_rank, o.group_size, o.timeout));
 }
 
 }  // namespace

@@ -331,7 +331,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall(std::vector<at::Te
     std::vector<int64_t> send, recv;
     std::vector<at::Tensor> flat;
     for (const at::Tensor& in : inputs) {
-      RINGDP_CHECK(in.scalar_type() == inputs[0].scalar_type(), "all_to_all's inputs differ in dtype");
+      RINGDP_CHECK(in.scalar_type() == inputs[0].scalar_type(), "all_to_all's inputs differ in dtype (",
+                   c10::toString(in.scalar_type()), " and ", c10::toString(inputs[0].scalar_type()), ")");
       flat.push_back(in.reshape({-1}));
       send.push_back(in.numel());
     }

@@ -68,19 +68,20 @@ Join::~Join() {
 
 int64_t Join::join() {
   RINGDP_CHECK(!joined_, "Join: join() was already called on this rank");
-  joined_ = true;
   RINGDP_CHECK(!ddp_.join_step_open_,
                "Join: join() between a forward and its backward; finish the step first");
+  joined_ = true;
   const Device device = ddp_.buckets_.front().buffer.device();
-  int64_t shadowed = 0;
+  int64_t shadowed = 0, rounds = 0;
   while (true) {
     const JoinCounts counts = exchange_counts(*ddp_.comm_, device, false, false, ddp_.options_.algorithm);
     if (counts.contributing == 0) break;
+    ++rounds;  // a peer still trains, under no_sync too: this rank is not the last to join
     if (counts.syncing == 0) continue;  // the peers accumulate under no_sync: no gradient moves
     shadow_step(counts.contributing);
     ++shadowed;
   }
-  sync_final_model(shadowed == 0);
+  sync_final_model(rounds == 0);
   ddp_.reset_iteration();
   ddp_.join_ = nullptr;
   return shadowed;

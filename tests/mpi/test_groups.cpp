@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -201,4 +202,29 @@ TEST_CASE("group: a message nobody received in a destroyed group never reaches a
     }
     next->barrier();
   }
+}
+
+TEST_CASE("group: made after the world's asynchronous calls, once they have run", "[groups]") {
+  // Creating a group calls MPI (MPI_Comm_create_group on the world's communicator): as a call of the
+  // world's, after those issued before it, never beside one on another thread.
+  auto& comm = world();
+  std::vector<Tensor> tensors;
+  std::vector<comm::Work> pending;
+  for (int i = 0; i < 8; ++i) {
+    tensors.push_back(full({200003}, static_cast<double>(i), DType::float64, test_device()));
+    pending.push_back(comm.all_reduce(tensors.back(), ReduceOp::sum, {.async = true}));
+  }
+  std::vector<int> all(static_cast<size_t>(comm.size()));
+  std::iota(all.begin(), all.end(), 0);
+  auto group = comm.group(all, std::chrono::milliseconds(90000));
+  int64_t overtaken = 0;
+  for (const auto& w : pending) overtaken += !w.is_completed();
+  REQUIRE(overtaken == 0);
+  // The group's own timeout, unless RINGDP_TIMEOUT is set (the suite sets it), which wins.
+  const char* env = std::getenv("RINGDP_TIMEOUT");
+  const auto want = env && *env ? std::chrono::milliseconds(static_cast<int64_t>(std::atof(env) * 1000))
+                                : std::chrono::milliseconds(90000);
+  REQUIRE(group->options().timeout == want);
+  for (auto& w : pending) w.wait();
+  REQUIRE(wrong_all_reduce(*group, all, 1031, Algorithm::automatic) == 0);
 }

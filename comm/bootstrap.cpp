@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/fingerprint.h"
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
 #include "config.h"
@@ -118,8 +119,8 @@ DiscoveredWorld mpi_world(CommOptions& options) {
 // The members must have named the same ranks in the same order: compared by the list's hash once
 // a communicator over them exists.
 void check_same_members(MPI_Comm group, std::span<const int> ranks) {
-  uint64_t hash = 1469598103934665603ull;
-  for (int r : ranks) hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
+  const std::vector<int64_t> listed(ranks.begin(), ranks.end());
+  const uint64_t hash = counts_hash(listed);  // DETAIL's hash of the uneven collectives' counts
   uint64_t extremes[2] = {hash, ~hash};
   RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, extremes, 2, MPI_UINT64_T, MPI_MAX, group));
   RINGDP_CHECK(extremes[0] == hash && ~extremes[1] == hash,

@@ -29,13 +29,6 @@ class Routes {
   /// The transport of a route; those of CUDA tensors are created by their first collective.
   Transport& transport(Route route) { return route == Route::host ? world_ : device_transport(route); }
   Transport& host() { return world_; }
-
- private:
-  Transport& device_transport(Route route);
-  /// Throws unless the CUDA tensor t is on device().
-  void check_device(const Tensor& t) const;
-
- public:
   /// Destroys the CUDA transports now (the communicator's teardown, under the execution lock).
   void release() {
     nccl_transport_.reset();
@@ -43,6 +36,10 @@ class Routes {
   }
 
  private:
+  Transport& device_transport(Route route);
+  /// Throws unless the CUDA tensor t is on device().
+  void check_device(const Tensor& t) const;
+
   Transport& world_;
   const CommOptions& options_;
   int local_rank_ = 0;

@@ -10,7 +10,7 @@ recorded as crashed or hung and a new job starts from the next test. After a tes
 any rank the ranks end the job themselves, so the next test starts in fresh processes. A test's
 verdict merges the ranks: failed on any rank is failed; skipped when it skipped.
 
-  peer_runner.py --mpiexec PATH --out DIR [--np 2 3] [--subset ci|all] [--check]
+  peer_runner.py --mpiexec PATH --out DIR [--np 2 3] [--tests NAME...] [--check]
 
 Writes DIR/peer-table.json and DIR/peer-table.txt (atomically), and prints the summary. With
 --check it exits 1 when a test gloo passes does not pass on ringdp and is not explained by a
@@ -38,10 +38,6 @@ EXCLUDED = {
     # None: the tests that need CUDA skip themselves (skip_if_lt_x_gpu, require_backend), and the
     # slowest test took 3 s here (full run, 2026-12-02).
 }
-# Tests --subset ci leaves out, with the reason. None: the whole suite takes under 5 minutes here
-# (2026-12-02, docs/torch.md), so CI runs all of it. (It left out the three receive-from-any-source
-# tests while ringdp refused them and their senders waited 60 s each for the watchdog.)
-CI_LEAVES_OUT = {}
 
 
 def list_tests(env):
@@ -202,23 +198,20 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--np", type=int, nargs="+", default=[2, 3])
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS))
-    parser.add_argument("--subset", choices=("ci", "all"), default="all")
     parser.add_argument("--tests", nargs="*", help="run only these tests (for a look at one)")
     parser.add_argument("--test-limit", type=int, default=TEST_LIMIT_S)
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     all_tests = list_tests(os.environ)
-    ci_subset = [n for n in all_tests if n not in CI_LEAVES_OUT]
-    chosen = args.tests or (ci_subset if args.subset == "ci" else all_tests)
+    chosen = args.tests or all_tests
     unknown = sorted(set(chosen) - set(all_tests))
     if unknown:
         sys.exit(f"torch-peer: not in _DistTestBase: {' '.join(unknown)}")
     names = [n for n in chosen if n not in EXCLUDED]
     table = {"date": time.strftime("%Y-%m-%d"), "ringdp": ringdp_source(os.environ),
-             "subset": args.subset if not args.tests else "named",
-             "excluded": {n: EXCLUDED[n] for n in chosen if n in EXCLUDED}, "seconds": {}, "results": {},
-             "left_out_of_subset": CI_LEAVES_OUT if args.subset == "ci" and not args.tests else {}}
+             "subset": "named" if args.tests else "all",
+             "excluded": {n: EXCLUDED[n] for n in chosen if n in EXCLUDED}, "seconds": {}, "results": {}}
     for np in args.np:
         for backend in args.backends:
             verdicts, seconds = run_config(args, backend, np, names, args.out)

@@ -107,9 +107,6 @@ def text_table(table, counts, regressions):
     for r in regressions:
         lines.append(f"  {r['test']} np={r['np']}: {r['ringdp']} [{r['gap'] or 'FINDING'}] {r['reason'][:160]}")
     lines += ["", "excluded:"] + [f"  {n}: {why}" for n, why in sorted(table["excluded"].items())]
-    if table.get("left_out_of_subset"):
-        lines += ["", "left out of the CI subset:"]
-        lines += [f"  {n}: {why}" for n, why in sorted(table["left_out_of_subset"].items())]
     head = "\n".join(lines) + "\n"
     lines += ["", f"{'test':58} {'np':>2} {'gloo':8} {'ringdp':8} reason (ringdp's, else gloo's)"]
     for name, np, gloo, ringdp, gap in rows(table):

@@ -2,10 +2,10 @@
 # PyTorch's own distributed tests against ringdp and gloo (issue #37): tests/torch/peer_runner.py
 # with the module from the build, under the MPI ringdp was built with. Skipped, with the reason,
 # without torch, MPI's launcher, the module or expecttest (which PyTorch's test helpers import; only
-# on PyPI: scripts/test puts it in BUILD_DIR/pydeps). The table is left in BUILD_DIR/torch-peer-SUBSET/.
-#   tests/torch/test_peer.sh MPIEXEC BUILD_DIR ci|all   (launcher arguments from RINGDP_LAUNCH_ARGS)
+# on PyPI: scripts/test puts it in BUILD_DIR/pydeps). The table is left in BUILD_DIR/torch-peer/.
+#   tests/torch/test_peer.sh MPIEXEC BUILD_DIR   (launcher arguments from RINGDP_LAUNCH_ARGS)
 set -uo pipefail
-mpiexec=$1 build=$2 subset=$3
+mpiexec=$1 build=$2
 here=$(cd "$(dirname "$0")" && pwd)
 if ! /usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
   echo "SKIPPED: no /usr/bin/python3 with torch and gloo (apt-get install python3-torch)"
@@ -31,5 +31,4 @@ if ! /usr/bin/python3 -c 'import expecttest' 2>/dev/null; then
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1  # more ranks than cores here
-out="$build/torch-peer-$subset"
-exec /usr/bin/python3 "$here/peer_runner.py" --mpiexec "$mpiexec" --out "$out" --subset "$subset" --check
+exec /usr/bin/python3 "$here/peer_runner.py" --mpiexec "$mpiexec" --out "$build/torch-peer" --check

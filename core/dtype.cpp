@@ -30,6 +30,8 @@ float16::operator float() const {
   }
   uint32_t word = sign | (mantissa << 13);
   word |= exponent == 0x1fu ? 0x7f800000u : (exponent - 15 + 127) << 23;
+  // A NaN comes out quiet, as the CPU's own conversion (core/float16_bulk.h) gives it.
+  if (exponent == 0x1fu && mantissa != 0) word |= 0x00400000u;
   float value;
   std::memcpy(&value, &word, sizeof value);
   return value;

@@ -57,6 +57,7 @@ struct float16 {
 
   float16() = default;
   explicit float16(float value) : bits(round_from_float(value)) {}
+  /// Exact; a NaN comes out a quiet NaN with the same sign and the top of its payload.
   explicit operator float() const;
 
   /// Round to nearest, ties to even; overflow gives ±infinity, NaN stays a quiet NaN.

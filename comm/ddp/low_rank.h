@@ -2,7 +2,8 @@
 // float32 or float64: row-major, contiguous, 2-D. Plain loops with float64 accumulation: the
 // matrices are one layer's gradient (rows x cols) and its rank-r factors (rows x r, cols x r),
 // r of 1 to 4 in practice, so the products are matrix-times-a-few-vectors. Tested by
-// tests/unit/test_low_rank.cpp against float64 references.
+// tests/unit/test_low_rank.cpp against a reference product, and by the PowerSGD tests
+// in tests/mpi/test_comm_hooks.cpp.
 #pragma once
 
 #include "tensor/tensor.h"

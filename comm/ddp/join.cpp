@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "autograd/node.h"
+#include "core/timeline.h"
 #include "tensor/ops.h"
 
 namespace ringdp::ddp {
@@ -19,6 +20,8 @@ struct JoinCounts {
 // The per-step all-reduce of the protocol, on the buckets' device (NCCL carries CUDA tensors only).
 JoinCounts exchange_counts(comm::Communicator& comm, Device device, bool contributing, bool syncing,
                            comm::Algorithm algorithm) {
+  // On the timeline: the protocol's own collectives are told apart from the gradients' (docs/ddp.md).
+  timeline::Scope span("join", contributing ? "join: counts" : "join: counts (joined)");
   Tensor counts = zeros({2}, DType::int64);
   counts.data<int64_t>()[0] = contributing ? 1 : 0;
   counts.data<int64_t>()[1] = contributing && syncing ? 1 : 0;
@@ -26,6 +29,9 @@ JoinCounts exchange_counts(comm::Communicator& comm, Device device, bool contrib
   comm.all_reduce(on_device, ReduceOp::sum, {.algorithm = algorithm});
   counts = on_device.to(Device::cpu());
   const JoinCounts result{counts.data<int64_t>()[0], counts.data<int64_t>()[1]};
+  if (span.active())
+    span.set_args(
+        detail::concat("\"contributing\": ", result.contributing, ", \"syncing\": ", result.syncing));
   // Every rank sees the same counts, so every rank stops here together.
   RINGDP_CHECK(result.syncing == 0 || result.syncing == result.contributing,
                "Join: ", result.contributing - result.syncing, " of ", result.contributing,
@@ -95,6 +101,11 @@ void Join::shadow_step(int64_t contributing) {
   // (summed; zeros from here), then the used-map.
   for (size_t i = 0; i < ddp.buckets_.size(); ++i) {
     Tensor& buffer = ddp.buckets_[i].buffer;
+    // Named on the timeline: the all-reduce itself looks like any bucket's.
+    timeline::Scope span("join", "shadow all_reduce of zeros");
+    if (span.active())
+      span.set_args(detail::concat("\"bucket\": ", i, ", \"elements\": ", buffer.numel(),
+                                   ", \"contributing\": ", contributing));
     ops::fill_(buffer, 0.0);
     if (ddp.options_.on_event)
       ddp.options_.on_event(
@@ -120,6 +131,7 @@ void Join::sync_final_model(bool last_to_join) {
   // The highest rank among the last to join is the source, as in PyTorch's join hook.
   comm::Communicator& comm = *ddp_.comm_;
   if (comm.size() == 1) return;
+  timeline::Scope span("join", "join: final model broadcast");
   const Device device = ddp_.buckets_.front().buffer.device();
   Tensor source = full({1}, last_to_join ? comm.rank() : -1, DType::int64).to(device);
   comm.all_reduce(source, ReduceOp::max, {.algorithm = ddp_.options_.algorithm});

@@ -3,12 +3,14 @@
 #include "comm/ddp/powersgd_hook.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "comm/ddp/default_hooks.h"
 #include "comm/ddp/low_rank.h"
 #include "core/error.h"
+#include "core/timeline.h"
 #include "tensor/ops.h"
 
 namespace ringdp::ddp {
@@ -89,10 +91,18 @@ struct Pending {
   Tensor p_memory{}, q_memory{};
 };
 
+// The hook's local work between its collectives, as a span of its own on the timeline (the
+// collectives record themselves), so a trace tells the products' cost from the communication's.
+void name_bucket(timeline::Scope& span, int index) {
+  if (span.active()) span.set_args(detail::concat("\"bucket\": ", index));
+}
+
 void finish_bucket(PowerSgdState& state, Pending& work) {
   comm::Communicator& comm = *state.comm;
   const double inverse_size = 1.0 / comm.size();
   work.flat_reduced.wait();
+  std::optional<timeline::Scope> span(std::in_place, "comm_hook", "powersgd: Q = M^T P");
+  name_bucket(*span, work.index);
   ops::scale_(work.flat, inverse_size);
   int64_t at = 0;
   for (Tensor& gradient : work.plan.uncompressed) {
@@ -105,7 +115,10 @@ void finish_bucket(PowerSgdState& state, Pending& work) {
     Tensor q = factor(work.q_memory, layer.q_offset, layer.cols, layer.rank);
     matmul_into(layer.matrix, true, p, false, q);
   }
+  span.reset();
   if (work.q_memory.numel() > 0) comm.all_reduce(work.q_memory, ReduceOp::sum, {.algorithm = work.algorithm});
+  span.emplace("comm_hook", "powersgd: M = P Q^T");
+  name_bucket(*span, work.index);
   ops::scale_(work.q_memory, inverse_size);
   for (const Layer& layer : work.plan.compressed) {
     Tensor p = factor(work.p_memory, layer.p_offset, layer.rows, layer.rank);
@@ -144,6 +157,8 @@ comm::Work powersgd_hook(PowerSgdState& state, GradBucket& bucket) {
                bucket.index, " is ", dtype_name(buffer.dtype()), "; float32 or float64 expected");
   const int index = bucket.index;
   Pending work{.index = index, .last = bucket.last, .algorithm = bucket.algorithm, .buffer = buffer};
+  std::optional<timeline::Scope> span(std::in_place, "comm_hook", "powersgd: P = M Q");
+  name_bucket(*span, index);
   if (state.options.use_error_feedback) {  // step 1
     auto [error, created] = state.errors.try_emplace(index, zeros({buffer.numel()}, buffer.dtype()));
     if (!created) ops::add_(buffer, error->second);
@@ -169,6 +184,7 @@ comm::Work powersgd_hook(PowerSgdState& state, GradBucket& bucket) {
     slice.copy_from(gradient);
     at += gradient.numel();
   }
+  span.reset();
   // Issued in this order on every rank; the Q all-reduce follows from wait() (grad_bucket.h).
   work.flat_reduced = work.flat.numel() > 0 ? comm.all_reduce(work.flat, ReduceOp::sum,
                                                               {.algorithm = work.algorithm, .async = true})

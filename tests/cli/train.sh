@@ -404,6 +404,60 @@ PY
       echo "ok (plot not drawn: no python3-matplotlib here)"
     fi
     ;;
+  timeline-spans)
+    # The spans docs/ddp.md's hook, Join and ZeRO pictures are drawn from, in real runs: a comm
+    # hook's own work per bucket apart from its collectives, a joined rank's shadow all-reduces of
+    # zeros, ZeRO's reduce-scatter, shard step and all-gather. Then the Join picture, whose joined
+    # ranks have no backward in the drawn step.
+    check_spans() {  # check_spans NP WHAT EXPECTED_SPAN...: each rank's trace holds every span
+      /usr/bin/python3 - "$work" "$@" <<'PY' || fail "RINGDP_TIMELINE of $2 lacks a span docs/ddp.md draws"
+import json, sys
+work, np, what, expected = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+for rank in range(np):
+    events = json.load(open(f"{work}/tl.rank{rank}.json"))["traceEvents"]
+    spans = [e for e in events if e.get("ph") == "X" and e["tid"] == 1]
+    for name in expected:
+        found = [e for e in spans if e["name"] == name]
+        assert found, f"rank {rank}: no '{name}' span on the training thread after {what}"
+        if name.startswith(("fp16", "powersgd")):  # per bucket: every bucket of the last step
+            assert {e["args"]["bucket"] for e in found} == {0, 1}, f"rank {rank}: '{name}' buckets {found}"
+print(f"ok: {what}: every rank's trace holds {', '.join(expected)}")
+PY
+    }
+    mlp=(--model mlp --hidden 64,64 --epochs 1 --bucket-mb 0.01)
+    for hook in fp16 powersgd:1:0; do
+      rm -f "$work"/tl.rank*.json
+      RINGDP_TIMELINE="$work/tl" run 2 "${mlp[@]}" --comm-hook $hook
+      [ $rc -eq 0 ] || fail "--comm-hook $hook with RINGDP_TIMELINE exited $rc: $out"
+      case $hook in
+        fp16) check_spans 2 "--comm-hook fp16" "fp16: cast, divide" "fp16: cast back" ;;
+        *) check_spans 2 "--comm-hook $hook" "powersgd: P = M Q" "powersgd: Q = M^T P" "powersgd: M = P Q^T" ;;
+      esac
+    done
+    awk 'BEGIN { print "x,y"; for (i = 1; i <= 10; i++) print i / 10 "," 3 * i / 10 + 1 }' >"$work/ten.csv"
+    rm -f "$work"/tl.rank*.json
+    RINGDP_TIMELINE="$work/tl" run 3 --data "$work/ten.csv" --batch-size 1 --uneven join --epochs 1
+    [ $rc -eq 0 ] || fail "--uneven join with RINGDP_TIMELINE exited $rc: $out"
+    # Ranks 1 and 2 (3 samples each) join while rank 0 (4) takes its last step.
+    check_spans 3 "--uneven join" "join: counts" "join: counts (joined)" "join: final model broadcast"
+    /usr/bin/python3 - "$work" <<'PY' || fail "--uneven join: the joined ranks' shadow all-reduces are not in their traces"
+import json, sys
+for rank in range(3):
+    events = json.load(open(f"{sys.argv[1]}/tl.rank{rank}.json"))["traceEvents"]
+    shadows = [e for e in events if e.get("name") == "shadow all_reduce of zeros"]
+    assert len(shadows) == (0 if rank == 0 else 1), f"rank {rank}: {len(shadows)} shadow all-reduces"
+print("ok: --uneven join: ranks 1 and 2 each shadow one bucket's all-reduce with zeros, rank 0 none")
+PY
+    if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+      "$(dirname "$0")/../../scripts/plot-timeline" "$work/join.png" "$work"/tl.rank*.json --whole-step ||
+        fail "scripts/plot-timeline --whole-step failed on a Join step"
+      echo "ok: scripts/plot-timeline drew the Join step"
+    fi
+    rm -f "$work"/tl.rank*.json
+    RINGDP_TIMELINE="$work/tl" run 2 "${mlp[@]}" --optimizer adam --zero
+    [ $rc -eq 0 ] || fail "--zero with RINGDP_TIMELINE exited $rc: $out"
+    check_spans 2 "--optimizer adam --zero" "reduce_scatter gradients" "step shard" "all_gather parameters"
+    ;;
   seed-fixed)
     # docs/examples/seed_fixed.py (PyTorch DDP, gloo) and ringdp-train on the same data, initial
     # weights and shards end with the same parameters. Needs Debian's python3-torch.

@@ -91,7 +91,9 @@ case "$case_name" in
     # all-reduce for all_reduce), every collective and dtype still checks clean in and out of place.
     run 3 all -b 8 -e 1M -f 64 -d all --buffers shared -n 2 -w 1 --csv "$work/out.csv"
     expect 0 "# Out of bounds values : 0 OK"
-    grep -q "^all_reduce,shared_memory," "$work/out.csv" || fail "all_reduce did not run the shared-memory path: $out"
+    # The direct path's own trace line: the buffers were recognised on every rank.
+    RINGDP_TRACE=1 run 2 all_reduce -b 1K -e 1K -n 1 -w 0 --buffers shared
+    expect 0 "out of every rank's buffer into every rank's buffer"
     run 2 all_reduce --buffers shared --device cuda
     [ "$rc" -ne 0 ] || fail "--buffers shared --device cuda ran: $out"
     run 2 all_reduce --buffers other

@@ -20,6 +20,9 @@ bench() {
     -n "$iters" -w 1 -c 0 -a 3 "$@" >/dev/null
 }
 echo "# load before: $(uptime | sed 's/.*load average/load average/')"
+# The floor is each rank's own memcpy time. With more ranks than cores a copy short enough to fit in
+# one time slice runs without waiting for a core, while an all-reduce needs every rank's work done.
+[ "$np" -gt "$(nproc)" ] && echo "# $np ranks on $(nproc) cores: below a few time slices the floor is optimistic by up to $np/$(nproc)x"
 for i in $(seq "$rounds"); do
   "$launcher" -n "$np" "${launch_args[@]}" "$build/perf/ringdp-reduce-gamma" 256 >"$o/floor$i.txt"
   bench --buffers plain --csv "$o/plain$i.csv"

@@ -8,12 +8,13 @@
 //          to its input, so a peer that sees it sees the input. Every rank checks every peer's
 //          announcement against its own: a peer in another place, count, or not in a shared
 //          allocation at all (it reduces through the slots) is an Error on every rank, not a hang.
-//   step 2 (reduce): rank r alone owns chunk r (64-byte aligned boundaries, so no two ranks write
-//          one cache line). Block by block (kBlockBytes, cache-resident) it reduces the block
-//          out of the N inputs in rank order into a scratch block, then stores the result into
-//          all N outputs (out of place with streaming stores, which bypass the cache: no read for
-//          ownership of lines that are only written). It then publishes "reduced" (the second
-//          barrier: an sfence orders the streaming stores first) and waits until every rank has.
+//   step 2 (reduce): rank r alone owns chunk r (boundaries 64 bytes apart from the buffer's
+//          start, so no two ranks write one cache line of a buffer that starts on one). Block by
+//          block (kBlockBytes, cache-resident) it reduces the block out of the N inputs in rank
+//          order into a scratch block, then stores the result into all N outputs (out of place
+//          with streaming stores, which bypass the cache: no read for ownership of lines that are
+//          only written). It then publishes "reduced" (the second barrier: an sfence orders the
+//          streaming stores first) and waits until every rank has.
 //
 // Traffic per rank: it reads n/N from each of N inputs and writes n/N to each of N outputs: n read
 // and n written, one memcpy of the buffer, the DRAM floor of docs/benchmarks.md. Each element is
@@ -83,7 +84,9 @@ void check_announcement(CollectiveContext& ctx, const SharedSlots& slots, int r,
                " passed ", describe(theirs), "; every rank must pass the same place of the same allocation");
 }
 
-// Where chunk r of n elements begins, on a 64-byte line.
+// Where chunk r of n elements begins: 64 bytes apart from the buffer's start, so on cache lines
+// when the buffer starts on one (an allocation does; a view at an odd offset only shares a line
+// between two ranks' chunks, which costs time, not correctness: they write different bytes).
 int64_t chunk_begin(int64_t n, int N, int r, size_t element) {
   const int64_t line = std::max<int64_t>(1, 64 / static_cast<int64_t>(element));
   return std::min(n, (n * r / N + line - 1) / line * line);

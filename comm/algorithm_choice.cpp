@@ -61,10 +61,15 @@ namespace {
               ", auto");
 }
 
-Choice choose_all_reduce(size_t bytes, Route route, const Topology& topology, const CommOptions& options) {
+Choice choose_all_reduce(size_t bytes, Route route, const Topology& topology, const CommOptions& options,
+                         bool shared_buffers) {
   // Rabenseifner's, shared memory's and the hierarchical picks were measured on host tensors
   // only; CUDA tensors keep recursive doubling and the ring.
   const bool host = route == Route::host;
+  // The direct all-reduce moves what one memcpy of the buffer moves, at every size: nothing of
+  // the others' can do less (docs/benchmarks.md, "The memory-bandwidth bound").
+  if (host && shared_buffers && topology.shared_slots)
+    return {Algorithm::shared_memory, Reason::shared_buffers};
   // Ranks on several hosts, some sharing one: the hierarchical scheme for all but small
   // messages (recursive doubling's log2 N latency wins those).
   if (host && topology.spans_hosts() && bytes > options.recursive_doubling_max_bytes)
@@ -80,7 +85,7 @@ Choice choose_all_reduce(size_t bytes, Route route, const Topology& topology, co
 }  // namespace
 
 Choice choose_algorithm(CollectiveKind kind, size_t bytes, Algorithm requested, Route route,
-                        const Topology& topology, const CommOptions& options) {
+                        const Topology& topology, const CommOptions& options, bool shared_buffers) {
   // Every collective has the library's own: no set to consult.
   if (requested == Algorithm::native) return {requested, Reason::asked};
   if (requested != Algorithm::automatic) {
@@ -89,7 +94,8 @@ Choice choose_algorithm(CollectiveKind kind, size_t bytes, Algorithm requested, 
     return {requested, Reason::asked};
   }
   switch (kind) {
-    case CollectiveKind::all_reduce: return choose_all_reduce(bytes, route, topology, options);
+    case CollectiveKind::all_reduce:
+      return choose_all_reduce(bytes, route, topology, options, shared_buffers);
     case CollectiveKind::reduce: return {Algorithm::tree, Reason::only_one};
     case CollectiveKind::broadcast:
       return bytes < options.chain_broadcast_min_bytes ? Choice{Algorithm::tree, Reason::tree_small}
@@ -148,6 +154,10 @@ std::string explain(const Choice& choice, size_t bytes, const Topology& topology
     case Reason::hierarchical:
       return detail::concat(b, " > ", rd, " on ", topology.hosts, " hosts sharing ranks: hierarchical");
     case Reason::shared_memory: return explain_shared_memory(bytes, options);
+    case Reason::shared_buffers:
+      return detail::concat(b,
+                            " in shared allocations (Communicator::allocate_shared): each rank reduces 1/N "
+                            "straight out of every rank's buffer into every rank's buffer: shared_memory");
     case Reason::small:
       return detail::concat(b, " <= ", rd,
                             " (RINGDP_RD_MAX_BYTES; latency-bound, log2 N steps): recursive_doubling");

@@ -50,6 +50,7 @@ enum class Reason : uint8_t {
   only_one,  ///< the collective has one algorithm of ringdp's own
   hierarchical,  ///< above RINGDP_RD_MAX_BYTES on hosts that share ranks
   shared_memory,  ///< every rank on one host, up to RINGDP_SHM_MAX_BYTES
+  shared_buffers,  ///< tensors in shared allocations: each rank reduces its chunk out of all of them
   small,  ///< up to RINGDP_RD_MAX_BYTES: recursive doubling
   medium,  ///< 4+ ranks, up to RINGDP_RABENSEIFNER_MAX_BYTES: Rabenseifner
   large,  ///< otherwise: the ring
@@ -67,8 +68,10 @@ struct Choice {
 AlgorithmSet available(CollectiveKind kind, Route route, const Topology& topology);
 
 /// The algorithm for this call; an Error naming what is available when `requested` is not.
+/// `shared_buffers`: the tensors lie in the communicator's shared allocations
+/// (Communicator::allocate_shared), which `auto` reduces directly out of each other at any size.
 Choice choose_algorithm(CollectiveKind kind, size_t bytes, Algorithm requested, Route route,
-                        const Topology& topology, const CommOptions& options);
+                        const Topology& topology, const CommOptions& options, bool shared_buffers = false);
 
 /// The choice in words, for a learner: "44 B <= 32 KiB (RINGDP_RD_MAX_BYTES; latency-bound, log2 N
 /// steps): recursive_doubling". Built from the Choice, so it cannot restate another rule.

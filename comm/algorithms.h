@@ -23,6 +23,9 @@
 
 namespace ringdp::comm {
 
+class SharedAllocations;  // comm/shared_allocations.h
+struct SharedPlace;
+
 struct CollectiveContext {
   Transport& transport;
   DType dtype;
@@ -162,6 +165,16 @@ void all_reduce_rabenseifner(CollectiveContext& ctx, void* buf, int64_t count);
 /// rounds of at least `scatter_min_bytes` its own chunk of them, whose results the others copy.
 void all_reduce_shared(CollectiveContext& ctx, SharedSlots& slots, const void* input, void* out,
                        int64_t count, size_t scatter_min_bytes);
+/// Buffers in the communicator's shared allocations, at the same place on every rank: rank r
+/// reduces chunk r straight out of every rank's input into every rank's output
+/// (all_reduce_shared_direct.cpp). Divides by ctx.scale as it goes.
+void all_reduce_shared_direct(CollectiveContext& ctx, SharedSlots& slots,
+                              const SharedAllocations& allocations, const SharedPlace& input,
+                              const SharedPlace& output, int64_t count);
+/// The direct all-reduce publishes where its buffers lie, not data, and marks the byte count of
+/// that part with this bit, so that a rank reducing through the slots reports such a peer (and
+/// the other way round) instead of reading its announcement as data.
+inline constexpr size_t kDirectPartBit = size_t{1} << 62;
 // reduce: input untouched; out receives the result on root (out may equal input).
 void reduce_tree(CollectiveContext& ctx, const void* input, void* out, int64_t count, int root);
 // broadcast: in place on buf.

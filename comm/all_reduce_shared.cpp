@@ -32,6 +32,9 @@ void check_part(const CollectiveContext& ctx, const SharedSlots& slots, int r, s
   RINGDP_CHECK(slots.tag(r) == ctx.tag, "rank ", ctx.rank(), " is in ", describe_tag(ctx.tag), " but rank ",
                r, " published a part of ", describe_tag(slots.tag(r)),
                ": the ranks called different collectives");
+  RINGDP_CHECK(!(slots.bytes(r) & kDirectPartBit), "all_reduce: rank ", r,
+               "'s tensors lie in shared allocations (Communicator::allocate_shared) but rank ", ctx.rank(),
+               "'s do not; every rank must pass shared tensors, or none");
   RINGDP_CHECK(slots.bytes(r) == bytes, "rank ", ctx.rank(), " expected ", bytes, " bytes of ",
                describe_tag(ctx.tag), " from rank ", r, " and got ", slots.bytes(r),
                ": the ranks passed different counts");

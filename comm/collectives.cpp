@@ -6,6 +6,7 @@
 // out of place, every dtype and op, 1-4 ranks) and tests/cli/bench.sh.
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 
 #include "comm/collective_checks.h"
 #include "comm/communicator.h"
@@ -63,6 +64,11 @@ struct AllReduce {
   bool uniform_hosts;
   Transport* host_transport;  // the hierarchical all-reduce's; null in a world of one without MPI
   Transport* cross_transport;
+  /// Both tensors in the communicator's shared allocations: where, for the direct all-reduce.
+  const SharedAllocations* allocations;
+  std::optional<SharedPlace> input_place, output_place;
+
+  bool direct() const { return input_place && output_place; }
 
   void library(Transport& t, const Tensor& in, const Tensor& out, int64_t n) const {
     t.native_all_reduce(in.data_ptr(), out.data_ptr(), n, in.dtype(), issue.op);
@@ -84,7 +90,9 @@ void AllReduce::operator()(Call& call, const Tensor& input, Tensor& output) cons
   // device memory, and for the others, the division is a pass of its own after the collective.
   const bool divides_as_it_goes =
       issue.op == ReduceOp::avg && size > 1 && !transport.device_memory() &&
-      (call.algorithm == Algorithm::ring || call.algorithm == Algorithm::rabenseifner) && n == in.numel();
+      (call.algorithm == Algorithm::ring || call.algorithm == Algorithm::rabenseifner ||
+       (call.algorithm == Algorithm::shared_memory && direct())) &&
+      n == in.numel();
   if (divides_as_it_goes) call.ctx.scale = 1.0 / size;
   if (copies_first(call.algorithm, n < in.numel(), size))
     transport.copy(out.data_ptr(), in.data_ptr(), in.nbytes());
@@ -94,7 +102,10 @@ void AllReduce::operator()(Call& call, const Tensor& input, Tensor& output) cons
     case Algorithm::rabenseifner: all_reduce_rabenseifner(call.ctx, out.data_ptr(), n); break;
     case Algorithm::hierarchical: hierarchical(call, out.data_ptr(), n); break;
     case Algorithm::shared_memory:
-      if (size > 1)
+      if (size > 1 && direct())
+        all_reduce_shared_direct(call.ctx, *transport.shared_slots(), *allocations, *input_place,
+                                 *output_place, n);
+      else if (size > 1)
         all_reduce_shared(call.ctx, *transport.shared_slots(), in.data_ptr(), out.data_ptr(), n,
                           scatter_min_bytes);
       break;
@@ -244,11 +255,19 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
   check_same_numel(input, output, "all_reduce");
   check_op(op, input.dtype());
   const Route route = routes_.route_for(input);
-  const Algorithm algorithm = opts.algorithm == Algorithm::native
-                                  ? Algorithm::native
-                                  : choose_algorithm(CollectiveKind::all_reduce, input.nbytes(),
-                                                     opts.algorithm, route, topology(), options_)
-                                        .algorithm;
+  // A look over a few address ranges, and none at all until allocate_shared was called.
+  std::optional<SharedPlace> input_place, output_place;
+  if (route == Route::host && !shared_allocations_.empty()) {
+    input_place = shared_allocations_.find(input.data_ptr(), input.nbytes());
+    output_place = shared_allocations_.find(output.data_ptr(), output.nbytes());
+  }
+  const bool shared_buffers = input_place && output_place;
+  const Algorithm algorithm =
+      opts.algorithm == Algorithm::native
+          ? Algorithm::native
+          : choose_algorithm(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm, route, topology(),
+                             options_, shared_buffers)
+                .algorithm;
   const AllReduce collective{.issue = {.kind = CollectiveKind::all_reduce,
                                        .dtype = input.dtype(),
                                        .count = input.numel(),
@@ -261,7 +280,10 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
                              .rd_max_bytes = options_.recursive_doubling_max_bytes,
                              .uniform_hosts = world_.uniform_hosts,
                              .host_transport = world_.host_transport.get(),
-                             .cross_transport = world_.cross_transport.get()};
+                             .cross_transport = world_.cross_transport.get(),
+                             .allocations = &shared_allocations_,
+                             .input_place = shared_buffers ? input_place : std::nullopt,
+                             .output_place = shared_buffers ? output_place : std::nullopt};
   if (executor_.run_direct(collective.issue, [&] {
         collective.library(routes_.host(), input, output, input.numel());
         collective.finish(output);

@@ -4,6 +4,8 @@
 // tests/unit/test_algorithm_choice.cpp.
 #include "comm/communicator.h"
 
+#include <string_view>
+
 #include "core/settings.h"
 #include "core/timeline.h"
 
@@ -50,6 +52,7 @@ Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whol
       world_(std::move(world)),
       rank_(world_.transport->rank()),
       size_(world_.transport->size()),
+      whole_job_(whole_job),
       shared_slots_(world_.transport->shared_slots()),
       routes_(*world_.transport, options_, world_.local_rank),
       executor_(routes_, options_, rank_, size_, world_.transport->tag_upper_bound()) {
@@ -65,6 +68,7 @@ Communicator::~Communicator() {
   CallQueue& queue = executor_.queue();
   queue.drain();
   std::lock_guard lock(queue.exec_mutex());
+  shared_allocations_.release();  // collective, as the slots' window freed with the transport below
   routes_.release();
   world_.cross_transport.reset();
   world_.host_transport.reset();
@@ -73,6 +77,33 @@ Communicator::~Communicator() {
 
 const char* Communicator::backend_name() const {
   return routes_.route_for(device()) == Route::nccl ? "nccl" : world_.bootstrap;
+}
+
+std::string Communicator::shared_refusal() const {
+  const std::string why = "allocate_shared: a shared window needs ";
+  if (std::string_view(world_.bootstrap) != "mpi")
+    return why + "ranks started by an MPI launcher (mpirun); this is a world of one without MPI";
+  if (world_.local_size != size_)
+    return detail::concat(why, "every rank on one host; these ", size_, " ranks run on ", world_.hosts,
+                          " hosts (", world_.local_size, " on this one)");
+  if (!whole_job_)
+    return why +
+           "the whole job's communicator: a group has none, because torch frees groups at each "
+           "rank's own time and freeing a window is collective";
+  if (!shared_slots_)
+    return why + "MPI shared windows in the unified memory model, which this MPI did not give";
+  return {};
+}
+
+Tensor Communicator::allocate_shared(Shape shape, DType dtype) {
+  // Every rank reaches the same answer: the world's shape and MPI's window model are the same
+  // for all, so none waits below for a rank that was refused.
+  const std::string refusal = shared_refusal();
+  RINGDP_CHECK(refusal.empty(), refusal);
+  void* data = nullptr;
+  // MPI calls of this communicator: after what was issued before, never beside a queued call.
+  executor_.queue().run([&] { data = shared_allocations_.allocate(*world_.transport, shape, dtype); }, false);
+  return Tensor::borrow(data, std::move(shape), dtype);
 }
 
 Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const {

@@ -18,6 +18,7 @@
 #include "comm/execution.h"
 #include "comm/position.h"
 #include "comm/routes.h"
+#include "comm/shared_allocations.h"
 #include "comm/types.h"
 #include "comm/work.h"
 #include "tensor/tensor.h"
@@ -108,6 +109,19 @@ class Communicator {
   /// that rank once the Work completes (it must outlive the Work). Needs another rank.
   Work recv_any(Tensor& tensor, int* source, int tag = 0, CollectiveOptions opts = {});
 
+  /// A CPU tensor whose storage is this rank's segment of a shared-memory window over every rank
+  /// (MPI-3 MPI_Win_allocate_shared), zeroed. Collective: every rank calls it, in the same order
+  /// with its other collectives, passing the same shape and dtype (checked: an Error on every rank
+  /// naming the first rank that differs). An all_reduce whose tensors lie in such allocations at
+  /// the same place on every rank (the tensors, or the same views of them) reads and writes the
+  /// peers' buffers directly (`auto` and `shared_memory`: docs/collectives.md); every other use is
+  /// that of a plain tensor. Refused, saying why, unless every rank runs on one host under MPI
+  /// with shared windows in the unified memory model, and on groups.
+  /// The memory stays until this communicator is destroyed (freeing a window is collective, and
+  /// each rank drops its tensors at its own time), whatever becomes of the tensor: do not use the
+  /// tensor, or a view of it, after the communicator is gone.
+  Tensor allocate_shared(Shape shape, DType dtype);
+
   /// The algorithm `requested` resolves to for this collective and size on host tensors (auto → a
   /// concrete one); an error when the collective has no such algorithm (comm/algorithm_choice.h).
   Algorithm resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const;
@@ -123,6 +137,8 @@ class Communicator {
  private:
   /// `whole_job`: the communicator of every rank, which also checks the job-wide settings.
   Communicator(DiscoveredWorld world, CommOptions options, bool whole_job);
+  /// Why allocate_shared() cannot be served here, or an empty string.
+  std::string shared_refusal() const;
   /// Runs a described collective (comm/collectives.cpp): the library call in place when nothing
   /// watches, else the executor's full path.
   template <typename D>
@@ -138,8 +154,11 @@ class Communicator {
   CommOptions options_;
   DiscoveredWorld world_;
   int rank_ = 0, size_ = 1;
+  bool whole_job_ = true;  ///< the world's communicator, not a group
   SharedSlots* shared_slots_ = nullptr;  ///< the world transport's, read once: every all_reduce asks
   Routes routes_;
+  /// allocate_shared()'s windows, freed in the destructor with the slots' (both collective).
+  SharedAllocations shared_allocations_;
   Executor executor_;  // last: its queue is destroyed first, so queued calls still find everything above
 };
 

@@ -50,6 +50,24 @@ std::vector<comm::Algorithm> algorithms_for(const CollectiveSpec& spec, const Op
   return algorithms;
 }
 
+// --buffers shared: two buffers from allocate_shared, each as large as the sweep's largest input
+// or output, which every row views from its start (apps/bench/timed_row.h). Collective.
+void allocate_shared_buffers(comm::Communicator& comm, const Options& o, const Sweep& sweep, Device device,
+                             Timing& timing) {
+  RINGDP_CHECK(device.is_cpu(), "--buffers shared: shared allocations are host memory; got --device ",
+               o.device);
+  int64_t bytes = 64;
+  for (const CollectiveSpec* spec : sweep.specs)
+    for (DType dtype : sweep.dtypes) {
+      const auto size = static_cast<int64_t>(dtype_size(dtype));
+      const int64_t elements = sweep.max_bytes / size;
+      bytes = std::max({bytes, spec->input_count(elements, comm.size()) * size,
+                        spec->output_count(elements, comm.size()) * size});
+    }
+  timing.shared_input = comm.allocate_shared({bytes}, DType::uint8);
+  timing.shared_output = comm.allocate_shared({bytes}, DType::uint8);
+}
+
 int run_soak_mode(comm::Communicator& comm, const Options& o) {
   const SoakResult soak = run_soak(comm, o.soak, o.seed);
   // Growth allowance: allocator noise of a few MiB; a per-call leak of even 1 KiB over
@@ -135,7 +153,8 @@ int main(int argc, char** argv) {
 
     const bool rank_zero = comm.rank() == 0;
     if (rank_zero) print_preamble(o, sweep, comm, device);
-    const Timing timing{o.iters, o.warmup, o.check, o.average, o.blocking != 0, device};
+    Timing timing{o.iters, o.warmup, o.check, o.average, o.blocking != 0, device, {}, {}};
+    if (o.buffers == "shared") allocate_shared_buffers(comm, o, sweep, device, timing);
     std::vector<Row> rows;
     int64_t total_wrong = 0;
     for (const CollectiveSpec* spec : sweep.specs) {

@@ -81,6 +81,11 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
                              "tree", "hierarchical", "native", "auto", "all"}));
   app.add_option("--backend", o.backend, "mpi or nccl")->check(CLI::IsMember({"mpi", "nccl"}));
   app.add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--buffers", o.buffers,
+                 "plain: each row allocates its tensors; shared: every row's tensors are views of two "
+                 "buffers from Communicator::allocate_shared (every rank on one host, cpu), which all_reduce "
+                 "reduces straight out of each other")
+      ->check(CLI::IsMember({"plain", "shared"}));
   app.add_option("--csv", o.csv_path, "write every row as CSV")->check(kOutputFile);
   app.add_option("--json", o.json_path, "write every row as JSON")->check(kOutputFile);
   app.add_option("--soak", o.soak,

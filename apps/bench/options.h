@@ -1,5 +1,5 @@
 // ringdp-bench's command line: nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r -a -z) plus
-// --algo, --backend, --device, --csv, --json, --soak, --seed; and the sweep they describe.
+// --algo, --backend, --device, --buffers, --csv, --json, --soak, --seed; and the sweep they describe.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@ struct Options {
   double factor = 1;
   int iters = 20, warmup = 5, check = 1, root = 0, average = 1, blocking = 1;
   std::string op = "sum", dtype = "float", algo = "auto", backend = "mpi", device = "cpu";
+  std::string buffers = "plain";
   std::string csv_path, json_path;
   int64_t soak = 0;
   uint64_t seed = 1;

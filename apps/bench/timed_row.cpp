@@ -25,6 +25,15 @@ double combine(comm::Communicator& comm, double seconds, int average) {
                     : average == 3 ? ReduceOp::max
                                    : ReduceOp::avg);
 }
+// A row's tensor: its own, zeroed, or a view of the start of the shared buffer (the same place on
+// every rank, as the direct all-reduce needs).
+Tensor buffer(const Tensor& shared, int64_t count, DType dtype, Device device) {
+  if (!shared.defined()) return zeros({count}, dtype, device);
+  RINGDP_CHECK(static_cast<size_t>(count) * dtype_size(dtype) <= shared.nbytes(), "--buffers shared: ", count,
+               " elements of ", dtype_name(dtype), " exceed the shared buffer of ", shared.nbytes(),
+               " bytes");
+  return Tensor::borrow(shared.data_ptr(), {count}, dtype);
+}
 }  // namespace
 
 const char* short_type(DType d) {
@@ -59,8 +68,8 @@ Row time_row(const CollectiveSpec& spec, const Case& c, int64_t elements, const 
           {0, 0},
           {0, 0}};
   for (int in_place = 0; in_place < 2; ++in_place) {
-    Tensor input = zeros({in_count}, c.dtype, timing.device);
-    Tensor output = zeros({out_count}, c.dtype, timing.device);
+    Tensor input = buffer(timing.shared_input, in_count, c.dtype, timing.device);
+    Tensor output = buffer(timing.shared_output, out_count, c.dtype, timing.device);
     if (in_place) {
       // In place: the output is the input itself, or the rank's chunk of it.
       if (spec.kind == comm::CollectiveKind::all_gather || spec.kind == comm::CollectiveKind::gather)

@@ -23,6 +23,9 @@ struct Timing {
   int average;  ///< across ranks: 0 rank 0, 1 mean, 2 min, 3 max
   bool blocking;  ///< wait for each collective (else issue all iterations, then wait)
   Device device;
+  /// --buffers shared: the bytes every row's input and output are views of (allocate_shared);
+  /// undefined for plain buffers, each row then allocating its own.
+  Tensor shared_input, shared_output;
 };
 
 /// nccl-tests' type names: float, double, half, bfloat16, int64, int32, int8, uint8 (and bool).

@@ -81,7 +81,14 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Modul
       elements += p.numel();
     }
     const Tensor& first = params[members.front()].second;
-    bucket.buffer = zeros({elements}, first.dtype(), first.device());
+    RINGDP_CHECK(!options.shared_buckets || first.device().is_cpu(),
+                 "DDP: shared_buckets takes CPU parameters; '", params[members.front()].first, "' is on ",
+                 first.device().str());
+    // Every rank builds the same buckets in the same order, so allocate_shared's collective calls
+    // match, and each bucket sits at the same place of the same allocation on every rank.
+    bucket.buffer = options.shared_buckets && comm_->size() > 1
+                        ? comm_->allocate_shared({elements}, first.dtype())
+                        : zeros({elements}, first.dtype(), first.device());
     for (int s : bucket.slots)
       slots_[s].grad_view =
           bucket.buffer.flat_view(slots_[s].offset, slots_[s].param.numel()).reshape(slots_[s].param.shape());

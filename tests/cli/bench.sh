@@ -81,10 +81,24 @@ case "$case_name" in
     RINGDP_FAULT=count:rank=1:op=3:delta=2 run 2 all_reduce -b 1K -e 1K
     expect 1 "delta must be negative"
     out=$("$bench" --help) || fail "--help failed"
-    for flag in -b -e -f -i -n -w -c -o -d -r -a -z --algo --backend --device --csv --json; do
+    for flag in -b -e -f -i -n -w -c -o -d -r -a -z --algo --backend --device --buffers --csv --json; do
       grep -qF -- "$flag" <<<"$out" || fail "--help does not list $flag"
     done
     echo "ok: bad flags exit 2 naming the flag and value; --help lists every flag"
+    ;;
+  shared-buffers)
+    # --buffers shared: every row's tensors are views of allocate_shared's buffers (the direct
+    # all-reduce for all_reduce), every collective and dtype still checks clean in and out of place.
+    run 3 all -b 8 -e 1M -f 64 -d all --buffers shared -n 2 -w 1 --csv "$work/out.csv"
+    expect 0 "# Out of bounds values : 0 OK"
+    # The direct path's own trace line: the buffers were recognised on every rank.
+    RINGDP_TRACE=1 run 2 all_reduce -b 1K -e 1K -n 1 -w 0 --buffers shared
+    expect 0 "out of every rank's buffer into every rank's buffer"
+    run 2 all_reduce --buffers shared --device cuda
+    [ "$rc" -ne 0 ] || fail "--buffers shared --device cuda ran: $out"
+    run 2 all_reduce --buffers other
+    expect 2 "--buffers"
+    echo "ok: every collective and dtype on shared buffers checks clean; cuda and unknown kinds are refused"
     ;;
   one-size)
     # A line through one point fits it exactly whatever its slope: from one size the summary says

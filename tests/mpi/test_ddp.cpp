@@ -60,6 +60,7 @@ struct Run {
   double bucket_mb = 25;
   comm::Algorithm algorithm = comm::Algorithm::automatic;
   bool overlap = true;
+  bool shared_buckets = false;
   std::vector<ddp::DdpEvent>* events = nullptr;  // when set: what DDP reported, every step
 };
 
@@ -76,6 +77,7 @@ std::vector<double> train_ddp(const Run& run) {
                                     .first_bucket_mb = run.bucket_mb,
                                     .algorithm = run.algorithm,
                                     .overlap = run.overlap,
+                                    .shared_buckets = run.shared_buckets,
                                     .on_event = [&run](const ddp::DdpEvent& e) {
                                       if (run.events) run.events->push_back(e);
                                     }});
@@ -155,6 +157,26 @@ TEST_CASE("one bucket and many buckets give the same parameters", "[ddp][buckets
   const Run ring_one{true, DType::float32, 25, comm::Algorithm::ring};
   const Run ring_many{true, DType::float32, 1e-6, comm::Algorithm::ring};
   REQUIRE(global_sum(count_far(train_ddp(ring_one), train_ddp(ring_many), 1e-6)) == 0);
+}
+
+TEST_CASE("buckets in shared allocations give the plain buckets' parameters bit for bit", "[ddp][shared]") {
+  // Plain buckets go through the shared-memory slots (or, across hosts, where shared buckets are
+  // refused, another algorithm); shared ones are reduced directly. Both sum each element in rank
+  // order and divide by the same factor, so not one bit may differ, one bucket or many.
+  try {
+    world().resolve(comm::CollectiveKind::all_reduce, 8, comm::Algorithm::shared_memory);
+  } catch (const Error&) {
+    WARN("the ranks span hosts: no shared allocations to compare");
+    return;
+  }
+  for (DType dtype : {DType::float32, DType::float64})
+    for (double bucket_mb : {25.0, 1e-6}) {
+      INFO(dtype_name(dtype) << " buckets of " << bucket_mb << " MB");
+      Run plain{true, dtype, bucket_mb};
+      Run shared = plain;
+      shared.shared_buckets = true;
+      REQUIRE(global_sum(train_ddp(plain) != train_ddp(shared)) == 0);
+    }
 }
 
 TEST_CASE("without overlap every bucket starts after the last hook, with the same result", "[ddp][overlap]") {

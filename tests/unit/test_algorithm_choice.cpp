@@ -72,6 +72,23 @@ TEST_CASE("the thresholds come from the options", "[choice]") {
   CHECK(pick(CollectiveKind::broadcast, 100, one_host, Route::host, o) == Algorithm::ring);
 }
 
+TEST_CASE("tensors in shared allocations take the direct path at any size", "[choice]") {
+  CommOptions o = defaults();
+  o.shared_memory_max_bytes = 0;  // even where the slotted path is switched off
+  const Topology one_host{.size = 4, .hosts = 1, .shared_slots = true};
+  const auto direct = [&](size_t bytes, Route route, Topology world) {
+    return choose_algorithm(CollectiveKind::all_reduce, bytes, Algorithm::automatic, route, world, o, true);
+  };
+  for (size_t bytes : {size_t{0}, size_t{8}, 256 * MiB}) {
+    const Choice choice = direct(bytes, Route::host, one_host);
+    CHECK(choice.algorithm == Algorithm::shared_memory);
+    CHECK(choice.reason == Reason::shared_buffers);
+    CHECK_THAT(explain(choice, bytes, one_host, o), Catch::Contains("in shared allocations"));
+  }
+  // Without slots (a world without shared windows) the flag changes nothing.
+  CHECK(direct(MiB, Route::host, Topology{.size = 4, .hosts = 4}).algorithm == Algorithm::rabenseifner);
+}
+
 TEST_CASE("the other collectives have one algorithm of ringdp's own", "[choice]") {
   const Topology world{.size = 3, .hosts = 3};
   CHECK(pick(CollectiveKind::reduce, 8, world) == Algorithm::tree);

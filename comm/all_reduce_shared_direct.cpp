@@ -1,0 +1,183 @@
+// The direct all-reduce, for buffers that lie in one of the communicator's shared allocations
+// (comm/shared_allocations.h) at the same offset on every rank: no copy into slots, no copy out.
+// Every rank can load and store every peer's buffer, so:
+//
+//   step 1 (announce, the first barrier): each rank publishes, in its slot (comm/shared_slots.h),
+//          where its input and output lie and how many elements it reduces, behind the byte-count
+//          mark kDirectPartBit. Publishing is a release store made after the caller's last write
+//          to its input, so a peer that sees it sees the input. Every rank checks every peer's
+//          announcement against its own: a peer in another place, count, or not in a shared
+//          allocation at all (it reduces through the slots) is an Error on every rank, not a hang.
+//   step 2 (reduce): rank r alone owns chunk r (boundaries 64 bytes apart from the buffer's
+//          start, so no two ranks write one cache line of a buffer that starts on one). Block by
+//          block (kBlockBytes, cache-resident) it reduces the block out of the N inputs in rank
+//          order into a scratch block, then stores the result into all N outputs (out of place
+//          with streaming stores, which bypass the cache: no read for ownership of lines that are
+//          only written). It then publishes "reduced" (the second barrier: an sfence orders the
+//          streaming stores first) and waits until every rank has.
+//
+// Traffic per rank: it reads n/N from each of N inputs and writes n/N to each of N outputs: n read
+// and n written, one memcpy of the buffer, the DRAM floor of docs/benchmarks.md. Each element is
+// reduced once, by one rank, in rank order: every rank holds the same bits, the same the slotted
+// all-reduce (comm/all_reduce_shared.cpp) gives. In place the inputs are the outputs: a block is
+// read in full before it is written, and no other rank touches that block. Out of place the
+// inputs are left as they were. Tested by tests/mpi/test_shared_allocation.cpp.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "comm/algorithms.h"
+#include "comm/envelope.h"
+#include "comm/shared_allocations.h"
+#include "comm/shared_slots.h"
+#include "core/error.h"
+#include "kernels/reduce_into.h"
+
+namespace ringdp::comm {
+
+namespace {
+
+// The unit of step 2: N input blocks and the scratch block stay in L2 (N = 4: 320 KiB).
+constexpr size_t kBlockBytes = 64 * 1024;
+
+// What step 1 publishes instead of data.
+struct Announcement {
+  SharedPlace input, output;
+  int64_t count;
+  bool operator==(const Announcement&) const = default;
+};
+
+std::string describe(const Announcement& a) {
+  return detail::concat(a.count, " elements, input at byte ", a.input.offset, " of shared allocation ",
+                        a.input.allocation, ", output at byte ", a.output.offset, " of shared allocation ",
+                        a.output.allocation);
+}
+
+template <typename F>
+void wait_for(CollectiveContext& ctx, const SharedSlots& slots, int r, F&& done) {
+  if (done()) return;
+  ctx.position.waiting_for_rank = r;  // for the watchdog's report: only while r is late
+  uint32_t polls = 0;
+  ctx.transport.poll_until(
+      [&] {
+        if ((++polls & 1023u) == 0) slots.check_same_call(r);
+        return done();
+      },
+      slots.yield_while_waiting());
+  ctx.position.waiting_for_rank = -1;
+}
+
+void check_announcement(CollectiveContext& ctx, const SharedSlots& slots, int r, const Announcement& mine) {
+  RINGDP_CHECK(slots.tag(r) == ctx.tag, "rank ", ctx.rank(), " is in ", describe_tag(ctx.tag), " but rank ",
+               r, " published a part of ", describe_tag(slots.tag(r)),
+               ": the ranks called different collectives");
+  RINGDP_CHECK(slots.bytes(r) & kDirectPartBit, "all_reduce: rank ", ctx.rank(),
+               "'s tensors lie in shared allocations (Communicator::allocate_shared) but rank ", r,
+               "'s do not; every rank must pass shared tensors, or none");
+  Announcement theirs;
+  std::memcpy(&theirs, slots.part(r), sizeof theirs);
+  RINGDP_CHECK(theirs == mine, "all_reduce: rank ", ctx.rank(), " passed ", describe(mine), " but rank ", r,
+               " passed ", describe(theirs), "; every rank must pass the same place of the same allocation");
+}
+
+// Where chunk r of n elements begins: 64 bytes apart from the buffer's start, so on cache lines
+// when the buffer starts on one (an allocation does; a view at an odd offset only shares a line
+// between two ranks' chunks, which costs time, not correctness: they write different bytes).
+int64_t chunk_begin(int64_t n, int N, int r, size_t element) {
+  const int64_t line = std::max<int64_t>(1, 64 / static_cast<int64_t>(element));
+  return std::min(n, (n * r / N + line - 1) / line * line);
+}
+
+// Stores that bypass the cache where the target is 16-byte aligned (chunks start on a 64-byte
+// line of a page-aligned segment); the unaligned edges by memcpy. Out of place only: there the
+// outputs' lines are not in cache, and a plain store would first read each one (read for
+// ownership). In place the block was just read, so plain stores hit the cache; streaming ones
+// measured slower there (docs/benchmarks.md, "Shared allocations against the floor").
+void stream_copy(char* target, const char* source, size_t bytes) {
+#if defined(__SSE2__)
+  const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(target) % 16) % 16);
+  std::memcpy(target, source, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64)
+    for (size_t k = 0; k < 64; k += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(target + i + k),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(source + i + k)));
+  std::memcpy(target + i, source + i, bytes - i);
+#else
+  std::memcpy(target, source, bytes);
+#endif
+}
+
+void store_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+// Step 2 over elements [begin, end) of the buffers.
+void reduce_chunk(CollectiveContext& ctx, const std::vector<const char*>& inputs,
+                  const std::vector<char*>& outputs, int64_t begin, int64_t end, bool in_place) {
+  const size_t element = ctx.element_bytes();
+  const int64_t block = static_cast<int64_t>(kBlockBytes / element);
+  struct alignas(64) Block {
+    char bytes[kBlockBytes];
+  };
+  thread_local const std::unique_ptr<Block> scratch_block = std::make_unique<Block>();
+  char* scratch = scratch_block->bytes;
+  for (int64_t first = begin; first < end; first += block) {
+    const int64_t n = std::min(block, end - first);
+    const size_t bytes = static_cast<size_t>(n) * element;
+    std::memcpy(scratch, ctx.at(inputs[0], first), bytes);
+    for (size_t r = 1; r < inputs.size(); ++r)
+      kernels::reduce_into_cpu(scratch, ctx.at(inputs[r], first), n, ctx.dtype, ctx.op);
+    ctx.scale_completed(scratch, n);
+    if (ctx.corrupt_next_receive) {  // RINGDP_FAULT corrupt: the result read from the peers
+      ctx.corrupt_next_receive = false;
+      ctx.transport.corrupt_byte(scratch);
+    }
+    for (char* output : outputs)
+      if (in_place)
+        std::memcpy(ctx.at(output, first), scratch, bytes);
+      else
+        stream_copy(ctx.at(output, first), scratch, bytes);
+  }
+  store_fence();
+}
+
+}  // namespace
+
+void all_reduce_shared_direct(CollectiveContext& ctx, SharedSlots& slots,
+                              const SharedAllocations& allocations, const SharedPlace& input,
+                              const SharedPlace& output, int64_t count) {
+  const int N = slots.size(), me = ctx.rank();
+  const Announcement mine{.input = input, .output = output, .count = count};
+  ctx.enter_step(1, 2, Phase::reduce_scatter, -1, -1, -1, -1, "reduce");
+  std::memcpy(slots.begin_round(), &mine, sizeof mine);
+  slots.publish(ctx.tag, kDirectPartBit | sizeof mine);
+  for (int r = 0; r < N; ++r) {
+    wait_for(ctx, slots, r, [&] { return slots.published(r); });
+    check_announcement(ctx, slots, r, mine);
+  }
+  std::vector<const char*> inputs(static_cast<size_t>(N));
+  std::vector<char*> outputs(static_cast<size_t>(N));
+  for (int r = 0; r < N; ++r) {
+    inputs[static_cast<size_t>(r)] = allocations.at(input.allocation, r, input.offset);
+    outputs[static_cast<size_t>(r)] = allocations.at(output.allocation, r, output.offset);
+  }
+  const size_t element = ctx.element_bytes();
+  const int64_t begin = chunk_begin(count, N, me, element), end = chunk_begin(count, N, me + 1, element);
+  if (ctx.trace)
+    ctx.trace_detail(detail::concat("reduce chunk ", me, " = elements [", begin, ", ", end,
+                                    ") out of every rank's buffer into every rank's buffer"));
+  reduce_chunk(ctx, inputs, outputs, begin, end, input == output);
+  slots.publish_reduced();
+  ctx.enter_step(2, 2, Phase::all_gather, -1, -1, -1, -1, "wait");
+  for (int r = 0; r < N; ++r)
+    if (r != me) wait_for(ctx, slots, r, [&] { return slots.reduced(r); });
+}
+
+}  // namespace ringdp::comm

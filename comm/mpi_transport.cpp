@@ -259,15 +259,7 @@ Request MpiTransport::post_two_part(int peer, void* data, size_t bytes, int tag,
   }
   TwoPart* part = free_records_.back();
   free_records_.pop_back();
-  // Field by field, not a new TwoPart: the pieces' vector keeps its capacity from use to use.
-  part->envelope = Envelope{};
-  part->envelope_request = MPI_REQUEST_NULL;
-  part->payload_requests.clear();
-  part->data = data;
-  part->bytes = bytes;
-  part->peer = peer;
-  part->tag = tag;
-  part->payload_posted = false;
+  *part = TwoPart{.data = data, .bytes = bytes, .peer = peer, .tag = tag};
   if (receive) {
     RINGDP_MPI_CHECK(MPI_Irecv(&part->envelope, sizeof(Envelope), MPI_BYTE, peer, MPI_ANY_TAG, comm_,
                                &part->envelope_request));
@@ -276,7 +268,9 @@ Request MpiTransport::post_two_part(int peer, void* data, size_t bytes, int tag,
     part->envelope = Envelope{.bytes = bytes, .tag = tag, .magic = kEnvelopeMagic};
     RINGDP_MPI_CHECK(MPI_Isend(&part->envelope, sizeof(Envelope), MPI_BYTE, peer, kEnvelopeTag, comm_,
                                &part->envelope_request));
-    post_payload(*part, false);
+    RINGDP_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag), payload_comm_,
+                               &part->payload_request));
+    part->payload_posted = true;
   }
   Request request{0, peer, tag, bytes, receive, true};
   request.handle = reinterpret_cast<uintptr_t>(part);
@@ -312,34 +306,21 @@ void MpiTransport::advance_two_part() {
     RINGDP_MPI_CHECK(rc);
     if (!arrived) return;
     check_envelope(*part, status);
-    post_payload(*part, true);
+    RINGDP_MPI_CHECK(MPI_Irecv(part->data, static_cast<int>(part->bytes), MPI_BYTE, part->peer,
+                               wire_tag(part->tag), payload_comm_, &part->payload_request));
+    part->payload_posted = true;
     receives_in_order_.pop_front();
   }
-}
-
-void MpiTransport::post_payload(TwoPart& part, bool receive) {
-  auto* bytes = static_cast<char*>(part.data);
-  for (size_t at = 0; at < part.bytes; at += kPayloadPieceBytes) {
-    const int length = static_cast<int>(std::min(kPayloadPieceBytes, part.bytes - at));
-    MPI_Request& piece = part.payload_requests.emplace_back(MPI_REQUEST_NULL);
-    if (receive)
-      RINGDP_MPI_CHECK(
-          MPI_Irecv(bytes + at, length, MPI_BYTE, part.peer, wire_tag(part.tag), payload_comm_, &piece));
-    else
-      RINGDP_MPI_CHECK(
-          MPI_Isend(bytes + at, length, MPI_BYTE, part.peer, wire_tag(part.tag), payload_comm_, &piece));
-  }
-  part.payload_posted = true;
 }
 
 bool MpiTransport::finish_two_part(Request& request) {
   auto* part = reinterpret_cast<TwoPart*>(request.handle);
   if (!part->payload_posted) return false;
+  MPI_Request both[2] = {part->envelope_request, part->payload_request};
   int done = 0;
-  RINGDP_MPI_CHECK(MPI_Test(&part->envelope_request, &done, MPI_STATUS_IGNORE));
-  if (!done) return false;
-  RINGDP_MPI_CHECK(MPI_Testall(static_cast<int>(part->payload_requests.size()), part->payload_requests.data(),
-                               &done, MPI_STATUSES_IGNORE));
+  RINGDP_MPI_CHECK(MPI_Testall(2, both, &done, MPI_STATUSES_IGNORE));
+  part->envelope_request = both[0];
+  part->payload_request = both[1];
   if (!done) return false;
   free_records_.push_back(part);
   request = from_mpi(MPI_REQUEST_NULL);

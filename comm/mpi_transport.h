@@ -11,8 +11,7 @@
 // checking the envelope, so ranks that disagree on a count or a collective are stopped before a
 // byte of the payload moves. (Open MPI 4.1's single-copy path for messages above its eager size
 // had already written a longer message past the receive buffer when MPI_ERR_TRUNCATE came back:
-// heap corruption, docs/errors.md.) A payload over kPayloadPieceBytes goes as several messages, in
-// order. Tested by tests/cli/bench.sh envelope (MPMD launches with
+// heap corruption, docs/errors.md.) Tested by tests/cli/bench.sh envelope (MPMD launches with
 // mismatched counts and algorithms) and tests/mpi.
 #pragma once
 
@@ -31,13 +30,6 @@ namespace ringdp::comm {
 /// The largest collective message sent in one part: well under every eager size we know of
 /// (Open MPI's shared-memory BTL: 4 KiB; its TCP BTL: 64 KiB; MPICH cuts any message safely).
 constexpr size_t kDirectMaxBytes = 1024;
-
-/// The largest piece a two-part message's payload is sent in. Across hosts, Open MPI's TCP BTL
-/// moved one message larger than the socket's send buffer (4 MiB here) at half the link's rate
-/// whenever the peer sent one the other way at the same time (an all-reduce's every step), and at
-/// the full rate once the same bytes went as pieces of 4 MiB or less (docs/benchmarks.md, "The
-/// link's rate"). Both sides cut a payload the same way: the receiver checked its size first.
-constexpr size_t kPayloadPieceBytes = size_t{2} << 20;
 
 class MpiTransport final : public Transport {
  public:
@@ -97,16 +89,13 @@ class MpiTransport final : public Transport {
   struct TwoPart {
     Envelope envelope;
     MPI_Request envelope_request = MPI_REQUEST_NULL;
-    std::vector<MPI_Request> payload_requests;  // one per piece (kPayloadPieceBytes); reused
+    MPI_Request payload_request = MPI_REQUEST_NULL;
     void* data = nullptr;
     size_t bytes = 0;
     int peer = -1;
     int tag = 0;
     bool payload_posted = false;
   };
-  /// Posts the payload's pieces, in order, on payload_comm_ (MPI keeps messages of one pair, tag
-  /// and communicator in order, so the receiver's pieces match the sender's).
-  void post_payload(TwoPart& part, bool receive);
   Request post_two_part(int peer, void* data, size_t bytes, int tag, bool receive);
   /// Posts the payload receive of every two-part receive whose envelope has arrived, in the order
   /// their envelopes were posted (payloads of one collective share a tag, so a later receive

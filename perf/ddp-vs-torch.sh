@@ -6,7 +6,8 @@
 # step from what its math costs. Needs Debian's python3-torch. Not a test.
 #   perf/ddp-vs-torch.sh [NP [ROUNDS [STEPS [WIDTHS [BATCH]]]]]
 # WIDTHS (layer sizes, default 1024,4096,4096,1024) and BATCH (per rank, default 64) pick the
-# model; the seed's job: perf/ddp-vs-torch.sh 4 3 200 10,1 100
+# model; the seed's job: perf/ddp-vs-torch.sh 4 3 200 10,1 100. BUCKETS=shared: ringdp's buckets in
+# shared memory (DdpOptions::shared_buckets; every rank on one host).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A rank's worker thread polls while its main thread computes backward: more busy threads than
@@ -19,7 +20,7 @@ np=${1:-2} rounds=${2:-3} steps=${3:-8} widths=${4:-1024,4096,4096,1024} batch=$
 ours=() theirs=() ours_math=() theirs_math=()
 step_of() { sed -n 's/.*median step \([0-9.]*\) ms.*/\1/p' <<<"$1"; }
 for round in $(seq "$rounds"); do
-  line=$("$launcher" -n "$np" "${launch_args[@]}" "$build/perf/ringdp-ddp-bench" "$steps" 25 1 "$widths" "$batch")
+  line=$("$launcher" -n "$np" "${launch_args[@]}" "$build/perf/ringdp-ddp-bench" "$steps" 25 "$([ "${BUCKETS:-}" = shared ] && echo shared || echo 1)" "$widths" "$batch")
   echo "round $round ringdp:  $line"
   ours+=("$(sed -n 's/.*median step \([0-9.]*\) ms.*/\1/p' <<<"$line")")
   line=$(MASTER_PORT=$((20000 + RANDOM % 20000)) "$launcher" -n "$np" "${launch_args[@]}" /usr/bin/python3 perf/ddp_torch.py "$steps" "$widths" "$batch")

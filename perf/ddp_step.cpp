@@ -1,7 +1,10 @@
 // DDP step benchmark: median step time and overlap of an MLP (default 1024→4096→4096→1024) with a
 // batch of 64 per rank, float32 on the CPU. Run by perf/ddp.sh on 1, 2 and 4 ranks and by
 // perf/ddp_buckets.py (bucket caps, overlap on and off); not a test.
-//   mpirun -np 4 build/perf/ringdp-ddp-bench [steps [bucket_mb [overlap 1|0|compute [widths [batch]]]]]
+//   mpirun -np 4 build/perf/ringdp-ddp-bench [steps [bucket_mb [overlap 1|0|shared|compute [widths
+//   [batch]]]]]
+// overlap `shared`: overlapped, with the buckets in shared memory (DdpOptions::shared_buckets: the
+// direct all-reduce, every rank on one host).
 // overlap `compute`: the same model, data and optimizer without DDP and without communication, on
 // one rank: the step's math alone, which perf/ddp-vs-torch.sh sets beside the DDP step.
 // widths: the layer sizes, comma-separated (default 1024,4096,4096,1024); batch: samples per rank
@@ -54,7 +57,8 @@ int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 8;
   const double bucket_mb = argc > 2 ? std::atof(argv[2]) : 25.0;
   const bool compute_only = argc > 3 && std::string(argv[3]) == "compute";
-  const bool overlapping = argc > 3 && !compute_only ? std::atoi(argv[3]) != 0 : true;
+  const bool shared_buckets = argc > 3 && std::string(argv[3]) == "shared";
+  const bool overlapping = argc > 3 && !compute_only && !shared_buckets ? std::atoi(argv[3]) != 0 : true;
   std::vector<int64_t> widths;
   std::istringstream list(argc > 4 ? argv[4] : "1024,4096,4096,1024");
   for (std::string w; std::getline(list, w, ',');) widths.push_back(std::atoll(w.c_str()));
@@ -84,7 +88,8 @@ int main(int argc, char** argv) {
   const Tensor x = randn({batch, widths.front()}, 10 + world->rank()),
                y = randn({batch, widths.back()}, 20 + world->rank());
   if (compute_only) return report_compute_only(*model, sgd, x, y, steps);
-  ddp::DistributedDataParallel ddp(model, world, {.bucket_cap_mb = bucket_mb, .overlap = overlapping});
+  ddp::DistributedDataParallel ddp(
+      model, world, {.bucket_cap_mb = bucket_mb, .overlap = overlapping, .shared_buckets = shared_buckets});
   std::vector<double> step_s, backward_s, wait_s, overlap;
   for (int step = 0; step < steps + 1; ++step) {  // step 0 warms up
     const auto start = std::chrono::steady_clock::now();
@@ -106,7 +111,7 @@ int main(int argc, char** argv) {
         1e3 * median(backward_s), 1e3 * median(wait_s),
         world->size() == 1 ? "n/a (nothing to communicate)"
                            : (std::to_string(static_cast<int>(100 * median(overlap))) + "%").c_str(),
-        overlapping ? "" : "  (--no-overlap)");
+        overlapping ? (shared_buckets ? "  (shared buckets)" : "") : "  (--no-overlap)");
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define RINGDP_F16C_PATH 1
 #endif
@@ -55,8 +56,18 @@ __attribute__((target("avx,f16c"))) void from_float_f16c(const float* in, float1
   }
 }
 
+// CPUID leaf 1 (ECX: F16C bit 29, AVX bit 28, OSXSAVE bit 27) and the OS saving the YMM
+// registers (XCR0 bits 1 and 2), read directly: clang's __builtin_cpu_supports knows no "f16c".
 bool cpu_has_f16c() {
-  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    const unsigned needed = (1u << 29) | (1u << 28) | (1u << 27);
+    if ((ecx & needed) != needed) return false;
+    unsigned xcr0_low = 0, xcr0_high = 0;
+    __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+    return (xcr0_low & 0x6u) == 0x6u;
+  }();
   return has;
 }
 #endif

@@ -22,6 +22,7 @@
 #include "comm/algorithms.h"
 #include "comm/envelope.h"
 #include "comm/shared_slots.h"
+#include "comm/shared_wait.h"
 #include "core/error.h"
 
 namespace ringdp::comm {
@@ -47,26 +48,9 @@ int64_t chunk_begin(int64_t n, int N, int r, size_t element) {
   return std::min(n, (n * r / N + line - 1) / line * line);
 }
 
-// Waits, under the collective's deadline, until `done` says rank r has published what comes next.
-// A wait that goes on a while looks at what rank r announced: in this collective by another
-// algorithm, it would never publish.
-template <typename F>
-void wait_for(CollectiveContext& ctx, const SharedSlots& slots, int r, F&& done) {
-  if (done()) return;
-  ctx.position.waiting_for_rank = r;  // for the watchdog's report: only while r is late
-  uint32_t polls = 0;
-  ctx.transport.poll_until(
-      [&] {
-        if ((++polls & 1023u) == 0) slots.check_same_call(r);
-        return done();
-      },
-      slots.yield_while_waiting());
-  ctx.position.waiting_for_rank = -1;
-}
-
 // Waits for rank r's part of the round and checks its envelope.
 void take_part(CollectiveContext& ctx, const SharedSlots& slots, int r, size_t bytes) {
-  wait_for(ctx, slots, r, [&] { return slots.published(r); });
+  wait_for_peer(ctx, slots, r, [&] { return slots.published(r); });
   check_part(ctx, slots, r, bytes);
 }
 
@@ -116,7 +100,7 @@ void reduce_scattered(CollectiveContext& ctx, SharedSlots& slots, char* mine, ch
   ctx.enter_step(++step, steps, Phase::all_gather, -1, -1, -1, -1, "gather");
   for (int r = 0; r < N; ++r) {
     if (r == me) continue;
-    wait_for(ctx, slots, r, [&] { return slots.reduced(r); });
+    wait_for_peer(ctx, slots, r, [&] { return slots.reduced(r); });
     const int64_t from = chunk_begin(n, N, r, element), to = chunk_begin(n, N, r + 1, element);
     const size_t length = static_cast<size_t>(to - from) * element;
     if (ctx.trace)

@@ -34,6 +34,7 @@
 #include "comm/envelope.h"
 #include "comm/shared_allocations.h"
 #include "comm/shared_slots.h"
+#include "comm/shared_wait.h"
 #include "core/error.h"
 #include "kernels/reduce_into.h"
 
@@ -55,20 +56,6 @@ std::string describe(const Announcement& a) {
   return detail::concat(a.count, " elements, input at byte ", a.input.offset, " of shared allocation ",
                         a.input.allocation, ", output at byte ", a.output.offset, " of shared allocation ",
                         a.output.allocation);
-}
-
-template <typename F>
-void wait_for(CollectiveContext& ctx, const SharedSlots& slots, int r, F&& done) {
-  if (done()) return;
-  ctx.position.waiting_for_rank = r;  // for the watchdog's report: only while r is late
-  uint32_t polls = 0;
-  ctx.transport.poll_until(
-      [&] {
-        if ((++polls & 1023u) == 0) slots.check_same_call(r);
-        return done();
-      },
-      slots.yield_while_waiting());
-  ctx.position.waiting_for_rank = -1;
 }
 
 void check_announcement(CollectiveContext& ctx, const SharedSlots& slots, int r, const Announcement& mine) {
@@ -159,7 +146,7 @@ void all_reduce_shared_direct(CollectiveContext& ctx, SharedSlots& slots,
   std::memcpy(slots.begin_round(), &mine, sizeof mine);
   slots.publish(ctx.tag, kDirectPartBit | sizeof mine);
   for (int r = 0; r < N; ++r) {
-    wait_for(ctx, slots, r, [&] { return slots.published(r); });
+    wait_for_peer(ctx, slots, r, [&] { return slots.published(r); });
     check_announcement(ctx, slots, r, mine);
   }
   std::vector<const char*> inputs(static_cast<size_t>(N));
@@ -177,7 +164,7 @@ void all_reduce_shared_direct(CollectiveContext& ctx, SharedSlots& slots,
   slots.publish_reduced();
   ctx.enter_step(2, 2, Phase::all_gather, -1, -1, -1, -1, "wait");
   for (int r = 0; r < N; ++r)
-    if (r != me) wait_for(ctx, slots, r, [&] { return slots.reduced(r); });
+    if (r != me) wait_for_peer(ctx, slots, r, [&] { return slots.reduced(r); });
 }
 
 }  // namespace ringdp::comm

@@ -22,10 +22,8 @@ using comm::Algorithm;
 
 namespace {
 
-const DType kDtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64,  DType::bfloat16,
-                         DType::float16, DType::int8,    DType::uint8, DType::boolean};
-const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
-                         ReduceOp::avg, ReduceOp::band, ReduceOp::bor, ReduceOp::bxor};
+const auto& kDtypes = kAllDtypes;
+const auto& kOps = kAllOps;
 
 std::vector<int64_t> counts() {
   const int64_t N = world().size();

@@ -18,10 +18,8 @@ using comm::Algorithm;
 
 namespace {
 
-const DType kDtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64,  DType::bfloat16,
-                         DType::float16, DType::int8,    DType::uint8, DType::boolean};
-const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
-                         ReduceOp::avg, ReduceOp::band, ReduceOp::bor, ReduceOp::bxor};
+const auto& kDtypes = kAllDtypes;
+const auto& kOps = kAllOps;
 constexpr int64_t kLargest = 1000003;
 
 bool applies(ReduceOp op, DType dtype) { return is_floating(dtype) ? !is_bitwise(op) : op != ReduceOp::avg; }

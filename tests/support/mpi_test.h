@@ -14,6 +14,13 @@
 
 namespace ringdp::testing {
 
+/// Every dtype and every reduce op: what a collective's test runs through.
+inline constexpr DType kAllDtypes[] = {DType::float32, DType::float64,  DType::int32,
+                                       DType::int64,   DType::bfloat16, DType::float16,
+                                       DType::int8,    DType::uint8,    DType::boolean};
+inline constexpr ReduceOp kAllOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
+                                       ReduceOp::avg, ReduceOp::band, ReduceOp::bor, ReduceOp::bxor};
+
 comm::Communicator& world();
 std::shared_ptr<comm::Communicator> world_ptr();
 /// Sum over all ranks through MPI_Allreduce directly: independent of the code under test.

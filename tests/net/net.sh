@@ -99,7 +99,13 @@ PY
     check_clean
     [ $rc -eq 0 ] || fail "ringdp-bench --algo all on 2 hosts x 2: exit $rc: $(echo "$out" | tail -10)"
     grep -q "all_reduce hierarchical" <<<"$out" || fail "no hierarchical row: $out"
-    echo "ok: ringdp-bench --algo all on 2 hosts x 2 (${seconds}s)"
+    # Shared allocations need every rank on one host: across hosts each rank says why and exits.
+    net --hosts 2 --timeout 60 -- "$build/apps/bench/ringdp-bench" all_reduce --buffers shared -b 1K -e 1K -n 1 -w 0
+    check_clean
+    [ $rc -ne 0 ] || fail "--buffers shared across 2 hosts ran: $(echo "$out" | tail -5)"
+    grep -q "needs every rank on one host; these 2 ranks run on 2 hosts" <<<"$out" ||
+      fail "--buffers shared across hosts: no refusal naming the hosts: $(echo "$out" | tail -5)"
+    echo "ok: ringdp-bench --algo all on 2 hosts x 2, and shared buffers refused across hosts (${seconds}s)"
     ;;
   drills)
     # A rank killed on the other host ends the job promptly; a rank stalled past the timeout is

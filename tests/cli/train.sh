@@ -484,7 +484,7 @@ PY
     run 4 "${common[@]}" --export "$work/ringdp.json"
     [ $rc -eq 0 ] || fail "ringdp-train exited $rc: $out"
     ringdp_out=$out
-    port=$((20000 + RANDOM % 20000))
+    port=$(free_port)
     out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 "$mpiexec" -n 4 "${launch_args[@]}" \
       "$torch_python" "$script" "${common[@]}" --export "$work/torch.json" 2>&1)
     rc=$?
@@ -517,7 +517,7 @@ PY
     script="$(dirname "$0")/../../docs/examples/seed_fixed.py"
     losses=()
     for attempt in 1 2; do
-      port=$((20000 + (RANDOM + attempt) % 20000))
+      port=$(free_port)
       out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 "$mpiexec" -n 2 "${launch_args[@]}" \
         "$torch_python" "$script" --epochs 3 2>&1)
       rc=$?
@@ -634,7 +634,7 @@ PY
           common=(--data "$work/data.csv" --init "$work/init.json" --hidden 6 --epochs 5 --batch-size 20 --lr 0.01 $o $z)
           run $np --model mlp --no-shuffle "${common[@]}" --export "$work/ringdp.json"
           [ $rc -eq 0 ] || fail "ringdp-train ${common[*]} exited $rc: $out"
-          port=$((20000 + RANDOM % 20000))
+          port=$(free_port)
           out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 "$mpiexec" -n $np "${launch_args[@]}" \
             "$torch_python" "$script" "${common[@]}" --export "$work/torch.json" 2>&1)
           [ $? -eq 0 ] || fail "torch_optim.py ${common[*]} failed: $out"
@@ -715,7 +715,7 @@ PY
         common=(--data "$work/data.csv" --init "$work/init.json" --hidden 5 --batch-size 4 $o)
         run $np --model mlp --no-shuffle --uneven join "${common[@]}" --export "$work/ringdp.json"
         [ $rc -eq 0 ] || fail "ringdp-train ${common[*]} exited $rc: $out"
-        out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) timeout 120 "$mpiexec" -n $np \
+        out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) timeout 120 "$mpiexec" -n $np \
           "${launch_args[@]}" "$torch_python" "$(dirname "$0")/torch_join.py" "${common[@]}" --export "$work/torch.json" 2>&1)
         [ $? -eq 0 ] || fail "torch_join.py ${common[*]} failed: $out"
         "$torch_python" - "$work" "np=$np $o" <<'PY' || fail "ringdp and PyTorch disagree: np=$np $o"
@@ -820,7 +820,7 @@ PY
         run $np --model mlp --no-shuffle "${common[@]}" --algo shared_memory --comm-hook $hook \
           --export "$work/ringdp-$hook.json"
         [ $rc -eq 0 ] || fail "ringdp-train ${common[*]} --comm-hook $hook exited $rc: $out"
-        port=$((20000 + RANDOM % 20000))
+        port=$(free_port)
         out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout 120 "$mpiexec" -n $np "${launch_args[@]}" \
           "$torch_python" "$script" "${common[@]}" --comm-hook $hook --export "$work/torch-$hook.json" 2>&1)
         trc=$?

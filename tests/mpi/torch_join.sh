@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 TORCH_COMPARE_DIR=$work timeout 120 "$mpiexec" -n "$np" "$@" "$exe" "[.torch]" >"$work/ringdp.log" 2>&1 ||
   { cat "$work/ringdp.log"; echo "FAIL: ringdp's cases"; exit 1; }
 for case in unused join join-unused; do
-  out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) timeout 120 "$mpiexec" -n "$np" "$@" \
+  out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') timeout 120 "$mpiexec" -n "$np" "$@" \
     "$torch_python" "$(dirname "$0")/torch_join.py" "$work" "$case" 2>&1) || { echo "$out"; echo "FAIL: PyTorch's $case"; exit 1; }
   "$torch_python" - "$work" "$case" "$np" <<'PY' || exit 1
 import json, sys

@@ -21,8 +21,8 @@
 
 #include "comm/algorithms.h"
 #include "comm/envelope.h"
+#include "comm/shared_rounds.h"
 #include "comm/shared_slots.h"
-#include "comm/shared_wait.h"
 #include "core/error.h"
 
 namespace ringdp::comm {
@@ -39,13 +39,6 @@ void check_part(const CollectiveContext& ctx, const SharedSlots& slots, int r, s
   RINGDP_CHECK(slots.bytes(r) == bytes, "rank ", ctx.rank(), " expected ", bytes, " bytes of ",
                describe_tag(ctx.tag), " from rank ", r, " and got ", slots.bytes(r),
                ": the ranks passed different counts");
-}
-
-// Where rank r's chunk of an n-element round begins: boundaries on 64-byte lines, so that a rank
-// writing its reduced chunk never shares a cache line with a chunk a peer is reading.
-int64_t chunk_begin(int64_t n, int N, int r, size_t element) {
-  const int64_t line = std::max<int64_t>(1, 64 / static_cast<int64_t>(element));
-  return std::min(n, (n * r / N + line - 1) / line * line);
 }
 
 // Waits for rank r's part of the round and checks its envelope.

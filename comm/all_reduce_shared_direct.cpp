@@ -33,8 +33,8 @@
 #include "comm/algorithms.h"
 #include "comm/envelope.h"
 #include "comm/shared_allocations.h"
+#include "comm/shared_rounds.h"
 #include "comm/shared_slots.h"
-#include "comm/shared_wait.h"
 #include "core/error.h"
 #include "kernels/reduce_into.h"
 
@@ -69,14 +69,6 @@ void check_announcement(CollectiveContext& ctx, const SharedSlots& slots, int r,
   std::memcpy(&theirs, slots.part(r), sizeof theirs);
   RINGDP_CHECK(theirs == mine, "all_reduce: rank ", ctx.rank(), " passed ", describe(mine), " but rank ", r,
                " passed ", describe(theirs), "; every rank must pass the same place of the same allocation");
-}
-
-// Where chunk r of n elements begins: 64 bytes apart from the buffer's start, so on cache lines
-// when the buffer starts on one (an allocation does; a view at an odd offset only shares a line
-// between two ranks' chunks, which costs time, not correctness: they write different bytes).
-int64_t chunk_begin(int64_t n, int N, int r, size_t element) {
-  const int64_t line = std::max<int64_t>(1, 64 / static_cast<int64_t>(element));
-  return std::min(n, (n * r / N + line - 1) / line * line);
 }
 
 // Stores that bypass the cache where the target is 16-byte aligned (chunks start on a 64-byte
@@ -149,8 +141,11 @@ void all_reduce_shared_direct(CollectiveContext& ctx, SharedSlots& slots,
     wait_for_peer(ctx, slots, r, [&] { return slots.published(r); });
     check_announcement(ctx, slots, r, mine);
   }
-  std::vector<const char*> inputs(static_cast<size_t>(N));
-  std::vector<char*> outputs(static_cast<size_t>(N));
+  // Kept from call to call: no allocation per collective.
+  thread_local std::vector<const char*> inputs;
+  thread_local std::vector<char*> outputs;
+  inputs.resize(static_cast<size_t>(N));
+  outputs.resize(static_cast<size_t>(N));
   for (int r = 0; r < N; ++r) {
     inputs[static_cast<size_t>(r)] = allocations.at(input.allocation, r, input.offset);
     outputs[static_cast<size_t>(r)] = allocations.at(output.allocation, r, output.offset);

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "comm/open_mpi_defaults.h"
 #include "config.h"
 #include "core/error.h"
 #include "core/settings.h"
@@ -179,6 +180,7 @@ void mpi_ensure_initialized(bool single) {
       return;
     }
     check_srun_plugin_before_init();
+    apply_open_mpi_defaults();
     const int requested = requested_thread_level(single);
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, requested, &provided);

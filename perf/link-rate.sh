@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Large all-reduces across hosts made of network namespaces (tests/net/cluster.sh) against the
+# link's rate (issue #39 item 2; docs/benchmarks.md, "The link's rate across hosts"). Per layout
+# (hosts x ranks per host), in each of ROUNDS interleaved rounds: ringdp-bench --algo all and
+# --algo auto at 16 and 64 MiB (float32 sum, out of place and in place) as users launch it (ringdp
+# then runs Open MPI's TCP transport without emulated RDMA, comm/open_mpi_defaults.h), and the
+# same with btl_tcp_flags set back to Open MPI's own default by the launch; on layouts of two
+# hosts, also the raw two-way exchange (perf/mpi_duplex.cpp) both ways. Prints, per algorithm and
+# size, the median busbw as a fraction of the rate (1 = the link; the goal is >= 0.9). busbw is
+# the bytes a rank's link carries each way per second (ringdp-bench's header says how), so the
+# fraction compares layouts and algorithms alike. Needs root; about 4 minutes per layout and
+# round at 1gbit on 2 cores. Not a test.
+#   perf/link-rate.sh [--rate 1gbit] [--layouts "2x1 4x1 2x2 4x2"] [--rounds 3] [--sizes "16M 64M"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD:-build}
+rate=1gbit layouts="2x1 4x1 2x2 4x2" rounds=3 sizes="16M 64M"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rate) rate=$2; shift 2 ;;
+    --layouts) layouts=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    *) echo "link-rate.sh: unknown option '$1' (expected --rate, --layouts, --rounds or --sizes)" >&2; exit 2 ;;
+  esac
+done
+case "$rate" in
+  *gbit) bytes_per_s=$(( ${rate%gbit} * 125000000 )) ;;
+  *mbit) bytes_per_s=$(( ${rate%mbit} * 125000 )) ;;
+  *) echo "link-rate.sh: --rate '$rate': expected NUMBERgbit or NUMBERmbit" >&2; exit 2 ;;
+esac
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RINGDP_NET_PREFIX=rdpn-l
+open_mpi_default=send,put,inplace,need-ack,need-csum,hetero-rdma
+ringdp_flags=$(sed -n 's/.*kTcpFlags = "\(.*\)";/\1/p' comm/open_mpi_defaults.h)
+o=$(mktemp -d)
+trap 'rm -rf "$o"' EXIT
+first=${sizes%% *} last=${sizes##* }
+echo "# load before: $(uptime | sed 's/.*load average/load average/')"
+for layout in $layouts; do
+  hosts=${layout%x*} per_host=${layout#*x}
+  run() { tests/net/cluster.sh run --hosts "$hosts" --ranks-per-host "$per_host" --rate "$rate" --timeout 900 -- "$@"; }
+  for i in $(seq "$rounds"); do
+    for flags in ringdp openmpi; do
+      if [ "$flags" = openmpi ]; then export OMPI_MCA_btl_tcp_flags=$open_mpi_default; else unset OMPI_MCA_btl_tcp_flags; fi
+      for algo in all auto; do
+        run "$build/apps/bench/ringdp-bench" all_reduce --algo "$algo" -b "$first" -e "$last" -f 4 -n 3 -w 1 \
+          --csv "$o/$layout-$flags-$algo$i.csv" >/dev/null
+      done
+      if [ "$hosts" = 2 ] && [ "$per_host" = 1 ]; then
+        # Raw MPI does not go through ringdp's MPI_Init: give it ringdp's value by hand.
+        [ "$flags" = ringdp ] && export OMPI_MCA_btl_tcp_flags=$ringdp_flags
+        for size in $sizes; do
+          run "$build/perf/ringdp-mpi-duplex" "$(numfmt --from=iec "$size")" 32 3 >>"$o/$layout-$flags-duplex$i.txt"
+        done
+      fi
+    done
+    unset OMPI_MCA_btl_tcp_flags
+  done
+done
+echo "# load after: $(uptime | sed 's/.*load average/load average/')"
+/usr/bin/python3 - "$o" "$rounds" "$bytes_per_s" "$rate" "$layouts" <<'P'
+import csv, glob, re, statistics, sys
+o, rounds, rate, rate_name, layouts = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5].split()
+flags_name = {"ringdp": "ringdp's btl_tcp_flags", "openmpi": "Open MPI's default (put)"}
+for layout in layouts:
+    print(f"# all_reduce float32 sum across {layout.replace('x', ' hosts x ')} ranks, links {rate_name}; "
+          f"busbw / rate, median of {rounds} interleaved rounds, out of place / in place")
+    print(f"{'algorithm':<20} {'MiB':>5}  " + "  ".join(f"{flags_name[f]:>25}" for f in flags_name))
+    rows = {}
+    for flags in flags_name:
+        for path in glob.glob(f"{o}/{layout}-{flags}-*.csv"):
+            auto = "-auto" in path
+            for row in csv.DictReader(open(path)):
+                name = "auto" if auto else row["algorithm"]
+                key = (name, int(row["bytes"]))
+                cell = rows.setdefault(key, {}).setdefault(flags, ([], []))
+                cell[0].append(float(row["busbw_out"]) * 1e9 / rate)
+                cell[1].append(float(row["busbw_in"]) * 1e9 / rate)
+    for (name, size), by_flags in sorted(rows.items()):
+        cells = []
+        for flags in flags_name:
+            out, inp = by_flags.get(flags, ([], []))
+            cells.append(f"{statistics.median(out):.2f} / {statistics.median(inp):.2f}" if out else "-")
+        print(f"{name:<20} {size >> 20:>5}  " + "  ".join(f"{c:>25}" for c in cells))
+    for flags in flags_name:
+        speeds = {}
+        for path in glob.glob(f"{o}/{layout}-{flags}-duplex*.txt"):
+            for line in open(path):
+                m = re.match(r"waitall: (\d+) bytes each way as (\d+) message.*, ([\d.]+) MB/s", line)
+                if m:
+                    speeds.setdefault((int(m[1]), int(m[2])), []).append(float(m[3]) * 1e6 / rate)
+        for (size, pieces), values in sorted(speeds.items()):
+            print(f"# raw MPI two-way exchange, {flags_name[flags]}: {size >> 20} MiB each way as {pieces} "
+                  f"message(s): {statistics.median(values):.2f} of the rate (runs {min(values):.2f}-{max(values):.2f})")
+    print()
+P

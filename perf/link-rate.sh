@@ -59,29 +59,60 @@ for layout in $layouts; do
 done
 echo "# load after: $(uptime | sed 's/.*load average/load average/')"
 /usr/bin/python3 - "$o" "$rounds" "$bytes_per_s" "$rate" "$layouts" <<'P'
-import csv, glob, re, statistics, sys
+import csv, glob, math, re, statistics, sys
 o, rounds, rate, rate_name, layouts = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5].split()
 flags_name = {"ringdp": "ringdp's btl_tcp_flags", "openmpi": "Open MPI's default (put)"}
+
+
+def link_bytes(algorithm, hosts, per_host, size):
+    """Bytes one host's link carries each way in one all-reduce of `size`, where the schedule says
+    (ranks placed host by host, as the harness does); None where it depends on the library."""
+    n = hosts * per_host
+    if algorithm == "auto":  # what auto picks at these sizes (comm/algorithm_choice.cpp)
+        algorithm = "hierarchical" if per_host > 1 else "ring"
+    if algorithm == "hierarchical" and per_host == 1:
+        algorithm = "ring"  # one rank per host: its cross-host stage is the whole job
+    if algorithm == "rabenseifner" and per_host == 1:
+        algorithm = "ring"  # halving then doubling: the ring's 2(N-1)/N of the buffer per rank
+    if algorithm == "ring":  # one ring edge crosses each host's link each way, 2(N-1) steps of size/N
+        return 2 * (n - 1) / n * size
+    if algorithm == "hierarchical":  # every local rank's shard all-reduced across hosts by a ring
+        return 2 * (hosts - 1) / hosts * size
+    if algorithm == "recursive_doubling" and n & (n - 1) == 0 and per_host & (per_host - 1) == 0:
+        return per_host * math.log2(hosts) * size  # whole buffers, every local rank, each cross-host round
+    return None
+
+
+def cell(values):
+    return f"{statistics.median(values[0]):.2f} / {statistics.median(values[1]):.2f}" if values[0] else "-"
+
+
 for layout in layouts:
-    print(f"# all_reduce float32 sum across {layout.replace('x', ' hosts x ')} ranks, links {rate_name}; "
-          f"busbw / rate, median of {rounds} interleaved rounds, out of place / in place")
-    print(f"{'algorithm':<20} {'MiB':>5}  " + "  ".join(f"{flags_name[f]:>25}" for f in flags_name))
+    hosts, per_host = (int(v) for v in layout.split("x"))
+    print(f"# all_reduce float32 sum across {hosts} hosts x {per_host} ranks, links {rate_name}; median of {rounds} "
+          "interleaved rounds, out of place / in place")
+    print("# link: the bytes a host's link carries each way by the algorithm's schedule, per second, over the rate;")
+    print("# busbw: ringdp-bench's busbw over the rate (the link's share where each rank's link is its own)")
+    print(f"{'algorithm':<20} {'MiB':>4}  " + "  ".join(f"{flags_name[f] + ': link':>33} {'busbw':>11}" for f in flags_name))
     rows = {}
     for flags in flags_name:
         for path in glob.glob(f"{o}/{layout}-{flags}-*.csv"):
             auto = "-auto" in path
             for row in csv.DictReader(open(path)):
                 name = "auto" if auto else row["algorithm"]
-                key = (name, int(row["bytes"]))
-                cell = rows.setdefault(key, {}).setdefault(flags, ([], []))
-                cell[0].append(float(row["busbw_out"]) * 1e9 / rate)
-                cell[1].append(float(row["busbw_in"]) * 1e9 / rate)
+                size = int(row["bytes"])
+                link = link_bytes(name, hosts, per_host, size)
+                cells = rows.setdefault((name, size), {}).setdefault(flags, ([], [], [], []))
+                for k, way in enumerate(("out", "in")):
+                    cells[2 + k].append(float(row[f"busbw_{way}"]) * 1e9 / rate)
+                    if link is not None:
+                        cells[k].append(link / (float(row[f"time_us_{way}"]) * 1e-6) / rate)
     for (name, size), by_flags in sorted(rows.items()):
-        cells = []
+        text = []
         for flags in flags_name:
-            out, inp = by_flags.get(flags, ([], []))
-            cells.append(f"{statistics.median(out):.2f} / {statistics.median(inp):.2f}" if out else "-")
-        print(f"{name:<20} {size >> 20:>5}  " + "  ".join(f"{c:>25}" for c in cells))
+            c = by_flags.get(flags, ([], [], [], []))
+            text.append(f"{cell(c[:2]):>33} {cell(c[2:]):>11}")
+        print(f"{name:<20} {size >> 20:>4}  " + "  ".join(text))
     for flags in flags_name:
         speeds = {}
         for path in glob.glob(f"{o}/{layout}-{flags}-duplex*.txt"):

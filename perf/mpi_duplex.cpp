@@ -8,6 +8,9 @@
 //   waitall   every receive posted, then every send, one MPI_Waitall
 //   in-order  the same posts; the receives waited for one by one in order (MPI_Test and a yield
 //             per poll, as ringdp's wait loop), then the sends
+//   early     a 16-byte envelope ahead of each piece on a second communicator (as ringdp's
+//             transport sends a message over 1 KiB), every receive still posted up front; waited
+//             for in order as in-order
 //   envelope  as ringdp's transport sends a message over 1 KiB: a 16-byte envelope ahead of each
 //             piece, the piece on a second communicator, its receive posted only once its
 //             envelope has arrived; waited for in order as in-order
@@ -129,10 +132,11 @@ int main(int argc, char** argv) {
   const bool mode_ok = argc <= 4 || parse_mode(argv[4], mode);
   if (size < 2 || bytes <= 0 || bytes > (1L << 30) || pieces < 1 || pieces > bytes || iters < 1 || !mode_ok) {
     if (rank == 0)
-      std::fprintf(stderr,
-                   "ringdp-mpi-duplex: expected 2+ ranks (got %d), BYTES 1 to 1 GiB (got %ld), PIECES 1 to "
-                   "BYTES (got %ld), ITERS 1+ (got %d), MODE waitall, in-order or envelope (got '%s')\n",
-                   size, bytes, pieces, iters, argc > 4 ? argv[4] : "waitall");
+      std::fprintf(
+          stderr,
+          "ringdp-mpi-duplex: expected 2+ ranks (got %d), BYTES 1 to 1 GiB (got %ld), PIECES 1 to "
+          "BYTES (got %ld), ITERS 1+ (got %d), MODE waitall, in-order, early or envelope (got '%s')\n",
+          size, bytes, pieces, iters, argc > 4 ? argv[4] : "waitall");
     MPI_Finalize();
     return 2;
   }

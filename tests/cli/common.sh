@@ -15,12 +15,7 @@ launch_args=(--oversubscribe)
 [ "${RINGDP_MPI_IMPL:-openmpi}" = mpich ] && launch_args=()
 
 fail() { echo "FAIL: $*"; exit 1; }
-# A port for a torch rendezvous (MASTER_PORT) that no socket holds now: the kernel's pick for one
-# bound to port 0. A random port from 20000-39999 was once taken (errno 98, "Address already in
-# use", in a fresh-clone run): that range overlaps the ephemeral ports other connections get.
-free_port() {
-  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../support/free_port.sh"
 rank_prefix=()  # what each rank's command starts with (run_app_limited's wrapper)
 
 run_app() {

@@ -4,6 +4,7 @@
 # the data and initial weights), then PyTorch's on the same; the parameters must agree to float64
 # rounding. Skips (77), saying why, where Debian's python3-torch with gloo is missing.
 set -uo pipefail
+source "$(dirname "$0")/../support/free_port.sh"
 np=$1 mpiexec=$2 exe=$3
 shift 3
 torch_python=/usr/bin/python3
@@ -16,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 TORCH_COMPARE_DIR=$work timeout 120 "$mpiexec" -n "$np" "$@" "$exe" "[.torch]" >"$work/ringdp.log" 2>&1 ||
   { cat "$work/ringdp.log"; echo "FAIL: ringdp's cases"; exit 1; }
 for case in unused join join-unused; do
-  out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') timeout 120 "$mpiexec" -n "$np" "$@" \
+  out=$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) timeout 120 "$mpiexec" -n "$np" "$@" \
     "$torch_python" "$(dirname "$0")/torch_join.py" "$work" "$case" 2>&1) || { echo "$out"; echo "FAIL: PyTorch's $case"; exit 1; }
   "$torch_python" - "$work" "$case" "$np" <<'PY' || exit 1
 import json, sys

@@ -5,6 +5,7 @@
 # parameters (float32 rounding apart: the ranks' gradients are added in different orders).
 #   tests/torch/test_seed_fixed.sh MPIEXEC BUILD_DIR NP
 set -uo pipefail
+source "$(dirname "$0")/../support/free_port.sh"
 mpiexec=$1 build=$2 np=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 fail() { echo "FAIL: $*"; exit 1; }
@@ -21,7 +22,7 @@ json.dump({"weight": {"shape": [1, 10], "data": [rng.uniform(-0.3, 0.3) for _ in
 PY
 for backend in ringdp gloo; do
   # A port of this job's own: the suite's jobs run side by side.
-  port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(free_port)
   out=$(MASTER_PORT=$port timeout 120 "$mpiexec" -n "$np" /usr/bin/python3 "$root/docs/examples/seed_fixed.py" \
     --backend "$backend" --init "$work/init.json" --export "$work/$backend.json" 2>&1) || fail "seed_fixed.py --backend $backend: $out"
 done

@@ -4,12 +4,13 @@
 # (hosts x ranks per host), in each of ROUNDS interleaved rounds: ringdp-bench --algo all and
 # --algo auto at 16 and 64 MiB (float32 sum, out of place and in place) as users launch it (ringdp
 # then runs Open MPI's TCP transport without emulated RDMA, comm/open_mpi_defaults.h), and the
-# same with btl_tcp_flags set back to Open MPI's own default by the launch; on layouts of two
-# hosts, also the raw two-way exchange (perf/mpi_duplex.cpp) both ways. Prints, per algorithm and
-# size, the median busbw as a fraction of the rate (1 = the link; the goal is >= 0.9). busbw is
-# the bytes a rank's link carries each way per second (ringdp-bench's header says how), so the
-# fraction compares layouts and algorithms alike. Needs root; about 4 minutes per layout and
-# round at 1gbit on 2 cores. Not a test.
+# same with btl_tcp_flags set back to Open MPI's own default by the launch; on 2 hosts x 1,
+# also the raw two-way exchange (perf/mpi_duplex.cpp) both ways. Prints, per algorithm and
+# size, medians out of place / in place of: `link`, the bytes one host's link carries each way by
+# the algorithm's schedule, per second, over the rate (1 = the link; the goal is >= 0.9), where
+# the schedule fixes them; and busbw over the rate (the same where each rank has a link of its
+# own). The bench steps by x4 from the first size to the last. Needs root; about 4 minutes per
+# layout and round at 1gbit on 2 cores. Not a test.
 #   perf/link-rate.sh [--rate 1gbit] [--layouts "2x1 4x1 2x2 4x2"] [--rounds 3] [--sizes "16M 64M"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,7 @@ esac
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RINGDP_NET_PREFIX=rdpn-l
 open_mpi_default=send,put,inplace,need-ack,need-csum,hetero-rdma
 ringdp_flags=$(sed -n 's/.*kTcpFlags = "\(.*\)";/\1/p' comm/open_mpi_defaults.h)
+[ -n "$ringdp_flags" ] || { echo "link-rate.sh: kTcpFlags not found in comm/open_mpi_defaults.h" >&2; exit 2; }
 o=$(mktemp -d)
 trap 'rm -rf "$o"' EXIT
 first=${sizes%% *} last=${sizes##* }
@@ -72,7 +74,7 @@ def link_bytes(algorithm, hosts, per_host, size):
         algorithm = "hierarchical" if per_host > 1 else "ring"
     if algorithm == "hierarchical" and per_host == 1:
         algorithm = "ring"  # one rank per host: its cross-host stage is the whole job
-    if algorithm == "rabenseifner" and per_host == 1:
+    if algorithm == "rabenseifner" and per_host == 1 and hosts & (hosts - 1) == 0:
         algorithm = "ring"  # halving then doubling: the ring's 2(N-1)/N of the buffer per rank
     if algorithm == "ring":  # one ring edge crosses each host's link each way, 2(N-1) steps of size/N
         return 2 * (n - 1) / n * size

@@ -113,6 +113,21 @@ ringdp_build() {
   ninja -C "$1"
 }
 
+# ringdp_build_suites BUILD_DIR [--suite S ...]: compile only what those suites' tests need (the
+# sanitizer and MPICH passes: the main build has compiled every file already).
+ringdp_build_suites() {
+  local dir=$1 names=() targets
+  shift
+  while [ $# -gt 0 ]; do
+    [ "$1" = --suite ] && names+=("$2") && shift
+    shift
+  done
+  ringdp_step "building the ${names[*]} suites' tests in $dir" "the compiler's error is above; fix it, or 'rm -rf $dir' if the build folder is stale, then rerun"
+  targets=$(/usr/bin/python3 scripts/lib/suite_targets.py "$dir" "${names[@]}")
+  # shellcheck disable=SC2086 # one target a line, no spaces in meson's paths
+  ninja -C "$dir" $targets
+}
+
 # ringdp_failed_test_output FILE: what `meson test --print-errorlogs` printed about the failing
 # tests (each one's command and output), without the per-test result lines and the totals:
 # everything before "Summary of Failures:" that is not a result line. Meson has changed how it

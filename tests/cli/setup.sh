@@ -87,5 +87,33 @@ case "$case_name" in
     ! grep -qE '^ *[0-9]+/[0-9]+ ' <<<"$shown" || fail "the result lines are shown again: $shown"
     echo "ok: the failing test's output is shown ($(wc -l <<<"$shown") lines)"
     ;;
+  suite-targets)
+    # The sanitizer and MPICH passes compile only their suites' tests (ringdp_build_suites): one
+    # suite's programs must be built, another's not, and a suite with no test is an error.
+    mkdir -p "$work/proj"
+    cat >"$work/proj/meson.build" <<'EOF'
+project('p', 'c')
+alpha = executable('alpha', 'main.c')
+beta = executable('beta', 'main.c')
+helper = executable('helper', 'main.c')
+test('alpha runs', alpha, suite: 'one')
+test('a script given a program', find_program('sh'), args: ['-c', 'exec "$0"', helper], suite: 'one')
+test('beta runs', beta, suite: 'two')
+EOF
+    echo 'int main(void) { return 0; }' >"$work/proj/main.c"
+    meson setup "$work/proj/build" "$work/proj" >/dev/null 2>&1 || fail "meson setup of a three-test project failed"
+    built=$(cd "$source_root" && bash -c 'set -euo pipefail; source scripts/lib/setup.sh
+      ringdp_build_suites "$0" --suite one' "$work/proj/build" 2>&1) || fail "ringdp_build_suites failed: $built"
+    for exe in alpha helper; do
+      [ -x "$work/proj/build/$exe" ] || fail "suite one's program $exe was not built: $built"
+    done
+    [ ! -e "$work/proj/build/beta" ] || fail "suite two's program beta was built for suite one: $built"
+    meson test -C "$work/proj/build" --no-rebuild --suite one >/dev/null 2>&1 ||
+      fail "suite one does not run on what was built: $(cat "$work/proj/build/meson-logs/testlog.txt")"
+    none=$(cd "$source_root" && /usr/bin/python3 scripts/lib/suite_targets.py "$work/proj/build" three 2>&1) &&
+      fail "a suite with no test was accepted: $none"
+    grep -qF "no test in" <<<"$none" || fail "a suite with no test is not named in the error: $none"
+    echo "ok: suite one built alpha and helper, not beta; suite three refused: $none"
+    ;;
   *) fail "unknown case '$case_name'" ;;
 esac

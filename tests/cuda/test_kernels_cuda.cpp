@@ -3,7 +3,6 @@
 // each run and checked fully written; sentinels after each output checked untouched; float32
 // compared with a float64 CPU result. Without a CUDA device the binary prints
 // "SKIPPED: no CUDA device" and exits 77, which meson counts as skipped.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -24,6 +23,7 @@
 #include "kernels/relu.h"
 #include "kernels/sgd.h"
 #include "tensor/ops.h"
+#include "tests/support/catch_session.h"
 
 using namespace ringdp;
 using namespace ringdp::kernels;
@@ -367,15 +367,11 @@ TEST_CASE("autograd and SGD on cuda:0 give the CPU's parameters", "[cuda][autogr
 }
 
 int main(int argc, char** argv) {
-  Catch::Session session;
-  if (const int rc = session.applyCommandLine(argc, argv)) return rc;
+  if (const int rc = ringdp::testing::catch_parse(argc, argv)) return rc;
   // Listing needs no device: tests/gpu/device_check.sh checks its filters select something first.
-  const auto& config = session.configData();
-  const bool listing =
-      config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters;
-  if (!listing && cuda_device_count() == 0) {
+  if (!ringdp::testing::catch_listing_only() && cuda_device_count() == 0) {
     std::printf("SKIPPED: no CUDA device\n");
     return 77;
   }
-  return session.run();
+  return ringdp::testing::catch_run();
 }

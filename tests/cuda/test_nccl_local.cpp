@@ -3,7 +3,6 @@
 // the identity, so the checks are exact; what this proves is the NCCL bootstrap, the stream
 // ordering against the compute stream, and the device-pointer paths. Multi-rank NCCL and the
 // MPI fallback for CUDA tensors run from tests/gpu/device_check.sh with mpirun.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include "comm/communicator.h"
 #include "comm/nccl_transport.h"
 #include "kernels/device_memory.h"
+#include "tests/support/catch_session.h"
 
 using namespace ringdp;
 using comm::Algorithm;
@@ -135,5 +135,6 @@ int main(int argc, char** argv) {
     std::printf("SKIPPED: no CUDA device\n");
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  if (const int rc = ringdp::testing::catch_parse(argc, argv)) return rc;
+  return ringdp::testing::catch_run();
 }

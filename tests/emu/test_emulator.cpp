@@ -1,6 +1,5 @@
 // Tests of the CUDA emulator itself: kernels that are right only if barriers, shared memory and
 // warp shuffles behave as on a GPU, and kernels that are wrong in ways the emulator must report.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime.h>

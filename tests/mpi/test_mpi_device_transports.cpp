@@ -9,7 +9,6 @@
 //     machine cannot give NCCL.
 // Every algorithm of comm/ runs on device pointers against independently computed references,
 // and NCCL's own collectives (the native baseline) too.
-#define CATCH_CONFIG_RUNNER
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <catch2/catch.hpp>
@@ -30,6 +29,7 @@
 #include "comm/position.h"
 #include "kernels/elementwise.h"
 #include "tests/doubles/cuda/cuda_emu.h"
+#include "tests/support/catch_session.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;
@@ -628,12 +628,11 @@ int main(int argc, char** argv) {
   // Only rank 0 reports, as in tests/support/mpi_main.cpp: two reports counted these test cases
   // twice in scripts/test's tally (and interleaved, under MPICH, not at all). The exit status
   // below still carries every rank's failures.
-  Catch::Session session;
-  int result = session.applyCommandLine(argc, argv);
+  int result = ringdp::testing::catch_parse(argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) session.configData().outputFilename = "/dev/null";
-  if (result == 0) result = session.run();
+  if (rank != 0) ringdp::testing::catch_silence_report();
+  if (result == 0) result = ringdp::testing::catch_run();
   g_world.reset();
   // ncclCommFinalize before ncclCommDestroy, for every communicator the tests made.
   if (ringdp::doubles::nccl_unfinalized_destroys() != 0) {

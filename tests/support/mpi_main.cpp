@@ -2,7 +2,6 @@
 // call collectives, so they must), only rank 0 writes the report, and the exit status is
 // non-zero if any rank failed anything. Assertions on collective results are made on counts
 // already summed over ranks (global_sum), so every rank takes the same branch and none hangs.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
@@ -12,6 +11,7 @@
 #include <cstring>
 
 #include "comm/mpi_runtime.h"
+#include "tests/support/catch_session.h"
 #include "tests/support/mpi_test.h"
 
 namespace ringdp::testing {
@@ -55,10 +55,9 @@ int main(int argc, char** argv) {
     MPI_Init_thread(&argc, &argv, single ? MPI_THREAD_SINGLE : MPI_THREAD_FUNNELED, &provided);
   }
   auto& world = ringdp::testing::world();
-  Catch::Session session;
-  if (const int rc = session.applyCommandLine(argc, argv)) return rc;
-  if (world.rank() != 0) session.configData().outputFilename = "/dev/null";
-  const int failed = session.run();
+  if (const int rc = ringdp::testing::catch_parse(argc, argv)) return rc;
+  if (world.rank() != 0) ringdp::testing::catch_silence_report();
+  const int failed = ringdp::testing::catch_run();
   const int64_t ranks_failed = ringdp::testing::global_sum(failed ? 1 : 0);
   if (world.rank() == 0) {
     std::printf("world size %d: %lld rank(s) reported failures\n", world.size(),

@@ -114,18 +114,20 @@ ringdp_build() {
 }
 
 # ringdp_build_suites BUILD_DIR [--suite S ...]: compile only what those suites' tests need (the
-# sanitizer and MPICH passes: the main build has compiled every file already).
+# sanitizer and MPICH passes; in a full scripts/test the main build compiles every file).
 ringdp_build_suites() {
-  local dir=$1 names=() targets
+  local dir=$1 names=() targets=()
   shift
   while [ $# -gt 0 ]; do
     [ "$1" = --suite ] && names+=("$2") && shift
     shift
   done
   ringdp_step "building the ${names[*]} suites' tests in $dir" "the compiler's error is above; fix it, or 'rm -rf $dir' if the build folder is stale, then rerun"
-  targets=$(/usr/bin/python3 scripts/lib/suite_targets.py "$dir" "${names[@]}")
-  # shellcheck disable=SC2086 # one target a line, no spaces in meson's paths
-  ninja -C "$dir" $targets
+  # Regenerated first: after a meson.build edit the introspection would name the old tests.
+  ninja -C "$dir" build.ninja >/dev/null
+  mapfile -t targets < <(/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/suite_targets.py" "$dir" "${names[@]}")
+  # No targets (only placeholder tests, say): plain `ninja` would build everything.
+  [ ${#targets[@]} -eq 0 ] || ninja -C "$dir" "${targets[@]}"
 }
 
 # ringdp_failed_test_output FILE: what `meson test --print-errorlogs` printed about the failing

@@ -1,12 +1,13 @@
 """Prints the ninja targets that the tests of the named suites need, one per line, from a build
 folder's introspection files: suite_targets.py BUILD SUITE [SUITE ...].
 
-Why: a sanitizer build runs three suites, yet `ninja` alone would also compile the apps, perf/
-and the torch bindings that none of those suites touches (about a third of CI's compile time).
+Why: a sanitizer build runs three suites, yet `ninja` alone would also compile perf/, most of the
+apps and (MPICH pass) the unit and emulator tests, which none of those suites runs.
 `meson test` without --no-rebuild would build the same set, but its compiler errors would land in
 the test log instead of in front of the reader. A test's depends hold its executable, the build
-targets in its arguments and its depends: keyword, so a test that calls a program by path alone
-is not covered: such a test fails with "not found", never passes by accident.
+targets in its arguments and its depends: keyword; a test that calls a program by path alone is
+not covered, and must name the program in depends: (in a fresh folder it then fails with "not
+found"; in a reused one it would run an old build).
 """
 import json
 import os
@@ -27,7 +28,7 @@ def main(argv):
     wanted = set()
     matched = 0
     for test in load(build, "tests"):
-        # meson names a subproject's suites "project:suite"; ours carry the bare name too.
+        # meson lists suites as "project:suite" (ringdp:unit); --suite takes the bare name.
         if not suites.intersection(s.split(":")[-1] for s in test["suite"]):
             continue
         matched += 1

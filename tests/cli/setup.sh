@@ -110,10 +110,15 @@ EOF
     [ ! -e "$work/proj/build/beta" ] || fail "suite two's program beta was built for suite one: $built"
     meson test -C "$work/proj/build" --no-rebuild --suite one >/dev/null 2>&1 ||
       fail "suite one does not run on what was built: $(cat "$work/proj/build/meson-logs/testlog.txt")"
+    # A test added to meson.build after configuring: the targets are read after meson regenerates.
+    printf "gamma = executable('gamma', 'main.c')\ntest('gamma runs', gamma, suite: 'one')\n" >>"$work/proj/meson.build"
+    built=$(cd "$source_root" && bash -c 'set -euo pipefail; source scripts/lib/setup.sh
+      ringdp_build_suites "$0" --suite one' "$work/proj/build" 2>&1) || fail "ringdp_build_suites failed after an edit: $built"
+    [ -x "$work/proj/build/gamma" ] || fail "a test added to meson.build after setup was not built: $built"
     none=$(cd "$source_root" && /usr/bin/python3 scripts/lib/suite_targets.py "$work/proj/build" three 2>&1) &&
       fail "a suite with no test was accepted: $none"
     grep -qF "no test in" <<<"$none" || fail "a suite with no test is not named in the error: $none"
-    echo "ok: suite one built alpha and helper, not beta; suite three refused: $none"
+    echo "ok: suite one built alpha and helper, not beta, and gamma once added; suite three refused: $none"
     ;;
   *) fail "unknown case '$case_name'" ;;
 esac

@@ -56,6 +56,8 @@ enum class Id : uint8_t {
   test_device,
   test_mpi_init,
   test_ranks_per_host,
+  test_a2a_mismatch,
+  test_user_tcp_flags,
   raw_serialized,
   mpiexec,
   mpi_impl,

@@ -135,6 +135,5 @@ int main(int argc, char** argv) {
     std::printf("SKIPPED: no CUDA device\n");
     return 77;
   }
-  if (const int rc = ringdp::testing::catch_parse(argc, argv)) return rc;
-  return ringdp::testing::catch_run();
+  return ringdp::testing::catch_parse_and_run(argc, argv);
 }

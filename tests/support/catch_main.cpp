@@ -1,7 +1,4 @@
 // Catch2 main for the single-process suites (Catch's implementation is in catch_runner.cpp).
 #include "tests/support/catch_session.h"
 
-int main(int argc, char** argv) {
-  if (const int rc = ringdp::testing::catch_parse(argc, argv)) return rc;
-  return ringdp::testing::catch_run();
-}
+int main(int argc, char** argv) { return ringdp::testing::catch_parse_and_run(argc, argv); }

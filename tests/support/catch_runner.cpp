@@ -26,4 +26,9 @@ void catch_silence_report() { session().configData().outputFilename = "/dev/null
 
 int catch_run() { return session().run(); }
 
+int catch_parse_and_run(int argc, char** argv) {
+  if (const int rc = catch_parse(argc, argv)) return rc;
+  return catch_run();
+}
+
 }  // namespace ringdp::testing

@@ -13,5 +13,7 @@ bool catch_listing_only();
 void catch_silence_report();
 // Runs the selected test cases; the number that failed, as Catch counts it.
 int catch_run();
+// catch_parse, then catch_run if the command line was good: a plain main's whole body.
+int catch_parse_and_run(int argc, char** argv);
 
 }  // namespace ringdp::testing

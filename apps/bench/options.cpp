@@ -86,8 +86,10 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
                  "buffers from Communicator::allocate_shared (every rank on one host, cpu), which all_reduce "
                  "reduces straight out of each other")
       ->check(CLI::IsMember({"plain", "shared"}));
-  app.add_option("--csv", o.csv_path, "write every row as CSV")->check(kOutputFile);
-  app.add_option("--json", o.json_path, "write every row as JSON")->check(kOutputFile);
+  app.add_option("--csv", o.csv_path,
+                 "write every row as CSV (algorithm: the one asked for; ran: the one that ran)")
+      ->check(kOutputFile);
+  app.add_option("--json", o.json_path, "write every row as JSON (the CSV's fields)")->check(kOutputFile);
   app.add_option("--soak", o.soak,
                  "instead of the table: N random checked collectives, and a memory-growth check")
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}));

@@ -78,14 +78,15 @@ void print_summary(const std::vector<Row>& rows, int64_t total_wrong, bool ratio
 
 void write_csv(const std::string& path, const std::vector<Row>& rows, const RunInfo& run) {
   std::ostringstream csv;
-  csv << "collective,algorithm,backend,device,ranks,dtype,op,root,bytes,count,time_us_out,algbw_out,busbw_"
+  csv << "collective,algorithm,ran,backend,device,ranks,dtype,op,root,bytes,count,time_us_out,algbw_out,"
+         "busbw_"
          "out,wrong_out,"
          "time_us_in,algbw_in,busbw_in,wrong_in\n";
   for (const Row& r : rows)
-    csv << r.collective << ',' << r.algorithm << ',' << run.backend << ',' << run.device << ',' << run.ranks
-        << ',' << r.dtype << ',' << r.op << ',' << r.root << ',' << r.bytes << ',' << r.count << ','
-        << r.time_us[0] << ',' << r.algbw[0] << ',' << r.busbw[0] << ',' << r.wrong[0] << ',' << r.time_us[1]
-        << ',' << r.algbw[1] << ',' << r.busbw[1] << ',' << r.wrong[1] << '\n';
+    csv << r.collective << ',' << r.algorithm << ',' << r.ran << ',' << run.backend << ',' << run.device
+        << ',' << run.ranks << ',' << r.dtype << ',' << r.op << ',' << r.root << ',' << r.bytes << ','
+        << r.count << ',' << r.time_us[0] << ',' << r.algbw[0] << ',' << r.busbw[0] << ',' << r.wrong[0]
+        << ',' << r.time_us[1] << ',' << r.algbw[1] << ',' << r.busbw[1] << ',' << r.wrong[1] << '\n';
   write_file_atomically(path, csv.str(), "--csv");
 }
 
@@ -95,6 +96,7 @@ void write_json(const std::string& path, const std::vector<Row>& rows, const Run
     out.push_back(
         {{"collective", r.collective},
          {"algorithm", r.algorithm},
+         {"ran", r.ran},
          {"backend", run.backend},
          {"device", run.device},
          {"ranks", run.ranks},

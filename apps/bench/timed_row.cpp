@@ -3,7 +3,9 @@
 #include "apps/bench/timed_row.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <vector>
 
 #include "kernels/device_memory.h"
@@ -34,6 +36,21 @@ Tensor buffer(const Tensor& shared, int64_t count, DType dtype, Device device) {
                " bytes");
   return Tensor::borrow(shared.data_ptr(), {count}, dtype);
 }
+
+// One untimed call with the step observer on: the algorithm it reports as it ends is the one that
+// ran. `auto` resolves per call, by size, route and where the buffers lie (the direct all-reduce
+// on --buffers shared at every size), which Communicator::resolve() alone cannot see. The last
+// end seen is the collective's own (a composed algorithm's stages end before it does).
+std::string run_observed(const CollectiveSpec& spec, const Case& c, Tensor& input, Tensor& output) {
+  auto seen = std::make_shared<std::atomic<int>>(-1);
+  c.comm.set_step_observer([seen](const comm::Position& where) {
+    if (where.phase == comm::Phase::done) seen->store(static_cast<int>(where.algorithm));
+  });
+  run_collective(spec, c, input, output, false);
+  c.comm.set_step_observer({});  // off again before anything is timed: each step would cost a jump
+  const int ran = seen->load();
+  return ran < 0 ? std::string() : comm::algorithm_name(spec.kind, static_cast<comm::Algorithm>(ran));
+}
 }  // namespace
 
 const char* short_type(DType d) {
@@ -58,6 +75,7 @@ Row time_row(const CollectiveSpec& spec, const Case& c, int64_t elements, const 
   const int64_t count = std::max(in_count, out_count);
   Row row{spec.name,
           comm::algorithm_name(spec.kind, c.algorithm),
+          "",
           short_type(c.dtype),
           spec.has_op ? reduce_op_name(c.op) : "none",
           spec.has_root ? c.root : -1,
@@ -81,7 +99,11 @@ Row time_row(const CollectiveSpec& spec, const Case& c, int64_t elements, const 
         output = input;
     }
     fill_verifiable(spec, c, input);
-    for (int i = 0; i < timing.warmup; ++i) run_collective(spec, c, input, output, false);
+    for (int i = 0; i < timing.warmup; ++i)
+      if (i == 0 && row.ran.empty())
+        row.ran = run_observed(spec, c, input, output);
+      else
+        run_collective(spec, c, input, output, false);
     std::vector<comm::Work> works;
     // Asynchronous calls are kept and waited for at the end; blocking ones have finished when
     // they return, and keeping them would time the bench's own stores (24 bytes of new memory per
@@ -102,7 +124,10 @@ Row time_row(const CollectiveSpec& spec, const Case& c, int64_t elements, const 
     int64_t wrong = 0;
     for (int i = 0; i < timing.check; ++i) {
       fill_verifiable(spec, c, input);
-      run_collective(spec, c, input, output, false);
+      if (i == 0 && row.ran.empty())
+        row.ran = run_observed(spec, c, input, output);
+      else
+        run_collective(spec, c, input, output, false);
       wrong += count_wrong(spec, c, output);
     }
     wrong = static_cast<int64_t>(over_ranks(comm, static_cast<double>(wrong), ReduceOp::sum));

@@ -11,7 +11,11 @@
 namespace ringdp::bench {
 
 struct Row {
-  std::string collective, algorithm, dtype, op;
+  std::string collective, algorithm;
+  /// The algorithm that ran, as the communicator reported it on an untimed call (`auto` resolved);
+  /// empty when the row made none (-w 0 -c 0), or the collective reported no step.
+  std::string ran;
+  std::string dtype, op;
   int root;
   int64_t bytes, count;
   double time_us[2], algbw[2], busbw[2];  ///< [0] out of place, [1] in place

@@ -23,12 +23,15 @@ ringdp_bytes_text() {
 # in the order they ran, and how many ranks.
 ringdp_sweep_banner() {
   local csv=$1 facts
-  facts=$(awk -F, 'NR > 1 && $9 > 0 {
-      if (!($2 in seen)) { seen[$2] = 1; algos = algos (algos ? ", " : "") $2 }
-      if (!($9 in sizes)) { sizes[$9] = 1; count++ }
-      if (min == "" || $9 + 0 < min) min = $9 + 0
-      if ($9 + 0 > max) max = $9 + 0
-      what = $1 " " $6 " " $7; ranks = $5 }
+  # Columns by their header's names: the CSV gains columns (ran did), and a position would shift.
+  facts=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) at[$i] = i; next }
+    $at["bytes"] > 0 {
+      b = $at["bytes"] + 0; a = $at["algorithm"]
+      if (!(a in seen)) { seen[a] = 1; algos = algos (algos ? ", " : "") a }
+      if (!(b in sizes)) { sizes[b] = 1; count++ }
+      if (min == "" || b < min) min = b
+      if (b > max) max = b
+      what = $at["collective"] " " $at["dtype"] " " $at["op"]; ranks = $at["ranks"] }
     END { print what "|" min "|" max "|" count "|" algos "|" ranks }' "$csv")
   IFS='|' read -r what min max count algos ranks <<<"$facts"
   [ -n "$algos" ] || { echo "(the sweep wrote no rows to $csv)"; return 1; }

@@ -30,6 +30,9 @@ case "$case_name" in
       fail "gather, scatter or alltoall rows missing or wrong in the JSON"
     python3 -c "import json,sys; rows=json.load(open('$work/out.json')); sys.exit(0 if rows and all(r['out_of_place']['wrong']==0 for r in rows) else 1)" ||
       fail "JSON rows missing or wrong"
+    # A row asking for an algorithm by name ran that one (native included).
+    python3 -c "import json,sys; bad=[(r['collective'],r['algorithm'],r['ran']) for r in json.load(open('$work/out.json')) if r['algorithm']!='auto' and r['ran']!=r['algorithm']]; bad and print(bad[:5]); sys.exit(1 if bad else 0)" ||
+      fail "a named algorithm's row says another ran"
     echo "ok: every collective, dtype, op and algorithm on 3 ranks checks clean; CSV and JSON written"
     ;;
   full-disk)
@@ -99,6 +102,28 @@ case "$case_name" in
     run 2 all_reduce --buffers other
     expect 2 "--buffers"
     echo "ok: every collective and dtype on shared buffers checks clean; cuda and unknown kinds are refused"
+    ;;
+  ran)
+    # The CSV's ran column: what auto resolved to on each row, as the communicator reported it,
+    # not what was asked. RINGDP_SHM_MAX_BYTES=1024 on 4 ranks: shared memory at 8 B, recursive
+    # doubling at 8 KiB (<= 32 KiB), the ring at 8 MiB (> Rabenseifner's 2 MiB).
+    RINGDP_SHM_MAX_BYTES=1024 run 4 all_reduce -b 8 -e 8M -f 1024 -n 1 -w 1 --csv "$work/auto.csv"
+    expect 0 "# Out of bounds values : 0 OK"
+    got=$(cut -d, -f2,3,10 "$work/auto.csv" | tr '\n' ' ')
+    [ "$got" = "algorithm,ran,bytes auto,shared_memory,8 auto,recursive_doubling,8192 auto,ring,8388608 " ] ||
+      fail "auto's rows do not say what ran: $got"
+    # On --buffers shared auto runs the direct all-reduce at every size, past RINGDP_SHM_MAX_BYTES
+    # too (a choice that depends on where the tensors lie, which a resolution by size alone
+    # would miss); -w 0 with -c 1 still observes it, on the checked call.
+    RINGDP_SHM_MAX_BYTES=1024 run 4 all_reduce -b 8 -e 8M -f 1024 -n 1 -w 0 -c 1 --buffers shared --csv "$work/shared.csv"
+    expect 0 "# Out of bounds values : 0 OK"
+    got=$(tail -n +2 "$work/shared.csv" | cut -d, -f3 | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
+    [ "$got" = " 3 shared_memory " ] || fail "--buffers shared rows do not all say shared_memory: $got"
+    # No untimed call (-w 0 -c 0): nothing was observed, and the column says so by being empty.
+    run 2 all_reduce -b 8 -e 8 -n 1 -w 0 -c 0 --csv "$work/none.csv"
+    expect 0 "all_reduce"
+    [ "$(sed -n 2p "$work/none.csv" | cut -d, -f2,3)" = "auto," ] || fail "-w 0 -c 0 still names a ran algorithm: $(cat "$work/none.csv")"
+    echo "ok: the ran column names what auto resolved to, shared buffers included; empty when unobserved"
     ;;
   one-size)
     # A line through one point fits it exactly whatever its slope: from one size the summary says

@@ -20,6 +20,7 @@ int sequence_bits_for(int tag_upper_bound) {
 
 std::string describe_tag(int tag) {
   if (tag < 1) return "no collective (tag " + std::to_string(tag) + ")";  // also keeps tag - 1 in range
+  if (tag >= kUserTagBase) return "send/recv tag " + std::to_string(tag - kUserTagBase);
   const int v = tag - 1;
   const int call = (v >> 4) & 31;
   static constexpr CollectiveKind kReducing[] = {CollectiveKind::all_reduce, CollectiveKind::reduce,

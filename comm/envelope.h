@@ -148,7 +148,8 @@ inline int encode_tag(CollectiveKind kind, DType dtype, ReduceOp op, Algorithm a
 }
 
 /// "all_reduce #8 (float32, sum, ring)" from a collective tag (the sequence number modulo 2^bits);
-/// the op only for the collectives that reduce, the dtype not for a barrier.
+/// the op only for the collectives that reduce, the dtype not for a barrier; "send/recv tag 9" for a
+/// user message (kUserTagBase and up).
 std::string describe_tag(int tag);
 
 }  // namespace ringdp::comm

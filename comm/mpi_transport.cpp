@@ -63,6 +63,21 @@ constexpr const char* kLengthOrCallWhy =
     "the ranks passed different counts or called different collectives, or the algorithm sent "
     "another chunk than this step expects (RINGDP_DEBUG=DETAIL compares the calls before each "
     "collective and tells these apart)";
+
+// What a length that differs means for a user's message: nothing but the two tensors.
+constexpr const char* kUserLengthWhy = "a send and its recv pass tensors of the same number of bytes";
+
+// Why a receive's length can differ, its tag read (`tag_read`) or not.
+const char* length_why(const Request& r, bool tag_read) {
+  if (r.tag >= kUserTagBase) return kUserLengthWhy;
+  return tag_read ? kLengthWhy : kLengthOrCallWhy;
+}
+
+// The rank a receive heard from: its peer, or for a receive from any rank (recv_any) the sender
+// MPI names in the status, where a report said "rank -1".
+int sender(const Request& r, const MPI_Status& status) {
+  return r.peer == kAnySource ? status.MPI_SOURCE : r.peer;
+}
 }  // namespace
 
 MpiTransport::MpiTransport(MPI_Comm comm, bool user_messages) {
@@ -129,7 +144,7 @@ Request MpiTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   RINGDP_MPI_CHECK(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE,
                              peer == kAnySource ? MPI_ANY_SOURCE : peer, user ? wire_tag(tag) : MPI_ANY_TAG,
                              user ? user_comm_ : comm_, &request));
-  return from_mpi(request, Request{0, peer, tag, bytes, !user});
+  return from_mpi(request, Request{0, peer, tag, bytes, true});
 }
 
 void MpiTransport::wait_all(std::span<Request> requests) {
@@ -147,8 +162,8 @@ void MpiTransport::wait_all(std::span<Request> requests) {
       for (size_t i = 0; i < statuses_.size(); ++i) {
         if (statuses_[i].MPI_ERROR == MPI_ERR_TRUNCATE && requests[i].receive) {
           RINGDP_FAIL("rank ", rank_, " expected ", requests[i].bytes, " bytes of ",
-                      describe_tag(requests[i].tag), " from rank ", requests[i].peer,
-                      " and got a longer message: ", kLengthOrCallWhy);
+                      describe_tag(requests[i].tag), " from rank ", sender(requests[i], statuses_[i]),
+                      " and got a longer message: ", length_why(requests[i], false));
         }
       }
     }
@@ -164,7 +179,7 @@ void MpiTransport::wait_all(std::span<Request> requests) {
   }
   check_envelopes(requests);
   for (size_t i = 0; i < requests.size(); ++i) {
-    const int peer = requests[i].peer == kAnySource ? statuses_[i].MPI_SOURCE : requests[i].peer;
+    const int peer = sender(requests[i], statuses_[i]);
     requests[i] = from_mpi(MPI_REQUEST_NULL);
     requests[i].peer = peer;  // a receive from any rank learns its sender here
   }
@@ -223,18 +238,29 @@ void MpiTransport::check_envelopes(std::span<Request> requests) {
     const Request& r = requests[i];
     if (!r.receive) continue;
     const MPI_Status& status = statuses_[i];
-    RINGDP_CHECK(status.MPI_TAG != kEnvelopeTag, "rank ", rank_, " expected ", r.bytes, " bytes of ",
-                 describe_tag(r.tag), " from rank ", r.peer, " and got the envelope of a message over ",
-                 kDirectMaxBytes, " bytes: ", kLengthOrCallWhy);
-    RINGDP_CHECK(status.MPI_TAG == r.tag, "rank ", rank_, " is in ", describe_tag(r.tag), " but rank ",
-                 r.peer, " sent it a message of ", describe_tag(status.MPI_TAG),
+    // MPI's empty status (any tag, no bytes): the request had completed before this wait.
+    if (status.MPI_TAG == MPI_ANY_TAG) continue;
+    // A user's message (send/recv) has its own communicator and the tag the user chose: only its
+    // length can differ, and a shorter one would leave the rest of the tensor stale, unnoticed.
+    const bool user = r.tag >= kUserTagBase;
+    RINGDP_CHECK(user || status.MPI_TAG != kEnvelopeTag, "rank ", rank_, " expected ", r.bytes, " bytes of ",
+                 describe_tag(r.tag), " from rank ", sender(r, status),
+                 " and got the envelope of a message over ", kDirectMaxBytes, " bytes: ", kLengthOrCallWhy);
+    RINGDP_CHECK(user || status.MPI_TAG == r.tag, "rank ", rank_, " is in ", describe_tag(r.tag),
+                 " but rank ", sender(r, status), " sent it a message of ", describe_tag(status.MPI_TAG),
                  ": the ranks called different collectives");
     int received = 0;
     MPI_Get_count(&status, MPI_BYTE, &received);
     RINGDP_CHECK(static_cast<size_t>(received) == r.bytes, "rank ", rank_, " expected ", r.bytes,
-                 " bytes of ", describe_tag(r.tag), " from rank ", r.peer, " and got ", received, ": ",
-                 kLengthWhy);
+                 " bytes of ", describe_tag(r.tag), " from rank ", sender(r, status), " and got ", received,
+                 ": ", length_why(r, true));
   }
+}
+
+void MpiTransport::check_not_cut(int rc, const Request& request) const {
+  RINGDP_CHECK(!(rc == MPI_ERR_TRUNCATE && request.receive), "rank ", rank_, " expected ", request.bytes,
+               " bytes of ", describe_tag(request.tag), " from rank ", sender(request, statuses_[0]),
+               " and got a longer message: ", length_why(request, false));
 }
 
 bool MpiTransport::test(Request& request) {
@@ -243,11 +269,14 @@ bool MpiTransport::test(Request& request) {
     return finish_two_part(request);
   }
   MPI_Request m = to_mpi(request);
+  if (m == MPI_REQUEST_NULL) return true;  // completed by an earlier test: nothing to check again
   int done = 0;
   statuses_.resize(1);
-  RINGDP_MPI_CHECK(MPI_Test(&m, &done, statuses_.data()));
+  const int rc = MPI_Test(&m, &done, statuses_.data());
+  check_not_cut(rc, request);
+  RINGDP_MPI_CHECK(rc);
   if (done) check_envelopes(std::span<Request>(&request, 1));
-  if (done && request.peer == kAnySource) request.peer = statuses_[0].MPI_SOURCE;
+  if (done) request.peer = sender(request, statuses_[0]);
   request = from_mpi(m, request);
   return done != 0;
 }
@@ -333,9 +362,7 @@ bool MpiTransport::test_one(Request& request) {
   int done = 0;
   statuses_.resize(1);
   const int rc = MPI_Test(&m, &done, statuses_.data());
-  RINGDP_CHECK(!(rc == MPI_ERR_TRUNCATE && request.receive), "rank ", rank_, " expected ", request.bytes,
-               " bytes of ", describe_tag(request.tag), " from rank ", request.peer,
-               " and got a longer message: ", kLengthOrCallWhy);
+  check_not_cut(rc, request);
   RINGDP_MPI_CHECK(rc);
   if (!done) return false;
   check_envelopes(std::span<Request>(&request, 1));

@@ -77,6 +77,8 @@ class MpiTransport final : public Transport {
 
  private:
   void check_envelopes(std::span<Request> requests);
+  /// An Error naming the sender when MPI_Test's `rc` says a receive's message was longer than it.
+  void check_not_cut(int rc, const Request& request) const;
   /// On one host: throws if a peer this rank waits to receive from announced the same collective
   /// by another algorithm, op or dtype (SharedSlots::check_same_call), which may send nothing.
   void check_peers_calls(std::span<const Request> requests) const;

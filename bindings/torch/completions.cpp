@@ -60,39 +60,43 @@ void Call::complete() {
 }
 
 Completions::Completions() {
-  for (int i = 0; i < kThreads; ++i) threads_.emplace_back([this] { run(); });
+  for (int i = 0; i < kThreads; ++i) threads_.emplace_back([state = state_] { run(state); });
 }
 
 Completions::~Completions() {
   {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
   }
-  ready_.notify_all();
+  state_->ready.notify_all();
   // Python may drop the last reference to the group with the GIL held, while a pending future's
   // Python callback, on one of these threads, waits for the GIL.
   std::optional<pybind11::gil_scoped_release> no_gil;
   if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
-  for (std::thread& thread : threads_) thread.join();
+  for (std::thread& thread : threads_)
+    if (thread.get_id() == std::this_thread::get_id())
+      thread.detach();  // the others drain the queue before they stop: this one has only its call left
+    else
+      thread.join();
 }
 
 void Completions::push(c10::intrusive_ptr<Call> call) {
   {
-    std::lock_guard lock(mutex_);
-    queue_.push_back(std::move(call));
+    std::lock_guard lock(state_->mutex);
+    state_->queue.push_back(std::move(call));
   }
-  ready_.notify_one();
+  state_->ready.notify_one();
 }
 
-void Completions::run() {
+void Completions::run(const std::shared_ptr<State>& state) {
   for (;;) {
     c10::intrusive_ptr<Call> call;
     {
-      std::unique_lock lock(mutex_);
-      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and every call issued is complete
-      call = std::move(queue_.front());
-      queue_.pop_front();
+      std::unique_lock lock(state->mutex);
+      state->ready.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
+      if (state->queue.empty()) return;  // stopping, and every call issued is complete
+      call = std::move(state->queue.front());
+      state->queue.pop_front();
     }
     call->complete();
   }

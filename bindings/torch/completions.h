@@ -66,19 +66,26 @@ class Completions {
  public:
   static constexpr int kThreads = 4;
   Completions();
-  ~Completions();  ///< completes every call issued, then stops the thread
+  /// Completes every call issued, then stops the threads. It may run on one of them: a future's
+  /// callback can hold the last reference to the process group (a Python closure over it). That
+  /// thread is not joined (it would join itself) but let go; it finishes its call and stops on
+  /// the state it shares, which outlives this object.
+  ~Completions();
   Completions(const Completions&) = delete;
   Completions& operator=(const Completions&) = delete;
   /// Hands an issued call to the thread; calls complete in the order they are pushed.
   void push(c10::intrusive_ptr<Call> call);
 
  private:
-  void run();
+  struct State {
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::deque<c10::intrusive_ptr<Call>> queue;
+    bool stopping = false;
+  };
+  static void run(const std::shared_ptr<State>& state);
 
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<c10::intrusive_ptr<Call>> queue_;
-  bool stopping_ = false;
+  std::shared_ptr<State> state_ = std::make_shared<State>();
   std::vector<std::thread> threads_;
 };
 

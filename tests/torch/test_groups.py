@@ -1,9 +1,11 @@
 """new_group on the ringdp backend against gloo's groups of the same ranks, in the same run: the even
 and the odd ranks, every rank in reverse order, a group of one, a group whose non-members call
 nothing; all_reduce, broadcast from a member named by its global rank, all_gather, barrier, and
-the world's collectives between and after. Then what torch refuses of a rank outside a group.
+the world's collectives between and after; a group whose last reference is a pending future's
+callback. Then what torch refuses of a rank outside a group.
     mpirun -n N python3 tests/torch/test_groups.py RENDEZVOUS_DIR   (tests/torch/run.sh)"""
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -64,6 +66,23 @@ if ends is not None and rank in (0, size - 1):
     check.equal("ranks 0 and N-1 while the others call nothing", t, data(0, 9) + data(size - 1, 9))
 if size > 2 and rank not in (0, size - 1):
     check.equal("a non-member's group", torch.tensor(ends == dist.GroupMember.NON_GROUP_MEMBER), torch.tensor(True))
+
+# A group whose last reference is the callback of a future still pending: torch drops the group
+# on the backend's thread that completes the future, which must not join itself (it did:
+# std::system_error, "Resource deadlock avoided", and the rank aborted). Rank 0 issues first and
+# lets go of the group; the others join a second later, so rank 0's future is still pending then.
+if size > 1:
+    late = dist.new_group(list(range(size)))
+    t = data(rank, 8)
+    if rank != 0:
+        time.sleep(1)
+    seen = []
+    fut = late.allreduce([t]).get_future().then(lambda f, g=late: seen.append(g.size()) or f.value())
+    dist.destroy_process_group(late)
+    del late
+    fut.wait()
+    check.equal("a group dropped by its pending future's callback: all_reduce", t, sum(data(r, 8) for r in range(size)))
+    check.equal("a group dropped by its pending future's callback: the callback ran", torch.tensor(seen), torch.tensor([size]))
 
 # The world is untouched by its groups' traffic.
 t = data(rank, 100)

@@ -104,6 +104,7 @@ class Communicator {
   /// still wins). Members that pass different sets of ranks hang in MPI; only the order is checked.
   std::shared_ptr<Communicator> group(std::span<const int> ranks, std::chrono::milliseconds timeout = {});
   Work send(const Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
+  /// Takes exactly the tensor's bytes: a message of another length is an Error naming both.
   Work recv(Tensor& tensor, int peer, int tag = 0, CollectiveOptions opts = {});
   /// A receive from whichever rank's send with `tag` matches first (MPI_ANY_SOURCE): `*source` is
   /// that rank once the Work completes (it must outlive the Work). Needs another rank.

@@ -12,25 +12,16 @@
 
 #include "comm/envelope.h"
 #include "comm/mpi_runtime.h"
+#include "comm/mpi_wire.h"
 #include "comm/native_mpi.h"
 #include "comm/shared_slots.h"
 #include "core/settings.h"
 
 namespace ringdp::comm {
 
-static_assert(sizeof(MPI_Request) <= sizeof(uintptr_t), "MPI_Request must fit in a Request handle");
+using namespace mpi_wire;
 
-namespace {
-MPI_Request to_mpi(const Request& r) {
-  MPI_Request m;
-  std::memcpy(&m, &r.handle, sizeof m);
-  return m;
-}
-Request from_mpi(MPI_Request m, Request r = {}) {
-  std::memcpy(&r.handle, &m, sizeof m);
-  return r;
-}
-}  // namespace
+static_assert(sizeof(MPI_Request) <= sizeof(uintptr_t), "MPI_Request must fit in a Request handle");
 
 void mpi_check(int rc, const char* call, const char* file, int line) {
   if (rc == MPI_SUCCESS) return;
@@ -45,40 +36,6 @@ void mpi_check(int rc, const char* call, const char* file, int line) {
       file, line, nullptr,
       detail::concat("MPI call `", call, "` failed on rank ", rank, " (", host, "): ", text));
 }
-
-namespace {
-// Tag 0 is never a collective's (encode_tag starts at 1): it marks an envelope.
-constexpr int kEnvelopeTag = 0;
-constexpr uint32_t kEnvelopeMagic = 0x52445045;  // "RDPE"
-// What a length that differs can mean. The envelope (the MPI tag, or the envelope message ahead
-// of a large payload) names the collective and carries the length, not the count each rank
-// passed nor which chunk was sent, so a count that differs and a schedule that sends the wrong
-// chunk of the right collective look alike here; DETAIL compares the counts before the call.
-constexpr const char* kLengthWhy =
-    "the ranks passed different counts, or the algorithm sent another chunk than this step expects "
-    "(the envelope carries the collective and the length, not which chunk; RINGDP_DEBUG=DETAIL "
-    "compares the counts before each collective and tells the two apart)";
-// The same when the tag was not read either (a message cut short by MPI).
-constexpr const char* kLengthOrCallWhy =
-    "the ranks passed different counts or called different collectives, or the algorithm sent "
-    "another chunk than this step expects (RINGDP_DEBUG=DETAIL compares the calls before each "
-    "collective and tells these apart)";
-
-// What a length that differs means for a user's message: nothing but the two tensors.
-constexpr const char* kUserLengthWhy = "a send and its recv pass tensors of the same number of bytes";
-
-// Why a receive's length can differ, its tag read (`tag_read`) or not.
-const char* length_why(const Request& r, bool tag_read) {
-  if (r.tag >= kUserTagBase) return kUserLengthWhy;
-  return tag_read ? kLengthWhy : kLengthOrCallWhy;
-}
-
-// The rank a receive heard from: its peer, or for a receive from any rank (recv_any) the sender
-// MPI names in the status, where a report said "rank -1".
-int sender(const Request& r, const MPI_Status& status) {
-  return r.peer == kAnySource ? status.MPI_SOURCE : r.peer;
-}
-}  // namespace
 
 MpiTransport::MpiTransport(MPI_Comm comm, bool user_messages) {
   RINGDP_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
@@ -158,9 +115,9 @@ void MpiTransport::wait_all(std::span<Request> requests) {
   bool late = false;  // the deadline passed; one more poll decides (Transport::poll_until says why)
   for (uint32_t polls = 0;; ++polls) {
     const int rc = MPI_Testall(static_cast<int>(waiting_.size()), waiting_.data(), &done, statuses_.data());
-    if (rc == MPI_ERR_IN_STATUS) {
+    if (rc != MPI_SUCCESS && error_class(rc) == MPI_ERR_IN_STATUS) {
       for (size_t i = 0; i < statuses_.size(); ++i) {
-        if (statuses_[i].MPI_ERROR == MPI_ERR_TRUNCATE && requests[i].receive) {
+        if (requests[i].receive && error_class(statuses_[i].MPI_ERROR) == MPI_ERR_TRUNCATE) {
           RINGDP_FAIL("rank ", rank_, " expected ", requests[i].bytes, " bytes of ",
                       describe_tag(requests[i].tag), " from rank ", sender(requests[i], statuses_[i]),
                       " and got a longer message: ", length_why(requests[i], false));
@@ -258,9 +215,9 @@ void MpiTransport::check_envelopes(std::span<Request> requests) {
 }
 
 void MpiTransport::check_not_cut(int rc, const Request& request) const {
-  RINGDP_CHECK(!(rc == MPI_ERR_TRUNCATE && request.receive), "rank ", rank_, " expected ", request.bytes,
-               " bytes of ", describe_tag(request.tag), " from rank ", sender(request, statuses_[0]),
-               " and got a longer message: ", length_why(request, false));
+  RINGDP_CHECK(!(request.receive && error_class(rc) == MPI_ERR_TRUNCATE), "rank ", rank_, " expected ",
+               request.bytes, " bytes of ", describe_tag(request.tag), " from rank ",
+               sender(request, statuses_[0]), " and got a longer message: ", length_why(request, false));
 }
 
 bool MpiTransport::test(Request& request) {
@@ -268,122 +225,33 @@ bool MpiTransport::test(Request& request) {
     advance_two_part();
     return finish_two_part(request);
   }
+  if (to_mpi(request) == MPI_REQUEST_NULL) return true;  // completed by an earlier test
+  return test_mpi(request);
+}
+
+bool MpiTransport::test_mpi(Request& request) {
+  const Request posted = request;
   MPI_Request m = to_mpi(request);
-  if (m == MPI_REQUEST_NULL) return true;  // completed by an earlier test: nothing to check again
   int done = 0;
   statuses_.resize(1);
   const int rc = MPI_Test(&m, &done, statuses_.data());
-  check_not_cut(rc, request);
-  RINGDP_MPI_CHECK(rc);
-  if (done) check_envelopes(std::span<Request>(&request, 1));
-  if (done) request.peer = sender(request, statuses_[0]);
+  // Written back before the checks: MPI frees a request it completes, with an error too, and a
+  // later test must never touch the freed one.
   request = from_mpi(m, request);
-  return done != 0;
-}
-
-Request MpiTransport::post_two_part(int peer, void* data, size_t bytes, int tag, bool receive) {
-  if (free_records_.empty()) {
-    two_part_records_.push_back(std::make_unique<TwoPart>());
-    free_records_.push_back(two_part_records_.back().get());
-  }
-  TwoPart* part = free_records_.back();
-  free_records_.pop_back();
-  *part = TwoPart{.data = data, .bytes = bytes, .peer = peer, .tag = tag};
-  if (receive) {
-    RINGDP_MPI_CHECK(MPI_Irecv(&part->envelope, sizeof(Envelope), MPI_BYTE, peer, MPI_ANY_TAG, comm_,
-                               &part->envelope_request));
-    receives_in_order_.push_back(part);
-  } else {
-    part->envelope = Envelope{.bytes = bytes, .tag = tag, .magic = kEnvelopeMagic};
-    RINGDP_MPI_CHECK(MPI_Isend(&part->envelope, sizeof(Envelope), MPI_BYTE, peer, kEnvelopeTag, comm_,
-                               &part->envelope_request));
-    RINGDP_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag), payload_comm_,
-                               &part->payload_request));
-    part->payload_posted = true;
-  }
-  Request request{0, peer, tag, bytes, receive, true};
-  request.handle = reinterpret_cast<uintptr_t>(part);
-  return request;
-}
-
-void MpiTransport::check_envelope(const TwoPart& part, const MPI_Status& status) const {
-  int received = 0;
-  MPI_Get_count(&status, MPI_BYTE, &received);
-  RINGDP_CHECK(status.MPI_TAG == kEnvelopeTag, "rank ", rank_, " expected ", part.bytes, " bytes of ",
-               describe_tag(part.tag), " from rank ", part.peer, " and got ", received, " bytes of ",
-               describe_tag(status.MPI_TAG), ": ", kLengthOrCallWhy);
-  RINGDP_CHECK(received == static_cast<int>(sizeof(Envelope)) && part.envelope.magic == kEnvelopeMagic,
-               "rank ", rank_, " got a malformed envelope from rank ", part.peer);
-  RINGDP_CHECK(part.envelope.tag == part.tag, "rank ", rank_, " is in ", describe_tag(part.tag), " but rank ",
-               part.peer, " sent it a message of ", describe_tag(part.envelope.tag),
-               ": the ranks called different collectives");
-  RINGDP_CHECK(part.envelope.bytes == part.bytes, "rank ", rank_, " expected ", part.bytes, " bytes of ",
-               describe_tag(part.tag), " from rank ", part.peer, " and rank ", part.peer, " is sending ",
-               part.envelope.bytes, " (stopped before any of it moved): ", kLengthWhy);
-}
-
-void MpiTransport::advance_two_part() {
-  while (!receives_in_order_.empty()) {
-    TwoPart* part = receives_in_order_.front();
-    int arrived = 0;
-    MPI_Status status;
-    const int rc = MPI_Test(&part->envelope_request, &arrived, &status);
-    // A message of another collective, longer than the envelope, is cut (it is sent eagerly).
-    RINGDP_CHECK(rc != MPI_ERR_TRUNCATE, "rank ", rank_, " expected ", part->bytes, " bytes of ",
-                 describe_tag(part->tag), " from rank ", part->peer,
-                 " and got a shorter message: ", kLengthOrCallWhy);
-    RINGDP_MPI_CHECK(rc);
-    if (!arrived) return;
-    check_envelope(*part, status);
-    RINGDP_MPI_CHECK(MPI_Irecv(part->data, static_cast<int>(part->bytes), MPI_BYTE, part->peer,
-                               wire_tag(part->tag), payload_comm_, &part->payload_request));
-    part->payload_posted = true;
-    receives_in_order_.pop_front();
-  }
-}
-
-bool MpiTransport::finish_two_part(Request& request) {
-  auto* part = reinterpret_cast<TwoPart*>(request.handle);
-  if (!part->payload_posted) return false;
-  MPI_Request both[2] = {part->envelope_request, part->payload_request};
-  int done = 0;
-  RINGDP_MPI_CHECK(MPI_Testall(2, both, &done, MPI_STATUSES_IGNORE));
-  part->envelope_request = both[0];
-  part->payload_request = both[1];
+  check_not_cut(rc, posted);
+  RINGDP_MPI_CHECK(rc);
   if (!done) return false;
-  free_records_.push_back(part);
-  request = from_mpi(MPI_REQUEST_NULL);
+  Request checked = posted;
+  check_envelopes(std::span<Request>(&checked, 1));
+  request.peer = sender(posted, statuses_[0]);  // a receive from any rank learns its sender here
   return true;
 }
 
 bool MpiTransport::test_one(Request& request) {
-  MPI_Request m = to_mpi(request);
-  if (m == MPI_REQUEST_NULL) return true;
-  int done = 0;
-  statuses_.resize(1);
-  const int rc = MPI_Test(&m, &done, statuses_.data());
-  check_not_cut(rc, request);
-  RINGDP_MPI_CHECK(rc);
-  if (!done) return false;
-  check_envelopes(std::span<Request>(&request, 1));
+  if (to_mpi(request) == MPI_REQUEST_NULL) return true;
+  if (!test_mpi(request)) return false;
   request = from_mpi(MPI_REQUEST_NULL);
   return true;
-}
-
-// The general wait, for a set with a two-part message in it: one test per request per poll, and
-// the envelopes that arrived turned into posted payload receives, in order.
-void MpiTransport::wait_two_part(std::span<Request> requests) {
-  bool late = false;  // as in wait_all
-  for (uint32_t polls = 0;; ++polls) {
-    advance_two_part();
-    bool all_done = true;
-    for (Request& r : requests) all_done = (r.two_part ? finish_two_part(r) : test_one(r)) && all_done;
-    if (all_done) return;
-    if (late) expire();
-    if (yield_when_idle_) std::this_thread::yield();
-    if ((polls & 255u) == 255u) late = deadline_passed();
-    if ((polls & 1023u) == 1023u) check_peers_calls(requests);
-  }
 }
 
 void MpiTransport::check_peers_calls(std::span<const Request> requests) const {

@@ -89,7 +89,7 @@ class MpiTransport final : public Transport {
     uint32_t magic = 0;
   };
   struct TwoPart {
-    Envelope envelope;
+    Envelope envelope{};
     MPI_Request envelope_request = MPI_REQUEST_NULL;
     MPI_Request payload_request = MPI_REQUEST_NULL;
     void* data = nullptr;
@@ -109,6 +109,9 @@ class MpiTransport final : public Transport {
   void check_envelope(const TwoPart& part, const MPI_Status& status) const;
   /// Tests one single-part request; true (and the request released) when it is done.
   bool test_one(Request& request);
+  /// One MPI_Test of a direct (not two-part) request, not yet null: written back at once, then
+  /// checked as check_not_cut and check_envelopes do; a receive from any rank learns its sender.
+  bool test_mpi(Request& request);
   /// The tag MPI sees: a user tag without its in-process kUserTagBase mark; checked against tag_ub_.
   int wire_tag(int tag) const;
 

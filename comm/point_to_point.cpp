@@ -1,6 +1,7 @@
 // Communicator::send and recv (comm/communicator.h): messages between two ranks, numbered apart
 // from the collectives. Tested by tests/mpi/test_comm_async.cpp and tests/mpi/test_comm_errors.cpp.
 #include <algorithm>
+#include <exception>
 #include <thread>
 
 #include "comm/communicator.h"
@@ -41,6 +42,18 @@ struct Pending {
   Tensor host;
   Request request;
   int* source = nullptr;  ///< recv_any's: where the sender's rank goes
+  std::exception_ptr failed;  ///< the first test's error: MPI released the request with it
+  /// transport.test, once more after an error only to rethrow it: a retry would find the request
+  /// released and report the receive done, its tensor partly stale.
+  bool test(Transport& transport) {
+    if (failed) std::rethrow_exception(failed);
+    try {
+      return transport.test(request);
+    } catch (...) {
+      failed = std::current_exception();
+      throw;
+    }
+  }
   /// A receive's bytes, from the host copy they landed in to the caller's tensor (itself on the host).
   void deliver(CollectiveKind kind, Tensor& target) const {
     if (kind == CollectiveKind::recv && !target.is_same(host)) target.copy_from(host);
@@ -88,7 +101,7 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
     for (;;) {
       {
         std::lock_guard exec(executor.queue().exec_mutex());
-        if (transport.test(pending->request)) break;
+        if (pending->test(transport)) break;
       }
       if (Transport::Clock::now() > deadline) executor.report_deadline(where);
       std::this_thread::yield();
@@ -97,7 +110,7 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
   };
   auto poll = [&executor, &transport, pending] {
     std::unique_lock exec(executor.queue().exec_mutex(), std::try_to_lock);
-    return exec.owns_lock() && transport.test(pending->request);
+    return exec.owns_lock() && pending->test(transport);
   };
   return Work::then(posted, std::move(finish), std::move(poll));
 }

@@ -16,6 +16,8 @@
 
 namespace ringdp::comm::mpi_wire {
 
+static_assert(sizeof(MPI_Request) <= sizeof(uintptr_t), "MPI_Request must fit in a Request handle");
+
 inline MPI_Request to_mpi(const Request& r) {
   MPI_Request m;
   std::memcpy(&m, &r.handle, sizeof m);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
+#include "comm/mpi_departures.h"
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
 #include "config.h"
@@ -101,6 +102,11 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_
   for (MpiTransport* t : {transport.get(), host_transport.get(), cross_transport.get()})
     t->set_yield_when_idle(yield);
   for (MPI_Comm* c : {&hosts.node, &hosts.host, &hosts.cross}) RINGDP_MPI_CHECK(MPI_Comm_free(c));
+  // The whole job's communicator waits for every rank when it leaves (comm/departures.h); a group
+  // never does, which is also why it has no shared memory.
+  auto departures = std::make_unique<MpiDepartures>(transport->comm(), shared_memory);
+  for (MpiTransport* t : {transport.get(), host_transport.get(), cross_transport.get()})
+    t->set_watch(departures.get());
   return DiscoveredWorld{.transport = std::move(transport),
                          .host_transport = std::move(host_transport),
                          .cross_transport = std::move(cross_transport),
@@ -108,7 +114,8 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_
                          .local_size = hosts.local_size,
                          .hosts = hosts.hosts,
                          .uniform_hosts = hosts.uniform,
-                         .bootstrap = "mpi"};
+                         .bootstrap = "mpi",
+                         .departures = std::move(departures)};
 }
 
 DiscoveredWorld mpi_world(CommOptions& options) {

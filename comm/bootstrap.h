@@ -10,6 +10,7 @@
 #include <span>
 
 #include "comm/comm_options.h"
+#include "comm/departures.h"
 #include "comm/transport.h"
 
 namespace ringdp::comm {
@@ -23,6 +24,8 @@ struct DiscoveredWorld {
   int hosts = 1;
   bool uniform_hosts = true;  ///< every host holds as many ranks
   const char* bootstrap = "local";  ///< "mpi" under an MPI launcher
+  /// How its ranks learn that one has left (comm/departures.h); null in a world of one.
+  std::unique_ptr<Departures> departures;
 };
 
 /// The world this process belongs to. Under MPI, `options` come back agreed: for each value that

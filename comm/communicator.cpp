@@ -6,6 +6,8 @@
 
 #include <string_view>
 
+#include "comm/mpi_runtime.h"
+#include "comm/shared_slots.h"
 #include "core/settings.h"
 #include "core/timeline.h"
 
@@ -56,19 +58,37 @@ Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whol
       shared_slots_(world_.transport->shared_slots()),
       routes_(*world_.transport, options_, world_.local_rank),
       executor_(routes_, options_, rank_, size_, world_.transport->tag_upper_bound()) {
+  if (world_.departures) exit_hook_ = add_exit_hook([this](const std::string& why) { leave(why); });
   if (!whole_job) return;
   if (rank_ == 0) settings::warn_unknown_variables();
   FaultPlan::from_environment().check_ranks(size_);
   timeline::start_from_environment(rank_);
 }
 
-Communicator::~Communicator() {
-  // Freeing the transports' MPI communicators must wait for this communicator's calls and must not
+void Communicator::leave(const std::string& why) {
+  std::lock_guard guard(leave_mutex_);
+  if (left_) return;
+  left_ = true;
+  // Telling the peers and freeing the windows must wait for this communicator's calls and must not
   // run while another communicator's call is inside MPI (one queue serves them all).
   CallQueue& queue = executor_.queue();
   queue.drain();
   std::lock_guard lock(queue.exec_mutex());
-  shared_allocations_.release();  // collective, as the slots' window freed with the transport below
+  executor_.close(why);
+  if (!world_.departures) return;
+  const bool free =
+      world_.departures->leave(why, executor_.issued(), std::uncaught_exceptions() > 0, options_.timeout);
+  // Collective when `free`: every rank is here, and each frees in the same order.
+  shared_allocations_.release(free);
+  if (shared_slots_) shared_slots_->release(free);
+}
+
+Communicator::~Communicator() {
+  if (exit_hook_) drop_exit_hook(exit_hook_);
+  leave("its communicator was destroyed");
+  // Freeing the transports' MPI communicators must not run while another communicator's call is
+  // inside MPI (one queue serves them all).
+  std::lock_guard lock(executor_.queue().exec_mutex());
   routes_.release();
   world_.cross_transport.reset();
   world_.host_transport.reset();

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -138,6 +139,10 @@ class Communicator {
  private:
   /// `whole_job`: the communicator of every rank, which also checks the job-wide settings.
   Communicator(DiscoveredWorld world, CommOptions options, bool whole_job);
+  /// Leaves the job, once: waits for this communicator's calls, tells the peers `why` and, for the
+  /// world's, waits for them all and frees the shared windows (comm/departures.h). Run by the
+  /// destructor or, for a communicator still alive then, when the process exits (leave_job).
+  void leave(const std::string& why);
   /// Why allocate_shared() cannot be served here, or an empty string.
   std::string shared_refusal() const;
   /// Runs a described collective (comm/collectives.cpp): the library call in place when nothing
@@ -160,6 +165,9 @@ class Communicator {
   Routes routes_;
   /// allocate_shared()'s windows, freed in the destructor with the slots' (both collective).
   SharedAllocations shared_allocations_;
+  std::mutex leave_mutex_;
+  bool left_ = false;
+  int exit_hook_ = 0;  ///< comm/mpi_runtime.h's handle; 0 in a world of one
   Executor executor_;  // last: its queue is destroyed first, so queued calls still find everything above
 };
 

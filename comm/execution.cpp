@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "comm/departures.h"
 #include "comm/envelope.h"
 #include "comm/fingerprint.h"
 #include "comm/mpi_runtime.h"
@@ -42,6 +43,11 @@ void Executor::kill(const Issue& issue, uint64_t sequence) {
                static_cast<unsigned long long>(sequence));
   std::raise(SIGKILL);
   std::abort();  // SIGKILL cannot be caught; this only tells the compiler
+}
+
+void Executor::throw_closed(const Issue& issue) const {
+  RINGDP_FAIL(kind_name(issue.kind), " on rank ", rank_, ": this communicator has left the job (",
+              closed_why_, "); it runs no more calls");
 }
 
 void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body) {
@@ -82,6 +88,8 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
     body(call);
     call.ctx.end_steps();
     call.settle();
+  } catch (const PeerLeft& e) {
+    throw PeerLeft(detail::concat(position_.describe(), ": ", e.what()));
   } catch (const Error& e) {
     if (!transport.device_memory()) throw;
     // A CUDA or NCCL error names the call that failed; say which collective and step it was in.

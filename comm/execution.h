@@ -11,9 +11,11 @@
 // anyway); the queue's worker runs asynchronous calls, holding exec_mutex() while it does.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "comm/algorithm_choice.h"
@@ -133,6 +135,14 @@ class Executor {
   /// send_counts[this rank], naming both. Over the host transport, with the call's tag.
   void check_pairwise_counts(std::span<const int64_t> send_counts, std::span<const int64_t> recv_counts,
                              int tag);
+  /// Collectives issued so far (what a rank that leaves tells its peers, comm/departures.h).
+  uint64_t issued() const { return sequence_; }
+  /// From now on every call fails at once with `why` (the communicator has left the job, and
+  /// what its collectives need, the shared windows, may be gone).
+  void close(std::string why) {
+    closed_why_ = std::move(why);
+    closed_.store(true, std::memory_order_release);
+  }
   /// Sends and receives are numbered apart: they involve some ranks only.
   uint64_t last_p2p_sequence() const { return p2p_sequence_ - 1; }
   CallQueue& queue() { return *queue_; }
@@ -155,6 +165,7 @@ class Executor {
   /// Anything that must see each collective: asked once per call, under the execution lock.
   bool watched() const { return watchers_ || timeline::enabled(); }
   [[noreturn]] void kill(const Issue& issue, uint64_t sequence);
+  [[noreturn]] void throw_closed(const Issue& issue) const;
 
   Routes& routes_;
   const CommOptions& options_;
@@ -164,6 +175,8 @@ class Executor {
   bool trace_ = false;
   bool check_calls_ = false;  // RINGDP_DEBUG=DETAIL
   bool watchers_ = false;  // a fault plan, DETAIL or a step observer (the timeline is asked apart)
+  std::atomic<bool> closed_{false};  // close() was called: read by every call, so not the string
+  std::string closed_why_;
   uint64_t sequence_ = 0;  // collectives issued: every rank issues each one, so it is part of their tags
   uint64_t p2p_sequence_ = 0;  // sends and receives: between some ranks only, so numbered apart
   SharedSlots* host_slots_ = nullptr;  // the host transport's, where all ranks share one host
@@ -176,6 +189,7 @@ class Executor {
 
 template <typename F>
 Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F body) {
+  if (closed_.load(std::memory_order_acquire)) throw_closed(issue);
   // Point-to-point calls involve some ranks only: counting them with the collectives would put
   // the ranks that took part one collective ahead of the others in every later tag.
   const bool p2p = issue.kind == CollectiveKind::send || issue.kind == CollectiveKind::recv;
@@ -196,7 +210,9 @@ Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F
 
 template <typename F>
 bool Executor::run_direct(const Issue& issue, F&& library_call) {
-  if (issue.algorithm != Algorithm::native || issue.route != Route::host || issue.async) return false;
+  if (issue.algorithm != Algorithm::native || issue.route != Route::host || issue.async ||
+      closed_.load(std::memory_order_acquire))
+    return false;
   bool ran = false;
   // Watchers change through the queue, so they are read under the execution lock.
   queue_->run_inline([&] {

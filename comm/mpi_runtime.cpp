@@ -11,6 +11,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "comm/open_mpi_defaults.h"
 #include "config.h"
@@ -27,6 +29,15 @@ namespace ringdp::comm {
 
 namespace {
 std::string g_terminate_prefix = "ringdp";
+// Leaked on purpose: the atexit hook that reads them may run after static destructors.
+std::mutex& exit_hooks_mutex() {
+  static auto* mutex = new std::mutex;
+  return *mutex;
+}
+std::vector<std::pair<int, std::function<void(const std::string&)>>>& exit_hooks() {
+  static auto* hooks = new std::vector<std::pair<int, std::function<void(const std::string&)>>>;
+  return *hooks;
+}
 std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is initialised
 
 int env_int(const char* name, int fallback) {
@@ -191,6 +202,7 @@ void mpi_ensure_initialized(bool single) {
     // Return codes instead of MPI's default abort, so failures become ringdp::Errors.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::atexit([] {
+      leave_job("its process is exiting");
       int finalized = 0;
       MPI_Finalized(&finalized);
       if (!finalized) MPI_Finalize();
@@ -246,6 +258,29 @@ bool mpi_is_initialized() { return false; }
 }
 [[noreturn]] void abort_job_from_thread(int code) { abort_job(code); }
 #endif
+
+int add_exit_hook(std::function<void(const std::string&)> leave) {
+  static int next = 0;
+  std::lock_guard lock(exit_hooks_mutex());
+  exit_hooks().emplace_back(++next, std::move(leave));
+  return next;
+}
+
+void drop_exit_hook(int handle) {
+  std::lock_guard lock(exit_hooks_mutex());
+  auto& hooks = exit_hooks();
+  std::erase_if(hooks, [&](const auto& hook) { return hook.first == handle; });
+}
+
+void leave_job(const std::string& why) {
+  std::lock_guard lock(exit_hooks_mutex());
+  auto& hooks = exit_hooks();
+  while (!hooks.empty()) {
+    auto leave = std::move(hooks.back().second);
+    hooks.pop_back();
+    leave(why);
+  }
+}
 
 [[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code) {
   const int world = launcher_world_size();

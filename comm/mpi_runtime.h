@@ -4,6 +4,7 @@
 // that can end the whole job.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace ringdp::comm {
@@ -55,6 +56,17 @@ bool mpi_allows_worker_thread();
 /// Prints "<prefix>: error: <message>" (rank-prefixed when the job has several ranks) on stderr
 /// and ends the whole job with `code`: what each app's main does with an escaped exception.
 [[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code);
+
+/// Registers what a communicator does when its process leaves the job (Communicator::leave, whose
+/// `why` its peers are told): run by leave_job, or at exit just before MPI_Finalize, so that no
+/// rank reaches MPI_Finalize (which waits for every rank) while a peer waits for it in a
+/// collective. Returns the handle drop_exit_hook takes.
+int add_exit_hook(std::function<void(const std::string& why)> leave);
+/// Forgets a hook (the communicator's destructor); waits for a leave_job running it.
+void drop_exit_hook(int handle);
+/// Runs every hook still registered, the newest first (a world's groups before it), and forgets
+/// them: what a Python process does at exit (bindings/torch), before torch's objects go.
+void leave_job(const std::string& why);
 
 /// Installs a std::terminate handler that reports the exception and calls abort_job, so an
 /// exception escaping on any thread (a communicator worker included) cannot leave peers waiting.

@@ -123,10 +123,10 @@ std::optional<SharedPlace> SharedAllocations::find(const void* data, size_t byte
   return std::nullopt;
 }
 
-void SharedAllocations::release() {
+void SharedAllocations::release(bool free) {
   // Unwinding from an error, this rank is on its way to MPI_Abort (fail_job) and the others may
   // never come to the collective free: leave the windows to the abort.
-  if (std::uncaught_exceptions() == 0)
+  if (free && std::uncaught_exceptions() == 0)
     for (Window& window : windows_)
       if (window.free) window.free();
   windows_.clear();

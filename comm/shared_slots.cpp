@@ -57,8 +57,12 @@ SharedSlots::SharedSlots(int rank, std::vector<void*> regions, size_t slot_bytes
   store_round(mine->call, 0);
 }
 
-SharedSlots::~SharedSlots() {
-  if (release_) release_();
+SharedSlots::~SharedSlots() { release(true); }
+
+void SharedSlots::release(bool free) {
+  auto release = std::move(release_);
+  release_ = nullptr;
+  if (free && release) release();
 }
 
 void* SharedSlots::begin_round() {

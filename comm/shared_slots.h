@@ -42,6 +42,10 @@ class SharedSlots {
   SharedSlots(int rank, std::vector<void*> regions, size_t slot_bytes, bool yield_while_waiting,
               std::function<void()> release);
   ~SharedSlots();
+  /// Frees the shared memory now (collective, as its `release`), or with `free` false leaves it
+  /// to MPI_Finalize or the abort (a peer will not free its part); once. The slots are unusable
+  /// after.
+  void release(bool free);
   SharedSlots(const SharedSlots&) = delete;
   SharedSlots& operator=(const SharedSlots&) = delete;
 

@@ -30,6 +30,15 @@ class SharedSlots;  // comm/shared_slots.h
 /// receive completes (test() true, or wait), the Request's peer is the rank it came from.
 constexpr int kAnySource = -1;
 
+/// What a wait that has gone on a while looks at besides its deadline: whether a peer it waits
+/// for has left (comm/departures.h).
+class WaitWatch {
+ public:
+  virtual ~WaitWatch() = default;
+  /// Throws when the wait can no longer finish.
+  virtual void check() = 0;
+};
+
 struct Request {
   uintptr_t handle = 0;
   int peer = -1;
@@ -170,12 +179,15 @@ class Transport {
     deadline_ = kNotStarted;
   }
   bool has_expiry_handler() const { return static_cast<bool>(on_expiry_); }
+  /// Asked wherever a wait reads its deadline (not owned; null: nothing watched).
+  void set_watch(WaitWatch* watch) { watch_ = watch; }
 
  protected:
   Transport() = default;
   /// For the transports of CUDA tensors (CudaStreamTransport).
   explicit Transport(bool device_memory) : device_memory_(device_memory) {}
   bool deadline_passed() {
+    if (watch_) watch_->check();
     const auto now = Clock::now();
     if (deadline_ == kNotStarted) {
       deadline_ = now + timeout_;
@@ -191,6 +203,7 @@ class Transport {
   Clock::time_point deadline_ = Clock::time_point::max();
   Clock::duration timeout_{};
   std::function<void()> on_expiry_;
+  WaitWatch* watch_ = nullptr;
   struct Scratch {
     Buffer buffer{nullptr, nullptr};
     size_t bytes = 0;

@@ -59,8 +59,38 @@ void Call::complete() {
   finish(error);
 }
 
+namespace {
+// The states of every Completions alive, for stop_all; a State outlives its Completions while a
+// detached thread still runs on it, and stop_all waits for that thread too.
+std::mutex g_states_mutex;
+std::vector<std::weak_ptr<void>> g_states;
+}  // namespace
+
 Completions::Completions() {
+  state_->running = kThreads;
+  {
+    std::lock_guard lock(g_states_mutex);
+    std::erase_if(g_states, [](const std::weak_ptr<void>& s) { return s.expired(); });
+    g_states.push_back(state_);
+  }
   for (int i = 0; i < kThreads; ++i) threads_.emplace_back([state = state_] { run(state); });
+}
+
+void Completions::stop(State& state) {
+  std::unique_lock lock(state.mutex);
+  state.stopping = true;
+  state.ready.notify_all();
+  state.stopped.wait(lock, [&] { return state.running == 0; });
+}
+
+void Completions::stop_all() {
+  std::vector<std::shared_ptr<void>> alive;
+  {
+    std::lock_guard lock(g_states_mutex);
+    for (const auto& weak : g_states)
+      if (auto state = weak.lock()) alive.push_back(std::move(state));
+  }
+  for (const auto& state : alive) stop(*static_cast<State*>(state.get()));
 }
 
 Completions::~Completions() {
@@ -83,9 +113,13 @@ Completions::~Completions() {
 void Completions::push(c10::intrusive_ptr<Call> call) {
   {
     std::lock_guard lock(state_->mutex);
-    state_->queue.push_back(std::move(call));
+    if (state_->running > 0) {
+      state_->queue.push_back(std::move(call));
+      state_->ready.notify_one();
+      return;
+    }
   }
-  state_->ready.notify_one();
+  call->complete();  // no thread left to do it (stop_all: the process is exiting)
 }
 
 void Completions::run(const std::shared_ptr<State>& state) {
@@ -94,7 +128,11 @@ void Completions::run(const std::shared_ptr<State>& state) {
     {
       std::unique_lock lock(state->mutex);
       state->ready.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
-      if (state->queue.empty()) return;  // stopping, and every call issued is complete
+      if (state->queue.empty()) {  // stopping, and every call issued is complete
+        --state->running;
+        state->stopped.notify_all();
+        return;
+      }
       call = std::move(state->queue.front());
       state->queue.pop_front();
     }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -73,16 +74,29 @@ class Completions {
   ~Completions();
   Completions(const Completions&) = delete;
   Completions& operator=(const Completions&) = delete;
-  /// Hands an issued call to the thread; calls complete in the order they are pushed.
+  /// Hands an issued call to the thread; calls complete in the order they are pushed. Once the
+  /// threads have stopped (stop_all), the call completes here, on the caller's thread.
   void push(c10::intrusive_ptr<Call> call);
+
+  /// Completes every call issued on every Completions alive and stops their threads, detached
+  /// ones included; returns when none runs. Python's exit runs it (bindings/torch/module.cpp)
+  /// while the interpreter still works: a call dropped on one of these threads can release the
+  /// last reference to a tensor Python owns, which needs the interpreter, and after it has begun
+  /// to finalize that thread was ended by force and the process aborted (issue #47). Call
+  /// without the GIL: a future's callback on these threads may be waiting for it.
+  static void stop_all();
 
  private:
   struct State {
     std::mutex mutex;
     std::condition_variable ready;
+    std::condition_variable stopped;
     std::deque<c10::intrusive_ptr<Call>> queue;
     bool stopping = false;
+    int running = 0;  // threads not yet out of run()
   };
+  /// Asks the threads of `state` to stop once its queue is empty, and waits until they have.
+  static void stop(State& state);
   static void run(const std::shared_ptr<State>& state);
 
   std::shared_ptr<State> state_ = std::make_shared<State>();

@@ -10,9 +10,12 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "bindings/torch/completions.h"
 #include "bindings/torch/process_group.h"
+#include "comm/mpi_runtime.h"
 #include "core/error.h"
 
 namespace py = pybind11;
@@ -84,6 +87,50 @@ c10::intrusive_ptr<BackendBase> create(const ::c10d::DistributedBackendOptions& 
       create_group(o.global_ranks_in_group, o.group_rank, o.group_size, o.timeout));
 }
 
+// Why this process leaves, as its peers are told (comm/departures.h): an uncaught exception's type
+// and message, recorded by the sys.excepthook below, which runs before Python's exit hooks.
+std::mutex g_why_mutex;
+std::string g_why = "its Python process is exiting";
+
+void record_uncaught(const py::object& type, const py::object& value) {
+  std::string text = py::str(type.attr("__name__"));
+  const std::string message = py::str(value);
+  if (!message.empty()) text += ": " + message;
+  std::lock_guard lock(g_why_mutex);
+  g_why = "its Python process is exiting after an uncaught " + text;
+}
+
+// Python's exit, before the interpreter finalizes: completes what the completion threads hold and
+// stops them (they may drop the last reference to a tensor Python owns, which needs a working
+// interpreter), then leaves every ringdp communicator alive, so that peers waiting for this rank
+// learn within seconds why it went, and MPI_Finalize later finds no peer inside a collective.
+void at_exit() {
+  py::gil_scoped_release no_gil;
+  Completions::stop_all();
+  std::string why;
+  {
+    std::lock_guard lock(g_why_mutex);
+    why = g_why;
+  }
+  ringdp::comm::leave_job(why);
+}
+
+// Chains a hook that records the uncaught exception to the one in place (torch's, a user's).
+void install_exit_hooks(py::module& m) {
+  py::module sys = py::module::import("sys");
+  py::object previous = sys.attr("excepthook");
+  sys.attr("excepthook") =
+      py::cpp_function([previous](py::object type, py::object value, py::object traceback) {
+        try {
+          record_uncaught(type, value);
+        } catch (const std::exception&) {  // a str() that raised: the default reason stays
+        }
+        previous(type, value, traceback);
+      });
+  m.def("_at_exit", &at_exit, "ringdp's exit hook (atexit): stops the completion threads, leaves the job");
+  py::module::import("atexit").attr("register")(m.attr("_at_exit"));
+}
+
 }  // namespace
 }  // namespace ringdp_torch
 
@@ -91,6 +138,7 @@ PYBIND11_MODULE(ringdp_torch, m) {
   m.doc() = "torch.distributed backend 'ringdp': import this module, then init_process_group('ringdp')";
   // Registers torch's ProcessGroup and Store with pybind11, which the creator's types need.
   py::module::import("torch.distributed");
+  ringdp_torch::install_exit_hooks(m);
   m.def("create_process_group", &ringdp_torch::create, py::arg("options"), py::arg("pg_options"),
         py::call_guard<py::gil_scoped_release>(),
         "The backend's creator, as torch.distributed calls it with extended_api=True: "

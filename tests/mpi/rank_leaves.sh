@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# A rank of a C++ program on ringdp that leaves (returns from main while its peers wait in a
+# collective, or leaves them one collective short) ends the job within seconds, non-zero, and the
+# ranks that waited print why, naming the rank that left (issue #47). A job where every rank
+# finishes exits 0. Before, each failing case waited for the collective timeout.
+#   tests/mpi/rank_leaves.sh MPIEXEC PROGRAM NP [LAUNCHER ARGS...]
+set -uo pipefail
+mpiexec=$1 program=$2 np=$3
+shift 3
+fail() { echo "FAIL: $*"; exit 1; }
+limit=20  # seconds
+job() {  # job MODE: sets $out, $rc and $seconds
+  local start=$SECONDS
+  out=$(timeout 100 "$mpiexec" "$@" -n "$np" "$program" "$mode" 2>&1)
+  rc=$? seconds=$((SECONDS - start))
+  [ $rc -ne 124 ] || fail "$mode on $np ranks hung: $out"
+  [ $seconds -le $limit ] || fail "$mode on $np ranks took $seconds s to end (limit $limit s): $out"
+}
+
+mode=return job "$@"
+[ $rc -ne 0 ] || fail "return: the job ended with exit 0: $out"
+for ((r = 0; r < np; r++)); do
+  [ $r -eq 1 ] && continue
+  grep -qE "rank $r: error: all_reduce #1 .*rank 1 left \(its communicator was destroyed\) after issuing 1 collective on this communicator, while rank $r waited for it" <<<"$out" ||
+    fail "return: rank $r printed no error naming rank 1: $out"
+done
+echo "ok: rank 1 returning from main ends the job in ${seconds}s, exit $rc; the others name it"
+
+mode=extra job "$@"
+[ $rc -ne 0 ] || fail "extra: the job ended with exit 0: $out"
+grep -qE "rank 0: error: all_reduce #2 .*rank [1-9] left \(its communicator was destroyed\) after issuing 2 collectives" <<<"$out" ||
+  fail "extra: rank 0's third all-reduce did not fail naming a rank that left: $out"
+echo "ok: a rank left alone in one collective more fails in ${seconds}s, naming who left"
+
+mode=finish job "$@"
+[ $rc -eq 0 ] || fail "finish: a job where every rank finished exited $rc: $out"
+echo "ok: a job where every rank finishes exits 0 in ${seconds}s"

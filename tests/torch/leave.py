@@ -1,0 +1,51 @@
+"""One rank's part of a PyTorch job on the ringdp backend in which one rank leaves while the others
+wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; before the second:
+  raise   rank 1 raises an uncaught ValueError
+  exit0   rank 1 calls sys.exit(0)
+  exit1   rank 1 calls sys.exit(1)
+  sigint  rank 1 gets SIGINT (Ctrl-C: an uncaught KeyboardInterrupt)
+  extra   rank 0 runs a third all_reduce, which no other rank runs; the others finish
+  finish  nobody leaves early: every rank finishes (exit 0)
+A rank whose all_reduce fails prints "rank R caught: <message>" and re-raises it.
+The default group's timeout stays torch's (30 minutes): only a departure can end these waits.
+    mpirun -n N python3 tests/torch/leave.py RENDEZVOUS_DIR MODE"""
+import os
+import signal
+import sys
+
+import torch
+import torch.distributed as dist
+
+import ringdp_torch  # noqa: F401  (its import registers the backend)
+
+rendezvous, mode = sys.argv[1], sys.argv[2]
+rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
+size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1")))
+dist.init_process_group("ringdp", init_method=f"file://{rendezvous}/store", rank=rank, world_size=size)
+
+
+def all_reduce():
+    t = torch.full((1000,), float(rank))
+    try:
+        dist.all_reduce(t)
+    except RuntimeError as e:
+        print(f"rank {rank} caught: {e}", flush=True)
+        raise
+    if t[0].item() != size * (size - 1) / 2:
+        sys.exit(f"rank {rank}: all_reduce gave {t[0].item()}")
+
+
+all_reduce()
+if rank == 1:
+    if mode == "raise":
+        raise ValueError("bad sample 17")
+    if mode == "exit0":
+        sys.exit(0)
+    if mode == "exit1":
+        sys.exit(1)
+    if mode == "sigint":
+        os.kill(os.getpid(), signal.SIGINT)
+all_reduce()
+if mode == "extra" and rank == 0:
+    all_reduce()
+print(f"rank {rank}: done", flush=True)

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A rank that leaves a PyTorch job on the ringdp backend (an uncaught exception, sys.exit(0) or
+# (1), Ctrl-C, or the others leaving while it runs one collective more) ends the job within
+# seconds, with a non-zero status, and each rank that waited for it gets a RuntimeError it can
+# catch, naming the rank that left and why (issue #47, docs/errors.md). Before, each case waited
+# out torch's 30-minute timeout. A job where every rank finishes still exits 0.
+#   tests/torch/test_leave.sh MPIEXEC BUILD_DIR NP
+set -uo pipefail
+mpiexec=$1 build=$2 np=$3
+script="$(cd "$(dirname "$0")" && pwd)/leave.py"
+fail() { echo "FAIL: $*"; exit 1; }
+if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+  echo "SKIPPED: no /usr/bin/python3 with torch (apt-get install python3-torch)"
+  exit 77
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_mpi_yield_when_idle=1
+limit=40  # seconds: torch start-up on 2 busy cores is most of it
+job() {  # job MODE: sets $out, $rc and $seconds
+  local start=$SECONDS dir
+  dir=$(mktemp -d -p "$work")
+  # shellcheck disable=SC2086  # launcher arguments split on purpose
+  out=$(timeout 120 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" /usr/bin/python3 "$script" "$dir" "$1" 2>&1)
+  rc=$? seconds=$((SECONDS - start))
+  [ $rc -ne 124 ] || fail "$1 on $np ranks hung: $out"
+  [ $seconds -le $limit ] || fail "$1 on $np ranks took $seconds s to end (limit $limit s): $out"
+}
+# caught_by_others WHY: every rank but 1 caught a RuntimeError naming rank 1 and WHY
+caught_by_others() {
+  local r
+  for ((r = 0; r < np; r++)); do
+    [ $r -eq 1 ] && continue
+    grep -qE "rank $r caught: ringdp: allreduce: all_reduce #1 .*rank 1 left \($1\) after issuing 1 collective on this communicator" <<<"$out" ||
+      fail "rank $r did not catch an error naming rank 1 ($1): $out"
+  done
+}
+
+for mode in raise exit0 exit1 sigint; do
+  job $mode
+  [ $rc -ne 0 ] || fail "$mode: the job ended with exit 0: $out"
+  case $mode in
+    raise) caught_by_others "its Python process is exiting after an uncaught ValueError: bad sample 17" ;;
+    sigint) caught_by_others "its Python process is exiting after an uncaught KeyboardInterrupt" ;;
+    *) caught_by_others "its Python process is exiting" ;;
+  esac
+  echo "ok: rank 1 leaving ($mode) ends the job in ${seconds}s, exit $rc, the others catch its reason"
+done
+
+job extra
+[ $rc -ne 0 ] || fail "extra: the job ended with exit 0: $out"
+grep -qE "rank 0 caught: ringdp: allreduce: all_reduce #2 .*rank [1-9] left \(its Python process is exiting\) after issuing 2 collectives" <<<"$out" ||
+  fail "extra: rank 0's third all_reduce did not fail naming a rank that left: $out"
+echo "ok: a rank left alone in one collective more fails in ${seconds}s, naming who left"
+
+job finish
+[ $rc -eq 0 ] || fail "finish: a job where every rank finished exited $rc: $out"
+[ "$(grep -o ': done' <<<"$out" | wc -l)" -eq "$np" ] || fail "finish: not every rank finished: $out"
+echo "ok: a job where every rank finishes exits 0 in ${seconds}s"

@@ -15,6 +15,10 @@ namespace ringdp::comm {
 struct CommOptions {
   /// Deadline of each collective; RINGDP_TIMEOUT (seconds) overrides the default.
   std::chrono::milliseconds timeout = std::chrono::seconds(300);
+  /// What a collective past its timeout does: false (ringdp's programs) prints the watchdog's
+  /// report and ends the job; true (the torch backend, as gloo) throws the report as an Error
+  /// from the waiting call and breaks the communicator: every later call fails naming it.
+  bool timeout_raises = false;
   /// Ring pipelining unit; 0 = automatic: 1 MiB when this node's ranks each have a core,
   /// 64 KiB when they share cores (measured: docs/benchmarks.md). RINGDP_SEGMENT_BYTES overrides.
   /// Under MPI this and every threshold below are agreed at init: the minimum over ranks

@@ -74,7 +74,7 @@ void Communicator::leave(const std::string& why) {
   CallQueue& queue = executor_.queue();
   queue.drain();
   std::lock_guard lock(queue.exec_mutex());
-  executor_.close(why);
+  executor_.close("has left the job (" + why + ")");
   if (!world_.departures) return;
   const bool free =
       world_.departures->leave(why, executor_.issued(), std::uncaught_exceptions() > 0, options_.timeout);

@@ -46,8 +46,8 @@ void Executor::kill(const Issue& issue, uint64_t sequence) {
 }
 
 void Executor::throw_closed(const Issue& issue) const {
-  RINGDP_FAIL(kind_name(issue.kind), " on rank ", rank_, ": this communicator has left the job (",
-              closed_why_, "); it runs no more calls");
+  RINGDP_FAIL(kind_name(issue.kind), " on rank ", rank_, ": this communicator ", closed_why_,
+              "; it runs no more calls");
 }
 
 void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body) {
@@ -173,6 +173,14 @@ void Executor::record_collective(const Issue& issue, uint64_t sequence, timeline
 }
 
 void Executor::report_deadline(const Position& where) {
+  if (options_.timeout_raises) {
+    // The ranks now disagree on where they are, and this one's requests may still be posted: no
+    // later call could be trusted, so none runs.
+    const std::string report = detail::concat("rank ", rank_, ": ", where.describe(), " exceeded ",
+                                              options_.timeout.count() / 1000.0, " s");
+    close("is broken: " + report);
+    throw Error(report);
+  }
   std::fprintf(stderr, "ringdp: rank %d: %s exceeded %.3g s; ending the job\n", rank_,
                where.describe().c_str(), options_.timeout.count() / 1000.0);
   abort_job(1);

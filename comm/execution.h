@@ -137,10 +137,10 @@ class Executor {
                              int tag);
   /// Collectives issued so far (what a rank that leaves tells its peers, comm/departures.h).
   uint64_t issued() const { return sequence_; }
-  /// From now on every call fails at once with `why` (the communicator has left the job, and
-  /// what its collectives need, the shared windows, may be gone).
-  void close(std::string why) {
-    closed_why_ = std::move(why);
+  /// From now on every call fails at once, saying the communicator `state` ("has left the job
+  /// (...)": what its collectives need, the shared windows, may be gone; "is broken: ...").
+  void close(std::string state) {
+    closed_why_ = std::move(state);
     closed_.store(true, std::memory_order_release);
   }
   /// Sends and receives are numbered apart: they involve some ranks only.
@@ -148,7 +148,8 @@ class Executor {
   CallQueue& queue() { return *queue_; }
   Transport& host() { return routes_.host(); }
   const CommOptions& options() const { return options_; }
-  /// A wait passed the collective timeout: reports where, ends the job.
+  /// A wait passed the collective timeout: reports where and ends the job, or with
+  /// CommOptions::timeout_raises closes this executor and throws the report.
   [[noreturn]] void report_deadline(const Position& where);
 
  private:

@@ -51,6 +51,12 @@ void Call::complete() {
       keep(e);
     }
   }
+  if (error)
+    // A collective that failed (a timeout, a peer that left) may have left receives posted on
+    // this memory, which a late peer's message can still reach: it must never be freed. Leaked,
+    // and never destroyed, since a tensor's destructor may need the interpreter (few bytes of
+    // handles per failed call; the group is broken after the first).
+    new std::deque<TensorView>(std::move(views_));
   views_.clear();  // the borrowed memory is torch's again
   if (error)
     future_->setError(error);

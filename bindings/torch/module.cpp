@@ -34,6 +34,8 @@ std::shared_ptr<ringdp::comm::Communicator> create_world(int rank, int size,
   // torch's timeout (init_process_group(timeout=...), 30 min by default) is the watchdog's, unless
   // RINGDP_TIMEOUT says otherwise.
   options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  // As gloo: a call past it raises the watchdog's report, catchable, and the group is broken.
+  options.timeout_raises = true;
   if (options.timeout > ringdp::comm::kMaxTimeout) options.timeout = ringdp::comm::kMaxTimeout;
   auto communicator = ringdp::comm::Communicator::init(options);
   RINGDP_CHECK(communicator->size() == size, "torch.distributed asks for world_size ", size, " but MPI has ",

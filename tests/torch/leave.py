@@ -6,12 +6,18 @@ wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; bef
   sigint  rank 1 gets SIGINT (Ctrl-C: an uncaught KeyboardInterrupt)
   extra   rank 0 runs a third all_reduce, which no other rank runs; the others finish
   finish  nobody leaves early: every rank finishes (exit 0)
+  timeout the group's timeout is 3 s and rank 1 sleeps 8 s: the others' all_reduce raises the
+          watchdog's report, their next call says the group is broken, and on leaving they end
+          the job after waiting 3 s more for rank 1
 A rank whose all_reduce fails prints "rank R caught: <message>" and re-raises it.
-The default group's timeout stays torch's (30 minutes): only a departure can end these waits.
+The default group's timeout stays torch's (30 minutes) but in `timeout`: only a departure can end
+these waits.
     mpirun -n N python3 tests/torch/leave.py RENDEZVOUS_DIR MODE"""
+import datetime
 import os
 import signal
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -21,7 +27,8 @@ import ringdp_torch  # noqa: F401  (its import registers the backend)
 rendezvous, mode = sys.argv[1], sys.argv[2]
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
 size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1")))
-dist.init_process_group("ringdp", init_method=f"file://{rendezvous}/store", rank=rank, world_size=size)
+timeout = {"timeout": datetime.timedelta(seconds=3)} if mode == "timeout" else {}
+dist.init_process_group("ringdp", init_method=f"file://{rendezvous}/store", rank=rank, world_size=size, **timeout)
 
 
 def all_reduce():
@@ -45,6 +52,13 @@ if rank == 1:
         sys.exit(1)
     if mode == "sigint":
         os.kill(os.getpid(), signal.SIGINT)
+    if mode == "timeout":
+        time.sleep(8)
+if mode == "timeout" and rank != 1:
+    try:
+        all_reduce()
+    except RuntimeError:
+        all_reduce()  # the group is broken: raises at once
 all_reduce()
 if mode == "extra" and rank == 0:
     all_reduce()

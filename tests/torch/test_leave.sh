@@ -55,6 +55,20 @@ grep -qE "rank 0 caught: ringdp: allreduce: all_reduce #2 .*rank [1-9] left \(it
   fail "extra: rank 0's third all_reduce did not fail naming a rank that left: $out"
 echo "ok: a rank left alone in one collective more fails in ${seconds}s, naming who left"
 
+job timeout
+[ $rc -ne 0 ] || fail "timeout: the job ended with exit 0: $out"
+for ((r = 0; r < np; r++)); do
+  [ $r -eq 1 ] && continue
+  grep -qE "rank $r caught: ringdp: allreduce: rank $r: all_reduce #1 \(.*waiting for rank 1\) exceeded 3 s" <<<"$out" ||
+    fail "timeout: rank $r did not catch the watchdog's report: $out"
+  grep -qE "rank $r caught: ringdp: allreduce: all_reduce on rank $r: this communicator is broken: rank $r: all_reduce #1 .* exceeded 3 s; it runs no more calls" <<<"$out" ||
+    fail "timeout: rank $r's next call did not say the group is broken: $out"
+done
+# Rank 1 sleeps past the others' wait for it to leave, which the timeout also bounds: they end it.
+grep -qE "ringdp: rank [02]: left the job, but rank\(s\) 1 did not leave within 3 s \(the collective timeout\); ending the job" <<<"$out" ||
+  fail "timeout: the others did not end the job for rank 1, which never came: $out"
+echo "ok: a timeout raises the watchdog's report (${seconds}s in all), the group is broken after it"
+
 job finish
 [ $rc -eq 0 ] || fail "finish: a job where every rank finished exited $rc: $out"
 [ "$(grep -o ': done' <<<"$out" | wc -l)" -eq "$np" ] || fail "finish: not every rank finished: $out"

@@ -102,9 +102,7 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_
   for (MpiTransport* t : {transport.get(), host_transport.get(), cross_transport.get()})
     t->set_yield_when_idle(yield);
   for (MPI_Comm* c : {&hosts.node, &hosts.host, &hosts.cross}) RINGDP_MPI_CHECK(MPI_Comm_free(c));
-  // The whole job's communicator waits for every rank when it leaves (comm/departures.h); a group
-  // never does, which is also why it has no shared memory.
-  auto departures = std::make_unique<MpiDepartures>(transport->comm(), shared_memory);
+  auto departures = std::make_unique<MpiDepartures>(transport->user_comm(), transport->tag_upper_bound());
   for (MpiTransport* t : {transport.get(), host_transport.get(), cross_transport.get()})
     t->set_watch(departures.get());
   return DiscoveredWorld{.transport = std::move(transport),
@@ -118,9 +116,49 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_
                          .departures = std::move(departures)};
 }
 
+// MPI_COMM_WORLD ordered by the ranks the processes ask for (CommOptions::rank): a split keyed on
+// them, after every rank has seen every rank's request (so all refuse alike what is not a
+// permutation). MPI_COMM_WORLD itself when they are MPI's ranks.
+MPI_Comm ordered_world(int asked) {
+  int rank = 0, size = 1;
+  RINGDP_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  RINGDP_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  std::vector<int> asked_by(static_cast<size_t>(size));  // asked_by[MPI rank]
+  RINGDP_MPI_CHECK(MPI_Allgather(&asked, 1, MPI_INT, asked_by.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  std::vector<int> holder(static_cast<size_t>(size), -1);  // holder[asked rank] = MPI rank
+  for (int r = 0; r < size; ++r) {
+    const int wanted = asked_by[static_cast<size_t>(r)];
+    RINGDP_CHECK(wanted >= 0 && wanted < size, "MPI rank ", r, " asked for rank ", wanted, ", outside 0..",
+                 size - 1, " (", size,
+                 " ranks); give each process its own rank, e.g. from OMPI_COMM_WORLD_RANK, ",
+                 "PMI_RANK or SLURM_PROCID");
+    int& first = holder[static_cast<size_t>(wanted)];
+    RINGDP_CHECK(
+        first < 0, "MPI ranks ", first, " and ", r, " both asked for rank ", wanted,
+        "; the ranks must be a permutation of 0..", size - 1,
+        ": give each process its own rank, e.g. from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID");
+    first = r;
+  }
+  bool identity = true;
+  for (int r = 0; r < size; ++r) identity = identity && asked_by[static_cast<size_t>(r)] == r;
+  if (identity) return MPI_COMM_WORLD;
+  MPI_Comm ordered = MPI_COMM_NULL;
+  RINGDP_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, 0, asked, &ordered));
+  return ordered;
+}
+
 DiscoveredWorld mpi_world(CommOptions& options) {
   mpi_ensure_initialized(options.mpi_thread == MpiThread::single);
-  return mpi_world_over(options, MPI_COMM_WORLD, true);
+  MPI_Comm base = options.rank < 0 ? MPI_COMM_WORLD : ordered_world(options.rank);
+  if (base == MPI_COMM_WORLD) return mpi_world_over(options, base, true);
+  try {
+    DiscoveredWorld world = mpi_world_over(options, base, true);
+    RINGDP_MPI_CHECK(MPI_Comm_free(&base));  // the transports hold duplicates of it
+    return world;
+  } catch (...) {
+    MPI_Comm_free(&base);
+    throw;
+  }
 }
 
 // The members must have named the same ranks in the same order: compared by the list's hash once

@@ -24,7 +24,7 @@ struct DiscoveredWorld {
   int hosts = 1;
   bool uniform_hosts = true;  ///< every host holds as many ranks
   const char* bootstrap = "local";  ///< "mpi" under an MPI launcher
-  /// How its ranks learn that one has left (comm/departures.h); null in a world of one.
+  /// How its ranks learn that one has left (comm/departures.h); null without MPI.
   std::unique_ptr<Departures> departures;
 };
 

@@ -19,6 +19,10 @@ struct CommOptions {
   /// report and ends the job; true (the torch backend, as gloo) throws the report as an Error
   /// from the waiting call and breaks the communicator: every later call fails naming it.
   bool timeout_raises = false;
+  /// The rank this process asks for in the world (torch's rank), -1 for MPI's own. The ranks asked
+  /// for must be a permutation of 0..size-1, else every rank throws the same Error naming the
+  /// first rank asked for twice or out of range; the world is MPI's, ordered by them.
+  int rank = -1;
   /// Ring pipelining unit; 0 = automatic: 1 MiB when this node's ranks each have a core,
   /// 64 KiB when they share cores (measured: docs/benchmarks.md). RINGDP_SEGMENT_BYTES overrides.
   /// Under MPI this and every threshold below are agreed at init: the minimum over ranks

@@ -4,7 +4,10 @@
 // tests/unit/test_algorithm_choice.cpp.
 #include "comm/communicator.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <string_view>
+#include <thread>
 
 #include "comm/mpi_runtime.h"
 #include "comm/shared_slots.h"
@@ -30,6 +33,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks,
     RINGDP_CHECK(!seen[static_cast<size_t>(r)], "group: rank ", r, " is listed twice");
     seen[static_cast<size_t>(r)] = true;
   }
+  executor_.check_open("group");
   RINGDP_CHECK(seen[static_cast<size_t>(rank_)], "group: this rank (", rank_,
                ") is not in the list; only a group's members create it, the others call nothing");
   CommOptions options = options_;
@@ -58,11 +62,16 @@ Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whol
       shared_slots_(world_.transport->shared_slots()),
       routes_(*world_.transport, options_, world_.local_rank),
       executor_(routes_, options_, rank_, size_, world_.transport->tag_upper_bound()) {
-  if (world_.departures) exit_hook_ = add_exit_hook([this](const std::string& why) { leave(why); });
-  if (!whole_job) return;
-  if (rank_ == 0) settings::warn_unknown_variables();
-  FaultPlan::from_environment().check_ranks(size_);
-  timeline::start_from_environment(rank_);
+  if (whole_job) {
+    if (rank_ == 0) settings::warn_unknown_variables();
+    FaultPlan::from_environment().check_ranks(size_);
+    timeline::start_from_environment(rank_);
+  }
+  // Last: a constructor that throws runs no destructor, which would leave the hook behind.
+  if (world_.departures) {
+    world_.departures->watch_position(&executor_.position());
+    exit_hook_ = add_exit_hook([this](const std::string& why) { leave(why); });
+  }
 }
 
 void Communicator::leave(const std::string& why) {
@@ -73,14 +82,45 @@ void Communicator::leave(const std::string& why) {
   // run while another communicator's call is inside MPI (one queue serves them all).
   CallQueue& queue = executor_.queue();
   queue.drain();
-  std::lock_guard lock(queue.exec_mutex());
+  std::unique_lock lock(queue.exec_mutex());
   executor_.close("has left the job (" + why + ")");
-  if (!world_.departures) return;
-  const bool free =
-      world_.departures->leave(why, executor_.issued(), std::uncaught_exceptions() > 0, options_.timeout);
+  Departures* departures = world_.departures.get();
+  if (!departures || !mpi_is_initialized()) return;  // a program may have finalized MPI itself
+  // Only the shared windows need every rank at teardown; every rank has the same ones.
+  const bool shared = shared_slots_ || !shared_allocations_.empty();
+  const bool unwinding = std::uncaught_exceptions() > 0;
+  departures->announce(why, executor_.finished(), shared && !unwinding);
+  bool free = false;
+  if (shared && !unwinding) {
+    await_peers(lock);
+    free = departures->everyone_frees_shared();
+  }
+  departures->stop_listening();
   // Collective when `free`: every rank is here, and each frees in the same order.
   shared_allocations_.release(free);
   if (shared_slots_) shared_slots_->release(free);
+}
+
+void Communicator::await_peers(std::unique_lock<std::mutex>& exec_lock) {
+  // Waiting here may last (a peer still computing, or inside a collective that has yet to see
+  // this rank's notice): sleep between looks, growing to 10 ms, without the execution lock, so
+  // that another communicator's calls go on meanwhile.
+  const auto since = std::chrono::steady_clock::now();
+  auto pause = std::chrono::microseconds(20);
+  bool said = false;
+  while (!world_.departures->everyone_left()) {
+    exec_lock.unlock();
+    std::this_thread::sleep_for(pause);
+    exec_lock.lock();
+    pause = std::min(pause * 2, std::chrono::microseconds(10000));
+    if (!said && std::chrono::steady_clock::now() - since > options_.timeout) {
+      std::fprintf(stderr,
+                   "ringdp: rank %d: has left the job and waits for rank(s) %s to leave too before freeing "
+                   "the shared memory (longer than the collective timeout already)\n",
+                   rank_, world_.departures->missing().c_str());
+      said = true;
+    }
+  }
 }
 
 Communicator::~Communicator() {
@@ -118,6 +158,7 @@ std::string Communicator::shared_refusal() const {
 Tensor Communicator::allocate_shared(Shape shape, DType dtype) {
   // Every rank reaches the same answer: the world's shape and MPI's window model are the same
   // for all, so none waits below for a rank that was refused.
+  executor_.check_open("allocate_shared");
   const std::string refusal = shared_refusal();
   RINGDP_CHECK(refusal.empty(), refusal);
   void* data = nullptr;

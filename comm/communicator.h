@@ -143,6 +143,9 @@ class Communicator {
   /// world's, waits for them all and frees the shared windows (comm/departures.h). Run by the
   /// destructor or, for a communicator still alive then, when the process exits (leave_job).
   void leave(const std::string& why);
+  /// leave()'s wait for every peer's notice; `exec_lock` holds the execution lock, let go between
+  /// looks.
+  void await_peers(std::unique_lock<std::mutex>& exec_lock);
   /// Why allocate_shared() cannot be served here, or an empty string.
   std::string shared_refusal() const;
   /// Runs a described collective (comm/collectives.cpp): the library call in place when nothing
@@ -163,11 +166,11 @@ class Communicator {
   bool whole_job_ = true;  ///< the world's communicator, not a group
   SharedSlots* shared_slots_ = nullptr;  ///< the world transport's, read once: every all_reduce asks
   Routes routes_;
-  /// allocate_shared()'s windows, freed in the destructor with the slots' (both collective).
+  /// allocate_shared()'s windows, freed by leave() with the slots' (both collective).
   SharedAllocations shared_allocations_;
   std::mutex leave_mutex_;
   bool left_ = false;
-  int exit_hook_ = 0;  ///< comm/mpi_runtime.h's handle; 0 in a world of one
+  int exit_hook_ = 0;  ///< comm/mpi_runtime.h's handle; 0 without MPI
   Executor executor_;  // last: its queue is destroyed first, so queued calls still find everything above
 };
 

@@ -4,21 +4,24 @@
 // peer may be gone.
 //
 // Leaving tells every peer why (the exception's message where the process knows it) and how many
-// collectives this rank had issued. A peer's wait that has gone on a while (the transports' slow
-// path, every 256 polls, where the deadline is read) looks for such a notice and fails with
-// PeerLeft, naming the rank and why. The world's communicator then waits, on leaving, for every
-// peer's notice: only then are all ranks at teardown and may free the shared-memory windows
-// (MPI_Win_free is collective), and only if every rank said it would (a rank unwinding towards
-// MPI_Abort does not wait and says it will not). A group's leaving is local: torch drops a group at
-// each rank's own time, while its peers may be inside another collective that needs this rank.
-// The implementation over MPI: comm/mpi_departures.h. Tested by tests/mpi/rank_leaves.sh and
-// tests/torch/test_leave.sh.
+// collectives this rank finished before it left or before its first failure. A peer's collective
+// wait that has gone on a while (the transports' slow path, every 256 polls, where the deadline is
+// read) looks for such notices, and fails with PeerLeft, naming the rank and why, when a rank that
+// left had not finished the collective being waited for: it never will. A rank that finished it
+// is not blamed: its messages are on their way. Only a communicator with shared-memory windows
+// (the world's, on one host) waits on leaving for every peer's notice: only then are all ranks at
+// teardown, so freeing the windows (MPI_Win_free, collective) meets no rank still inside a
+// collective, and only if every rank said it would (a rank unwinding towards MPI_Abort says it
+// will not). Any other leaving is local: torch drops a group at each rank's own time, while its
+// peers may be inside another collective that needs this rank. Not watched: send/recv (some
+// ranks only), MPI's own collectives (they block inside MPI). The implementation over MPI:
+// comm/mpi_departures.h. Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 
+#include "comm/position.h"
 #include "comm/transport.h"
 #include "core/error.h"
 
@@ -32,12 +35,23 @@ class PeerLeft : public Error {
 
 class Departures : public WaitWatch {
  public:
-  /// Tells every peer this rank leaves (`why`, `issued` collectives), once. The world's
-  /// communicator then waits up to `limit` for every peer's notice, ending the job past it and
-  /// naming the ranks that did not come; `unwinding` (an exception on its way to MPI_Abort) waits
-  /// for none. Returns whether the shared windows may be freed: every rank waited and said so.
-  virtual bool leave(const std::string& why, uint64_t issued, bool unwinding,
-                     std::chrono::milliseconds limit) = 0;
+  /// Where this rank is (not owned): check() compares its collective's sequence number with what
+  /// each rank that left had finished.
+  void watch_position(const Position* position) { position_ = position; }
+  /// Tells every peer, once, that this rank leaves: `why`, the collectives it `finished`, and
+  /// whether it will free the shared windows. Never blocks.
+  virtual void announce(const std::string& why, uint64_t finished, bool frees_shared) = 0;
+  /// Takes the notices that have arrived; true once every peer's has. Never blocks.
+  virtual bool everyone_left() = 0;
+  /// Once everyone_left(): whether every peer said it frees the shared windows.
+  virtual bool everyone_frees_shared() const = 0;
+  /// The ranks whose notice has not arrived, as "1, 3".
+  virtual std::string missing() const = 0;
+  /// Takes no more notices (the communicator has left).
+  virtual void stop_listening() = 0;
+
+ protected:
+  const Position* position_ = nullptr;
 };
 
 }  // namespace ringdp::comm

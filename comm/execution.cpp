@@ -45,12 +45,12 @@ void Executor::kill(const Issue& issue, uint64_t sequence) {
   std::abort();  // SIGKILL cannot be caught; this only tells the compiler
 }
 
-void Executor::throw_closed(const Issue& issue) const {
-  RINGDP_FAIL(kind_name(issue.kind), " on rank ", rank_, ": this communicator ", closed_why_,
-              "; it runs no more calls");
+void Executor::throw_closed(const char* what) const {
+  RINGDP_FAIL(what, " on rank ", rank_, ": this communicator ", closed_why_, "; it runs no more calls");
 }
 
 void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction& fault, BodyRef body) {
+  check_open(kind_name(issue.kind));  // again, under the lock: a call queued before the close
   if (fault.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(fault.delay_ms));
   position_ = Position{.kind = issue.kind,
                        .sequence = sequence,
@@ -89,11 +89,18 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
     call.ctx.end_steps();
     call.settle();
   } catch (const PeerLeft& e) {
-    throw PeerLeft(detail::concat(position_.describe(), ": ", e.what()));
+    first_failed_ = std::min(first_failed_, sequence);
+    const std::string report = detail::concat(position_.describe(), ": ", e.what());
+    close("is broken: " + report);  // its peers disagree on where they are now
+    throw PeerLeft(report);
   } catch (const Error& e) {
+    first_failed_ = std::min(first_failed_, sequence);
     if (!transport.device_memory()) throw;
     // A CUDA or NCCL error names the call that failed; say which collective and step it was in.
     throw Error(detail::concat(position_.describe(), " on rank ", rank_, ": ", e.what()));
+  } catch (...) {
+    first_failed_ = std::min(first_failed_, sequence);
+    throw;
   }
   if (began != timeline::Clock::time_point{}) record_collective(issue, sequence, began);
 }

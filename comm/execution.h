@@ -11,6 +11,7 @@
 // anyway); the queue's worker runs asynchronous calls, holding exec_mutex() while it does.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -135,8 +136,15 @@ class Executor {
   /// send_counts[this rank], naming both. Over the host transport, with the call's tag.
   void check_pairwise_counts(std::span<const int64_t> send_counts, std::span<const int64_t> recv_counts,
                              int tag);
-  /// Collectives issued so far (what a rank that leaves tells its peers, comm/departures.h).
-  uint64_t issued() const { return sequence_; }
+  /// Collectives this rank finished before its first failure, or issued if none failed: what a
+  /// rank that leaves tells its peers (comm/departures.h).
+  uint64_t finished() const { return std::min(sequence_, first_failed_); }
+  /// Where this rank is: the collective running or last run, its step (comm/departures.h reads it).
+  const Position& position() const { return position_; }
+  /// Throws, naming `what`, once close() has been called.
+  void check_open(const char* what) const {
+    if (closed_.load(std::memory_order_acquire)) throw_closed(what);
+  }
   /// From now on every call fails at once, saying the communicator `state` ("has left the job
   /// (...)": what its collectives need, the shared windows, may be gone; "is broken: ...").
   void close(std::string state) {
@@ -166,7 +174,7 @@ class Executor {
   /// Anything that must see each collective: asked once per call, under the execution lock.
   bool watched() const { return watchers_ || timeline::enabled(); }
   [[noreturn]] void kill(const Issue& issue, uint64_t sequence);
-  [[noreturn]] void throw_closed(const Issue& issue) const;
+  [[noreturn]] void throw_closed(const char* what) const;
 
   Routes& routes_;
   const CommOptions& options_;
@@ -178,6 +186,7 @@ class Executor {
   bool watchers_ = false;  // a fault plan, DETAIL or a step observer (the timeline is asked apart)
   std::atomic<bool> closed_{false};  // close() was called: read by every call, so not the string
   std::string closed_why_;
+  uint64_t first_failed_ = UINT64_MAX;  // the sequence number of the first collective that threw
   uint64_t sequence_ = 0;  // collectives issued: every rank issues each one, so it is part of their tags
   uint64_t p2p_sequence_ = 0;  // sends and receives: between some ranks only, so numbered apart
   SharedSlots* host_slots_ = nullptr;  // the host transport's, where all ranks share one host
@@ -190,7 +199,7 @@ class Executor {
 
 template <typename F>
 Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F body) {
-  if (closed_.load(std::memory_order_acquire)) throw_closed(issue);
+  check_open(kind_name(issue.kind));
   // Point-to-point calls involve some ranks only: counting them with the collectives would put
   // the ranks that took part one collective ahead of the others in every later tag.
   const bool p2p = issue.kind == CollectiveKind::send || issue.kind == CollectiveKind::recv;

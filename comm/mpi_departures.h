@@ -1,10 +1,11 @@
-// MpiDepartures: comm/departures.h over MPI. Each rank keeps one receive posted from any rank on a
-// communicator of its own (a duplicate of the communicator's, so no collective's or user's message
-// can match it). Leaving sends every peer one notice: why, how many collectives this rank had
-// issued, and whether it frees the shared windows. check() tests that receive; once a peer's
-// notice is older than kGrace the wait fails. (The grace: a peer that finished its part of a
-// collective and left may have sent messages still in flight, on another communicator, which MPI
-// does not order with the notice.) Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
+// MpiDepartures: comm/departures.h over MPI. Each rank keeps one receive posted from any rank on
+// the communicator of send/recv, under the one tag no user may take (MPI_TAG_UB: user receives
+// always name their tag, and collectives travel elsewhere); leaving sends every peer one small
+// notice there. That communicator is never freed (comm/mpi_transport.cpp says why), so a notice
+// that no peer takes any more reaches no later communicator, and it costs no communicator of its
+// own. Every call is made by the thread
+// that holds the call queue's exec_mutex (MPI_THREAD_SERIALIZED): check() from a collective's wait,
+// the rest from Communicator::leave. Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
 #pragma once
 
 #include <chrono>
@@ -22,43 +23,41 @@ namespace ringdp::comm {
 
 class MpiDepartures final : public Departures {
  public:
-  /// How long a peer's notice waits for messages it sent before it to arrive.
-  static constexpr std::chrono::milliseconds kGrace{500};
-
-  /// Collective over `comm` (it duplicates it); `whole_job`: the world's communicator, whose
-  /// leaving waits for every peer.
-  MpiDepartures(MPI_Comm comm, bool whole_job);
-  /// Cancels the standing receive; frees nothing collective.
+  /// Over `user_comm` (MpiTransport::user_comm(), not owned), with `tag` (its MPI_TAG_UB).
+  MpiDepartures(MPI_Comm user_comm, int tag);
+  /// Cancels the standing receive if the communicator never left; frees nothing collective.
   ~MpiDepartures() override;
+  MpiDepartures(const MpiDepartures&) = delete;
+  MpiDepartures& operator=(const MpiDepartures&) = delete;
 
-  /// Throws PeerLeft when a peer's notice arrived more than kGrace ago.
+  /// Throws PeerLeft when a rank that left had not finished the collective this rank waits in.
   void check() override;
-  bool leave(const std::string& why, uint64_t issued, bool unwinding,
-             std::chrono::milliseconds limit) override;
+  void announce(const std::string& why, uint64_t finished, bool frees_shared) override;
+  bool everyone_left() override;
+  bool everyone_frees_shared() const override;
+  std::string missing() const override;
+  void stop_listening() override;
 
  private:
   struct Notice {
-    uint64_t issued = 0;
+    uint64_t finished = 0;
     int32_t frees_shared = 0;
     char why[244] = {};
   };
   struct Arrival {
     bool arrived = false;
     bool frees_shared = false;
-    std::chrono::steady_clock::time_point at;
     std::string why;
-    uint64_t issued = 0;
+    uint64_t finished = 0;
   };
   /// Takes every notice that has arrived, reposting the receive after each; never blocks.
   void take_arrivals();
   [[noreturn]] void throw_left(int peer) const;
-  void await_everyone(std::chrono::milliseconds limit);
-  void cancel_receive();
 
   MPI_Comm control_ = MPI_COMM_NULL;
+  int tag_ = 0;
   int rank_ = 0, size_ = 1;
-  bool whole_job_ = false;
-  bool left_ = false;
+  bool announced_ = false;
   MPI_Request receive_ = MPI_REQUEST_NULL;
   Notice incoming_;
   int arrived_count_ = 0;

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,13 +30,17 @@ namespace ringdp::comm {
 
 namespace {
 std::string g_terminate_prefix = "ringdp";
-// Leaked on purpose: the atexit hook that reads them may run after static destructors.
-std::mutex& exit_hooks_mutex() {
-  static auto* mutex = new std::mutex;
-  return *mutex;
-}
-std::vector<std::pair<int, std::function<void(const std::string&)>>>& exit_hooks() {
-  static auto* hooks = new std::vector<std::pair<int, std::function<void(const std::string&)>>>;
+// The communicators' exit hooks (add_exit_hook), and which one runs now.
+struct ExitHooks {
+  std::mutex mutex;
+  std::condition_variable done;
+  std::vector<std::pair<int, std::function<void(const std::string&)>>> hooks;
+  int running = 0;
+  pid_t pid = 0;  // the process that registered them
+};
+// Leaked on purpose: the atexit hook that reads it may run after static destructors.
+ExitHooks& exit_hooks() {
+  static auto* hooks = new ExitHooks;
   return *hooks;
 }
 std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is initialised
@@ -261,24 +266,36 @@ bool mpi_is_initialized() { return false; }
 
 int add_exit_hook(std::function<void(const std::string&)> leave) {
   static int next = 0;
-  std::lock_guard lock(exit_hooks_mutex());
-  exit_hooks().emplace_back(++next, std::move(leave));
+  std::lock_guard lock(exit_hooks().mutex);
+  if (exit_hooks().pid == 0) exit_hooks().pid = getpid();
+  exit_hooks().hooks.emplace_back(++next, std::move(leave));
   return next;
 }
 
 void drop_exit_hook(int handle) {
-  std::lock_guard lock(exit_hooks_mutex());
-  auto& hooks = exit_hooks();
-  std::erase_if(hooks, [&](const auto& hook) { return hook.first == handle; });
+  ExitHooks& state = exit_hooks();
+  std::unique_lock lock(state.mutex);
+  std::erase_if(state.hooks, [&](const auto& hook) { return hook.first == handle; });
+  state.done.wait(lock, [&] { return state.running != handle; });
 }
 
 void leave_job(const std::string& why) {
-  std::lock_guard lock(exit_hooks_mutex());
-  auto& hooks = exit_hooks();
-  while (!hooks.empty()) {
-    auto leave = std::move(hooks.back().second);
-    hooks.pop_back();
+  ExitHooks& state = exit_hooks();
+  std::unique_lock lock(state.mutex);
+  // A child forked from a rank (os.fork(), a DataLoader's worker) shares its peers' view of the
+  // communicators but is not a rank: its exit must tell them nothing.
+  if (state.pid != getpid()) return;
+  while (!state.hooks.empty()) {
+    auto [handle, leave] = std::move(state.hooks.back());
+    state.hooks.pop_back();
+    // Run unlocked: a hook may wait long (for its peers), and a group being made meanwhile, on
+    // another thread, registers its own hook while it holds the execution lock the hook needs.
+    state.running = handle;
+    lock.unlock();
     leave(why);
+    lock.lock();
+    state.running = 0;
+    state.done.notify_all();
   }
 }
 

@@ -7,6 +7,8 @@
 #include <pybind11/pybind11.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -24,7 +26,7 @@ namespace ringdp_torch {
 namespace {
 
 // The default group's communicator, which new_group's groups are made from (torch numbers a
-// group's ranks in the default group, which is the MPI world).
+// group's ranks in the default group: the MPI world, ordered by torch's ranks).
 std::mutex g_world_mutex;
 std::weak_ptr<ringdp::comm::Communicator> g_world;
 
@@ -36,6 +38,9 @@ std::shared_ptr<ringdp::comm::Communicator> create_world(int rank, int size,
   options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   // As gloo: a call past it raises the watchdog's report, catchable, and the group is broken.
   options.timeout_raises = true;
+  // torch may number the ranks in another order than MPI (node-major numbering under --map-by
+  // node, or any permutation a launch script computes), as gloo allows.
+  options.rank = rank;
   if (options.timeout > ringdp::comm::kMaxTimeout) options.timeout = ringdp::comm::kMaxTimeout;
   auto communicator = ringdp::comm::Communicator::init(options);
   RINGDP_CHECK(communicator->size() == size, "torch.distributed asks for world_size ", size, " but MPI has ",
@@ -46,9 +51,10 @@ std::shared_ptr<ringdp::comm::Communicator> create_world(int rank, int size,
                      "(MPICH) or srun -n N python3 script.py; torchrun and mp.spawn start processes MPI does "
                      "not know (docs/torch.md)"
                    : "; pass world_size from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS (docs/torch.md)");
-  RINGDP_CHECK(communicator->rank() == rank, "torch.distributed says this is rank ", rank,
-               " but MPI says rank ", communicator->rank(),
-               "; pass rank from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID (docs/torch.md)");
+  // Under a launcher the world is ordered by torch's ranks (CommOptions::rank), so this holds
+  // there; a world of one has only rank 0.
+  RINGDP_CHECK(communicator->rank() == rank, "torch.distributed says this is rank ", rank, " of ", size,
+               ", but this process runs alone (no MPI launcher started it)");
   return communicator;
 }
 
@@ -106,7 +112,10 @@ void record_uncaught(const py::object& type, const py::object& value) {
 // stops them (they may drop the last reference to a tensor Python owns, which needs a working
 // interpreter), then leaves every ringdp communicator alive, so that peers waiting for this rank
 // learn within seconds why it went, and MPI_Finalize later finds no peer inside a collective.
+pid_t g_importer = 0;  // the process that imported the module: a rank, not a child forked from one
+
 void at_exit() {
+  if (getpid() != g_importer) return;  // a forked child has no completion threads and is no rank
   py::gil_scoped_release no_gil;
   Completions::stop_all();
   std::string why;
@@ -119,6 +128,7 @@ void at_exit() {
 
 // Chains a hook that records the uncaught exception to the one in place (torch's, a user's).
 void install_exit_hooks(py::module& m) {
+  g_importer = getpid();
   py::module sys = py::module::import("sys");
   py::object previous = sys.attr("excepthook");
   sys.attr("excepthook") =

@@ -1,10 +1,11 @@
 // One rank of a job in which a rank leaves while its peers wait for it, for tests/mpi/rank_leaves.sh
 // (issue #47). Every rank runs two all-reduces of 1000 floats; before the second:
-//   return   rank 1 prints an error and returns 1 from main, as a C++ program that catches its
+//   return   rank 1 prints an error and returns 2 from main, as a C++ program that catches its
 //            error does: its communicator is destroyed on the way out, not aborted
 //   extra    rank 0 runs a third all-reduce that no other rank runs; the others return 0
 //   finish   nobody leaves early
-// A rank whose all-reduce fails prints "rank R: error: <message>" and returns 2. Without the
+// A rank whose all-reduce fails prints "rank R: error: <message>" and returns 2 (every failing rank
+// returns 2, so the job's status does not depend on which the launcher saw first). Without the
 // departure notices each case but `finish` waited for the 300 s collective timeout.
 //   mpirun -n N rank_leaves MODE
 #include <cstdio>
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
     comm->all_reduce(t);
     if (mode == "return" && rank == 1) {
       std::fprintf(stderr, "rank 1: error: giving up after all-reduce #0\n");
-      return 1;
+      return 2;
     }
     comm->all_reduce(t);
     if (mode == "extra" && rank == 0) comm->all_reduce(t);

@@ -21,14 +21,14 @@ mode=return job "$@"
 [ $rc -ne 0 ] || fail "return: the job ended with exit 0: $out"
 for ((r = 0; r < np; r++)); do
   [ $r -eq 1 ] && continue
-  grep -qE "rank $r: error: all_reduce #1 .*rank 1 left \(its communicator was destroyed\) after issuing 1 collective on this communicator, while rank $r waited for it" <<<"$out" ||
+  grep -qE "rank $r: error: all_reduce #1 .*rank 1 left \(its communicator was destroyed\) after finishing 1 collective on this communicator, while rank $r waited for it" <<<"$out" ||
     fail "return: rank $r printed no error naming rank 1: $out"
 done
 echo "ok: rank 1 returning from main ends the job in ${seconds}s, exit $rc; the others name it"
 
 mode=extra job "$@"
 [ $rc -ne 0 ] || fail "extra: the job ended with exit 0: $out"
-grep -qE "rank 0: error: all_reduce #2 .*rank [1-9] left \(its communicator was destroyed\) after issuing 2 collectives" <<<"$out" ||
+grep -qE "rank 0: error: all_reduce #2 .*rank [1-9] left \(its communicator was destroyed\) after finishing 2 collectives" <<<"$out" ||
   fail "extra: rank 0's third all-reduce did not fail naming a rank that left: $out"
 echo "ok: a rank left alone in one collective more fails in ${seconds}s, naming who left"
 

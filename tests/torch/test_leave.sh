@@ -33,7 +33,7 @@ caught_by_others() {
   local r
   for ((r = 0; r < np; r++)); do
     [ $r -eq 1 ] && continue
-    grep -qE "rank $r caught: ringdp: allreduce: all_reduce #1 .*rank 1 left \($1\) after issuing 1 collective on this communicator" <<<"$out" ||
+    grep -qE "rank $r caught: ringdp: allreduce: all_reduce #1 .*rank 1 left \($1\) after finishing 1 collective on this communicator" <<<"$out" ||
       fail "rank $r did not catch an error naming rank 1 ($1): $out"
   done
 }
@@ -51,7 +51,7 @@ done
 
 job extra
 [ $rc -ne 0 ] || fail "extra: the job ended with exit 0: $out"
-grep -qE "rank 0 caught: ringdp: allreduce: all_reduce #2 .*rank [1-9] left \(its Python process is exiting\) after issuing 2 collectives" <<<"$out" ||
+grep -qE "rank 0 caught: ringdp: allreduce: all_reduce #2 .*rank [1-9] left \(its Python process is exiting\) after finishing 2 collectives" <<<"$out" ||
   fail "extra: rank 0's third all_reduce did not fail naming a rank that left: $out"
 echo "ok: a rank left alone in one collective more fails in ${seconds}s, naming who left"
 
@@ -64,9 +64,12 @@ for ((r = 0; r < np; r++)); do
   grep -qE "rank $r caught: ringdp: allreduce: all_reduce on rank $r: this communicator is broken: rank $r: all_reduce #1 .* exceeded 3 s; it runs no more calls" <<<"$out" ||
     fail "timeout: rank $r's next call did not say the group is broken: $out"
 done
-# Rank 1 sleeps past the others' wait for it to leave, which the timeout also bounds: they end it.
-grep -qE "ringdp: rank [02]: left the job, but rank\(s\) 1 did not leave within 3 s \(the collective timeout\); ending the job" <<<"$out" ||
-  fail "timeout: the others did not end the job for rank 1, which never came: $out"
+# Rank 1, late, finds the others gone (they finished 1 collective) and learns why; the others
+# waited for it to leave, saying so once past the timeout.
+grep -qE "rank 1 caught: ringdp: allreduce: all_reduce #[12] .*rank [02] left \(its Python process is exiting after an uncaught RuntimeError: .*\) after finishing 1 collective" <<<"$out" ||
+  fail "timeout: rank 1, late, did not learn that the others left and why: $out"
+grep -qE "ringdp: rank [02]: has left the job and waits for rank\(s\) 1 to leave too" <<<"$out" ||
+  fail "timeout: the others did not say whom they wait for: $out"
 echo "ok: a timeout raises the watchdog's report (${seconds}s in all), the group is broken after it"
 
 job finish

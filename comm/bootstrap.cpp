@@ -147,18 +147,24 @@ MPI_Comm ordered_world(int asked) {
   return ordered;
 }
 
+// mpi_world_over on a communicator made for it, which it then frees (the transports hold
+// duplicates of it), whether it succeeds or not.
+DiscoveredWorld mpi_world_over_made(CommOptions& options, MPI_Comm made, bool shared_memory) {
+  try {
+    DiscoveredWorld world = mpi_world_over(options, made, shared_memory);
+    RINGDP_MPI_CHECK(MPI_Comm_free(&made));
+    return world;
+  } catch (...) {
+    MPI_Comm_free(&made);
+    throw;
+  }
+}
+
 DiscoveredWorld mpi_world(CommOptions& options) {
   mpi_ensure_initialized(options.mpi_thread == MpiThread::single);
   MPI_Comm base = options.rank < 0 ? MPI_COMM_WORLD : ordered_world(options.rank);
   if (base == MPI_COMM_WORLD) return mpi_world_over(options, base, true);
-  try {
-    DiscoveredWorld world = mpi_world_over(options, base, true);
-    RINGDP_MPI_CHECK(MPI_Comm_free(&base));  // the transports hold duplicates of it
-    return world;
-  } catch (...) {
-    MPI_Comm_free(&base);
-    throw;
-  }
+  return mpi_world_over_made(options, base, true);
 }
 
 // The members must have named the same ranks in the same order: compared by the list's hash once
@@ -210,14 +216,7 @@ DiscoveredWorld mpi_group(CommOptions& options, const MpiTransport& parent, std:
   // No shared-memory slots: freeing their window is collective, and torch frees a group when each
   // rank's Python drops it (del, garbage collection), while its peers may be inside another
   // collective: the first rank there would wait for them, and they for it.
-  try {
-    DiscoveredWorld world = mpi_world_over(options, comm, false);
-    RINGDP_MPI_CHECK(MPI_Comm_free(&comm));  // the transports hold duplicates of it
-    return world;
-  } catch (...) {
-    MPI_Comm_free(&comm);
-    throw;
-  }
+  return mpi_world_over_made(options, comm, false);
 }
 
 }  // namespace

@@ -10,10 +10,11 @@
 #include <span>
 
 #include "comm/comm_options.h"
-#include "comm/departures.h"
 #include "comm/transport.h"
 
 namespace ringdp::comm {
+
+class Departures;  // comm/departures.h: not installed, so not included by the installed headers
 
 struct DiscoveredWorld {
   std::unique_ptr<Transport> transport;  ///< every rank: MpiTransport, or LocalTransport alone

@@ -4,11 +4,16 @@
 #include <exception>
 #include <utility>
 
+#include "core/error.h"
 #include "core/timeline.h"
 
 namespace ringdp::comm {
 
 CallQueue::~CallQueue() {
+  if (in_forked_child()) {
+    if (worker_.joinable()) new std::thread(std::move(worker_));  // the parent's thread, never ours
+    return;
+  }
   {
     std::lock_guard lock(queue_mutex_);
     stopping_ = true;
@@ -41,7 +46,14 @@ void run_into(const std::function<void()>& call, const Work& work) {
 }
 }  // namespace
 
+void CallQueue::refuse_in_child() {
+  RINGDP_FAIL(
+      "this communicator belongs to the process this one was forked from; a forked child (os.fork(), "
+      "a DataLoader worker) shares no communicator with it: make the collective calls in the parent");
+}
+
 Work CallQueue::run(std::function<void()> call, bool async) {
+  if (in_forked_child()) refuse_in_child();
   if (!async && run_inline(call)) return Work::returned();
   if (caller_thread_only_) {
     // Nothing is ever queued here, so a blocking call ran above; this is an asynchronous one.

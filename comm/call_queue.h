@@ -23,6 +23,7 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/mpi_runtime.h"
 #include "comm/work.h"
 
 namespace ringdp::comm {
@@ -33,7 +34,8 @@ class CallQueue {
   /// The process's queue, made when the first communicator needs it and shared by every
   /// communicator alive (RINGDP_MPI_THREAD's single applies to it as a whole).
   static std::shared_ptr<CallQueue> for_process();
-  /// Runs what is still queued, then stops the worker.
+  /// Runs what is still queued, then stops the worker. In a forked child (comm/mpi_runtime.h) the
+  /// worker is the parent's: let go, not joined.
   ~CallQueue();
   CallQueue(const CallQueue&) = delete;
   CallQueue& operator=(const CallQueue&) = delete;
@@ -43,15 +45,16 @@ class CallQueue {
   /// error) when the worker has run it.
   Work run(std::function<void()> call, bool async);
   /// Returns when everything issued before it has run (a communicator's last act: its queued calls
-  /// use its members).
+  /// use its members). At once in a forked child, which runs nothing.
   void drain() {
-    run([] {}, false);
+    if (!in_forked_child()) run([] {}, false);
   }
   /// The blocking fast path without the std::function run() would build (a heap allocation per
   /// call, docs/benchmarks.md): runs `call` on this thread and returns true when nothing is
   /// queued or running; returns false, running nothing, otherwise (then use run()).
   template <typename F>
   bool run_inline(F&& call) {
+    if (in_forked_child()) refuse_in_child();
     // One load instead of the queue's lock, on every blocking call (docs/benchmarks.md). A call
     // queued by another thread after this load may still take exec_mutex first, as it could
     // after the lock was released: calls issued from several threads at once have no order
@@ -75,6 +78,8 @@ class CallQueue {
 
  private:
   void worker_loop();
+  /// Throws: a forked child cannot use its parent's communicators.
+  [[noreturn]] static void refuse_in_child();
 
   std::mutex exec_mutex_;
   std::mutex queue_mutex_;

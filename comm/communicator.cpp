@@ -9,6 +9,7 @@
 #include <string_view>
 #include <thread>
 
+#include "comm/departures.h"
 #include "comm/mpi_runtime.h"
 #include "comm/shared_slots.h"
 #include "core/settings.h"
@@ -17,6 +18,7 @@
 namespace ringdp::comm {
 
 std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
+  mark_owner_process();
   options = with_environment(options);
   FaultPlan::from_environment();  // a malformed RINGDP_FAULT is an error now, before any collective
   DiscoveredWorld world = bootstrap_world(options);
@@ -124,6 +126,14 @@ void Communicator::await_peers(std::unique_lock<std::mutex>& exec_lock) {
 }
 
 Communicator::~Communicator() {
+  if (in_forked_child()) {
+    // MPI, the shared windows and the worker thread are the parent's: freeing any of them here
+    // would free the parent's (or wait for a thread this process does not have). Let them go.
+    shared_allocations_.release(false);
+    routes_.abandon();
+    new DiscoveredWorld(std::move(world_));
+    return;  // the executor's queue drains nothing in a child (comm/call_queue.h)
+  }
   if (exit_hook_) drop_exit_hook(exit_hook_);
   leave("its communicator was destroyed");
   // Freeing the transports' MPI communicators must not run while another communicator's call is

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "comm/comm_options.h"
 #include "comm/envelope.h"
 #include "comm/fault.h"
+#include "comm/mpi_runtime.h"
 #include "comm/position.h"
 #include "comm/routes.h"
 #include "comm/work.h"
@@ -112,7 +114,12 @@ class Executor {
   Executor(Routes& routes, const CommOptions& options, int rank, int size, int tag_upper_bound);
   /// Waits for this communicator's queued calls (the queue outlives it when other communicators
   /// share it).
-  ~Executor() { queue_->drain(); }
+  ~Executor() {
+    queue_->drain();
+    // A forked child must not destroy the queue: its condition variables have waiters in the
+    // parent (the worker), and destroying one of those waits for them forever.
+    if (in_forked_child()) new std::shared_ptr<CallQueue>(std::move(queue_));
+  }
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 

@@ -43,7 +43,8 @@ void MpiDepartures::take_arrivals() {
     arrival = Arrival{.arrived = true,
                       .frees_shared = incoming_.frees_shared != 0,
                       .why = std::string(incoming_.why, strnlen(incoming_.why, sizeof(incoming_.why))),
-                      .finished = incoming_.finished};
+                      .finished = incoming_.finished,
+                      .order = arrived_count_};
     if (arrived_count_ == size_ - 1) return;  // every peer has left: nothing more will come
     RINGDP_MPI_CHECK(
         MPI_Irecv(&incoming_, sizeof(Notice), MPI_BYTE, MPI_ANY_SOURCE, tag_, control_, &receive_));
@@ -56,10 +57,16 @@ void MpiDepartures::check() {
   if (position_->kind == CollectiveKind::send || position_->kind == CollectiveKind::recv) return;
   take_arrivals();
   if (arrived_count_ == 0) return;
+  // The first to leave is named: the others may have left because of it (their own collective
+  // failed when it left).
+  int first = -1;
   for (int peer = 0; peer < size_; ++peer) {
     const Arrival& arrival = arrivals_[static_cast<size_t>(peer)];
-    if (arrival.arrived && arrival.finished <= position_->sequence) throw_left(peer);
+    if (arrival.arrived && arrival.finished <= position_->sequence &&
+        (first < 0 || arrival.order < arrivals_[static_cast<size_t>(first)].order))
+      first = peer;
   }
+  if (first >= 0) throw_left(first);
 }
 
 void MpiDepartures::throw_left(int peer) const {
@@ -77,6 +84,7 @@ void MpiDepartures::announce(const std::string& why, uint64_t finished, bool fre
   // completes, which nothing here can learn (a few hundred bytes per communicator).
   auto* notice = new Notice{.finished = finished, .frees_shared = frees_shared ? 1 : 0, .why = {}};
   std::strncpy(notice->why, why.c_str(), sizeof(notice->why) - 1);
+  if (why.size() >= sizeof(notice->why)) std::memcpy(notice->why + sizeof(notice->why) - 4, "...", 3);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     MPI_Request request = MPI_REQUEST_NULL;

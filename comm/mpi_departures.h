@@ -49,6 +49,7 @@ class MpiDepartures final : public Departures {
     bool frees_shared = false;
     std::string why;
     uint64_t finished = 0;
+    int order = 0;  // 1 for the first notice to arrive, 2 for the next...
   };
   /// Takes every notice that has arrived, reposting the receive after each; never blocks.
   void take_arrivals();

@@ -2,6 +2,7 @@
 // failure).
 #include "comm/mpi_runtime.h"
 
+#include <pthread.h>
 #include <unistd.h>
 #include <atomic>
 #include <condition_variable>
@@ -36,7 +37,6 @@ struct ExitHooks {
   std::condition_variable done;
   std::vector<std::pair<int, std::function<void(const std::string&)>>> hooks;
   int running = 0;
-  pid_t pid = 0;  // the process that registered them
 };
 // Leaked on purpose: the atexit hook that reads it may run after static destructors.
 ExitHooks& exit_hooks() {
@@ -44,6 +44,10 @@ ExitHooks& exit_hooks() {
   return *hooks;
 }
 std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is initialised
+// Set in a child forked after mark_owner_process(), by a pthread_atfork handler: a flag, not a
+// getpid() comparison, since every blocking call asks (a system call is a visible part of a small
+// collective's cost, docs/benchmarks.md).
+std::atomic<bool> g_forked{false};
 
 int env_int(const char* name, int fallback) {
   const char* value = std::getenv(name);
@@ -207,6 +211,7 @@ void mpi_ensure_initialized(bool single) {
     // Return codes instead of MPI's default abort, so failures become ringdp::Errors.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::atexit([] {
+      if (in_forked_child()) return;  // MPI is the parent's: finalizing it here would be the parent's
       leave_job("its process is exiting");
       int finalized = 0;
       MPI_Finalized(&finalized);
@@ -264,10 +269,16 @@ bool mpi_is_initialized() { return false; }
 [[noreturn]] void abort_job_from_thread(int code) { abort_job(code); }
 #endif
 
+void mark_owner_process() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, [] { g_forked.store(true); }); });
+}
+
+bool in_forked_child() { return g_forked.load(std::memory_order_relaxed); }
+
 int add_exit_hook(std::function<void(const std::string&)> leave) {
   static int next = 0;
   std::lock_guard lock(exit_hooks().mutex);
-  if (exit_hooks().pid == 0) exit_hooks().pid = getpid();
   exit_hooks().hooks.emplace_back(++next, std::move(leave));
   return next;
 }
@@ -284,7 +295,7 @@ void leave_job(const std::string& why) {
   std::unique_lock lock(state.mutex);
   // A child forked from a rank (os.fork(), a DataLoader's worker) shares its peers' view of the
   // communicators but is not a rank: its exit must tell them nothing.
-  if (state.pid != getpid()) return;
+  if (in_forked_child()) return;
   while (!state.hooks.empty()) {
     auto [handle, leave] = std::move(state.hooks.back());
     state.hooks.pop_back();

@@ -57,6 +57,14 @@ bool mpi_allows_worker_thread();
 /// and ends the whole job with `code`: what each app's main does with an escaped exception.
 [[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code);
 
+/// Records that this process owns the job's state (MPI, the communicators' threads): the first
+/// call wins. Communicator creation calls it.
+void mark_owner_process();
+/// True in a process forked from the owner after mark_owner_process() (os.fork(), a DataLoader's
+/// worker): MPI and the communicators' threads are the parent's, and the child must touch
+/// neither. Its communicators refuse every call, naming the fork, and are let go unfreed.
+bool in_forked_child();
+
 /// Registers what a communicator does when its process leaves the job (Communicator::leave, whose
 /// `why` its peers are told): run by leave_job, or at exit just before MPI_Finalize, so that no
 /// rank reaches MPI_Finalize (which waits for every rank) while a peer waits for it in a

@@ -34,6 +34,11 @@ class Routes {
     nccl_transport_.reset();
     mpi_cuda_transport_.reset();
   }
+  /// Lets the CUDA transports go without destroying them (a forked child: they are the parent's).
+  void abandon() {
+    (void)nccl_transport_.release();
+    (void)mpi_cuda_transport_.release();
+  }
 
  private:
   Transport& device_transport(Route route);

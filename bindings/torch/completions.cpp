@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "comm/mpi_runtime.h"
 #include "core/error.h"
 
 namespace ringdp_torch {
@@ -100,6 +101,12 @@ void Completions::stop_all() {
 }
 
 Completions::~Completions() {
+  if (ringdp::comm::in_forked_child()) {
+    // The threads are the parent's: this process has none to stop or join (joining one crashed).
+    for (std::thread& thread : threads_) new std::thread(std::move(thread));
+    new std::shared_ptr<State>(std::move(state_));  // its condition variables have the parent's waiters
+    return;
+  }
   {
     std::lock_guard lock(state_->mutex);
     state_->stopping = true;

@@ -7,8 +7,6 @@
 #include <pybind11/pybind11.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include <unistd.h>
-
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -112,10 +110,9 @@ void record_uncaught(const py::object& type, const py::object& value) {
 // stops them (they may drop the last reference to a tensor Python owns, which needs a working
 // interpreter), then leaves every ringdp communicator alive, so that peers waiting for this rank
 // learn within seconds why it went, and MPI_Finalize later finds no peer inside a collective.
-pid_t g_importer = 0;  // the process that imported the module: a rank, not a child forked from one
-
 void at_exit() {
-  if (getpid() != g_importer) return;  // a forked child has no completion threads and is no rank
+  // A child forked from a rank has no completion threads and is no rank (comm/mpi_runtime.h).
+  if (ringdp::comm::in_forked_child()) return;
   py::gil_scoped_release no_gil;
   Completions::stop_all();
   std::string why;
@@ -128,7 +125,6 @@ void at_exit() {
 
 // Chains a hook that records the uncaught exception to the one in place (torch's, a user's).
 void install_exit_hooks(py::module& m) {
-  g_importer = getpid();
   py::module sys = py::module::import("sys");
   py::object previous = sys.attr("excepthook");
   sys.attr("excepthook") =

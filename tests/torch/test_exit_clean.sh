@@ -7,22 +7,10 @@
 set -uo pipefail
 mpiexec=$1 build=$2 np=$3 runs=$4
 script="$(cd "$(dirname "$0")" && pwd)/exit_clean.py"
-fail() { echo "FAIL: $*"; exit 1; }
-if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
-  echo "SKIPPED: no /usr/bin/python3 with torch (apt-get install python3-torch)"
-  exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_mpi_yield_when_idle=1
+source "$(dirname "$0")/jobs.sh"
 start=$SECONDS
 for ((run = 1; run <= runs; run++)); do
-  dir=$(mktemp -d -p "$work")
-  # shellcheck disable=SC2086  # launcher arguments split on purpose
-  out=$(timeout 120 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" /usr/bin/python3 "$script" "$dir" 2>&1)
-  rc=$?
+  job run
   [ $rc -eq 0 ] || fail "run $run of $runs exited $rc: $out"
   ! grep -q "terminate called" <<<"$out" || fail "run $run of $runs: $out"
   [ "$(grep -o ': done' <<<"$out" | wc -l)" -eq "$np" ] || fail "run $run of $runs: not every rank finished: $out"

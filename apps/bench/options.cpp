@@ -5,18 +5,26 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "comm/mpi_runtime.h"
 #include "config.h"
 #include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/file_identity.h"
 #include "core/settings.h"
 #include "kernels/device_memory.h"
 
 namespace ringdp::bench {
 
 namespace {
+// The largest size a sweep may name: 1 TiB, above any one buffer a host here can hold.
+constexpr int64_t kMaxSizeBytes = int64_t{1} << 40;
+
 int64_t parse_size(const std::string& text, const char* flag) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
@@ -32,16 +40,36 @@ int64_t parse_size(const std::string& text, const char* flag) {
     scale = 1024.0 * 1024 * 1024;
   else
     RINGDP_CHECK(suffix.empty(), flag, ": '", text, "' has an unknown suffix '", suffix, "' (K, M or G)");
-  return static_cast<int64_t>(value * scale);
+  // Checked before the cast: 1e30 (or inf) bytes came out as a negative extent, and a huge -e as
+  // a -b larger than it.
+  const double bytes = value * scale;
+  RINGDP_CHECK(std::isfinite(bytes) && bytes <= static_cast<double>(kMaxSizeBytes), flag, ": '", text,
+               "' is out of range: a size is 0 to 1024G (", kMaxSizeBytes, " bytes)");
+  return static_cast<int64_t>(bytes);
 }
 
 // The rows are written after the whole sweep: a missing folder is found before it starts.
 const CLI::Validator kOutputFile(
     [](std::string& path) -> std::string {
+      if (path.empty()) return "an empty path; name a file";
       const std::string problem = output_folder_problem(path);
       return problem.empty() ? problem : "'" + path + "': " + problem;
     },
     "PATH");
+
+// An empty path names no file (it wrote nothing, exit 0), and the two outputs must be two files
+// (--csv X --json X kept only the JSON): what is wrong, or "".
+std::string outputs_problem(const CLI::App& app, const Options& o) {
+  const std::vector<NamedPath> outputs = {{"--csv", o.csv_path, true}, {"--json", o.json_path, true}};
+  for (const NamedPath& p : outputs)
+    if (app.count(p.flag) > 0 && p.path.empty()) return p.flag + ": an empty path; name a file";
+  try {
+    require_distinct_outputs(outputs);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
 }  // namespace
 
 std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
@@ -111,6 +139,11 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
     return 0;
   } catch (const CLI::ParseError& e) {
     if (rank_zero) std::fprintf(stderr, "ringdp-bench: error: %s\n", e.what());
+    return 2;
+  }
+  const std::string problem = outputs_problem(app, o);
+  if (!problem.empty()) {
+    if (rank_zero) std::fprintf(stderr, "ringdp-bench: error: %s\n", problem.c_str());
     return 2;
   }
   return std::nullopt;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "apps/train/comm_hook_setup.h"
 #include "apps/train/explain.h"
@@ -12,6 +14,7 @@
 #include "apps/train/trainer.h"
 #include "comm/mpi_runtime.h"
 #include "core/atomic_file.h"
+#include "core/file_identity.h"
 #include "core/settings.h"
 
 using namespace ringdp;
@@ -76,6 +79,7 @@ const CLI::Validator kNonNegative = number_check(true);
 // The folder of a file written after training must be there before it, not found missing after.
 const CLI::Validator kOutputFile(
     [](std::string& path) -> std::string {
+      if (path.empty()) return "an empty path; name a file";
       const std::string problem = output_folder_problem(path);
       return problem.empty() ? problem : "'" + path + "': " + problem;
     },
@@ -197,6 +201,36 @@ void add_optimizer_options(CLI::App& app, train::TrainConfig& config) {
 
 bool is_rank_zero() { return comm::launcher_rank() == 0; }
 
+// The files a run reads and writes.
+void add_file_options(CLI::App& app, train::TrainConfig& config) {
+  app.add_option("--data", config.data_path, "numeric CSV, last column the target (default: synthetic data)");
+  app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0")
+      ->check(kOutputFile);
+  app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kCount);
+  add_resume_option(app, config.resume);
+  app.add_option("--init", config.init_path, "initial parameters (JSON)");
+  app.add_option("--export", config.export_path, "write final parameters (JSON) from rank 0")
+      ->check(kOutputFile);
+}
+
+// What is wrong with the files named on the command line, or "".
+std::string paths_problem(const CLI::App& app, const train::TrainConfig& config) {
+  const std::vector<NamedPath> paths = {{"--data", config.data_path, false},
+                                        {"--init", config.init_path, false},
+                                        {"--checkpoint", config.checkpoint_path, true},
+                                        {"--export", config.export_path, true}};
+  for (const NamedPath& p : paths)
+    if (app.count(p.flag) > 0 && p.path.empty())
+      return p.flag + ": an empty path; name a file" +
+             (p.flag == "--data" ? " (leave --data out to train on synthetic data)" : "");
+  try {
+    require_distinct_outputs(paths);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
 // Training, or under --explain one step told (of DDP with SGD, or with --zero of ZeRO).
 int run_job(const train::TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
   train::check_optimizer_flags(config);
@@ -236,7 +270,6 @@ int main(int argc, char** argv) {
       ->check(kSeed);
   bool no_shuffle = false;
   app.add_flag("--no-shuffle", no_shuffle, "keep the data order fixed across epochs");
-  app.add_option("--data", config.data_path, "numeric CSV, last column the target (default: synthetic data)");
   app.add_option("--device", config.device, "cpu, cuda or auto (cuda when available)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--backend", config.backend, "auto, mpi or nccl")
@@ -247,13 +280,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(
           {"auto", "ring", "recursive_doubling", "rabenseifner", "shared_memory", "native", "hierarchical"}));
   add_bucket_options(app, config);
-  app.add_option("--checkpoint", config.checkpoint_path, "checkpoint file written by rank 0")
-      ->check(kOutputFile);
-  app.add_option("--save-every", config.save_every, "epochs between checkpoints")->check(kCount);
-  add_resume_option(app, config.resume);
-  app.add_option("--init", config.init_path, "initial parameters (JSON)");
-  app.add_option("--export", config.export_path, "write final parameters (JSON) from rank 0")
-      ->check(kOutputFile);
+  add_file_options(app, config);
   app.add_option("--timeout", timeout, "seconds before a stuck collective ends the job")->check(kTimeout);
   app.add_flag("--verbose", config.verbose, "every rank reports");
   bool no_overlap = false;
@@ -278,6 +305,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Every rank parses the same arguments and fails the same way; one message is enough.
     if (is_rank_zero()) std::fprintf(stderr, "ringdp-train: error: %s\n", e.what());
+    return 2;
+  }
+  // An empty path names no file: ignored, --data "" trained on synthetic data and --export ""
+  // wrote nothing, exit 0. And no output may be an input or the other output, however spelled.
+  const std::string path_problem = paths_problem(app, config);
+  if (!path_problem.empty()) {
+    if (is_rank_zero()) std::fprintf(stderr, "ringdp-train: error: %s\n", path_problem.c_str());
     return 2;
   }
   config.shuffle = !no_shuffle;

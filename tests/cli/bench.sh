@@ -89,6 +89,27 @@ case "$case_name" in
     done
     echo "ok: bad flags exit 2 naming the flag and value; --help lists every flag"
     ;;
+  paths)
+    # #48: --csv and --json naming one file (it kept only the JSON), and empty paths (they wrote
+    # nothing, exit 0), are refused before the sweep; sizes past 1024G, inf among them, are named
+    # with their flag (1e30 came out as "negative extent", a huge -e as "-b is larger than -e").
+    run 2 all_reduce -b 8 -e 8 --csv "$work/out" --json "$work/./out"
+    expect 2 "--csv '$work/out' is the same file as --json '$work/./out': it would be overwritten by this run's other output"
+    ! grep -q "Out of bounds" <<<"$out" || fail "--csv and --json on one file: the sweep ran first: $out"
+    for flag in --csv --json; do
+      run 2 all_reduce -b 8 -e 8 "$flag" ""
+      expect 2 "$flag: an empty path; name a file"
+    done
+    for size in 1e30 inf; do
+      run 2 all_reduce -b "$size"
+      expect 2 "-b: '$size' is out of range: a size is 0 to 1024G (1099511627776 bytes)"
+    done
+    run 2 all_reduce -e 17179869184G
+    expect 2 "-e: '17179869184G' is out of range"
+    run 2 all_reduce -f 1 -i 1e30
+    expect 2 "-i: '1e30' is out of range"
+    echo "ok: one file for two outputs, empty paths and sizes out of range exit 2 naming the flag"
+    ;;
   shared-buffers)
     # --buffers shared: every row's tensors are views of allocate_shared's buffers (the direct
     # all-reduce for all_reduce), every collective and dtype still checks clean in and out of place.

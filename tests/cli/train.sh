@@ -89,6 +89,26 @@ case "$case_name" in
       expect_error 1 "backend nccl: ringdp was built without NCCL" 2 --backend nccl --device cpu
     fi
     ;;
+  paths)
+    # #48: an output that is an input or the other output, however spelled (./, .., a link, a file
+    # not made yet), is refused before any work, and the file is left as it was; an empty path is
+    # named, not taken as "no file".
+    printf '1,2,3\n4,5,6\n' >"$work/d.csv"
+    cp "$work/d.csv" "$work/d.before"
+    ln -s d.csv "$work/link.csv"
+    expect_error 2 "--checkpoint '$work/./d.csv' is the same file as --data '$work/d.csv': it would be overwritten by this run's output" \
+      2 --data "$work/d.csv" --checkpoint "$work/./d.csv"
+    expect_error 2 "--export '$work/link.csv' is the same file as --data '$work/d.csv'" 2 --data "$work/d.csv" --export "$work/link.csv"
+    mkdir "$work/sub"
+    expect_error 2 "--checkpoint '$work/ck.bin' is the same file as --export '$work/sub/../ck.bin': it would be overwritten by this run's other output" \
+      2 --epochs 1 --checkpoint "$work/ck.bin" --export "$work/sub/../ck.bin"
+    cmp -s "$work/d.csv" "$work/d.before" || fail "a refused run changed the data file"
+    [ ! -e "$work/ck.bin" ] || fail "a refused run wrote its checkpoint"
+    expect_error 2 "--data: an empty path; name a file (leave --data out to train on synthetic data)" 2 --data ""
+    expect_error 2 "--init: an empty path; name a file" 2 --init ""
+    expect_error 2 "--checkpoint: an empty path; name a file" 2 --checkpoint ""
+    expect_error 2 "--export: an empty path; name a file" 2 --export ""
+    ;;
   checkpoint)
     run 2 --epochs 10 --momentum 0.9 --export "$work/straight.json"
     [ $rc -eq 0 ] || fail "uninterrupted run failed: $out"

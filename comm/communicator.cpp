@@ -18,6 +18,9 @@
 namespace ringdp::comm {
 
 std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
+  RINGDP_CHECK(!in_forked_child(),
+               "a process forked from a rank cannot start a communicator: MPI is its parent's; start it in "
+               "the parent, or launch the process with mpirun");
   mark_owner_process();
   options = with_environment(options);
   FaultPlan::from_environment();  // a malformed RINGDP_FAULT is an error now, before any collective

@@ -44,10 +44,6 @@ ExitHooks& exit_hooks() {
   return *hooks;
 }
 std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is initialised
-// Set in a child forked after mark_owner_process(), by a pthread_atfork handler: a flag, not a
-// getpid() comparison, since every blocking call asks (a system call is a visible part of a small
-// collective's cost, docs/benchmarks.md).
-std::atomic<bool> g_forked{false};
 
 int env_int(const char* name, int fallback) {
   const char* value = std::getenv(name);
@@ -231,7 +227,7 @@ bool mpi_is_initialized() {
 [[noreturn]] void abort_job(int code) {
   std::fflush(stdout);
   std::fflush(stderr);
-  if (mpi_is_initialized()) {
+  if (mpi_is_initialized() && !in_forked_child()) {  // a forked child's MPI_Abort would be its parent's
     // Open MPI 4.1's mpirun can crash (SIGSEGV in its PMIx log handler, exit 139 instead of the
     // code) when several ranks call MPI_Abort at once, as they do for an error every rank hits
     // alike (a bad flag). Rank 0 aborts at once and ends the others; they abort themselves
@@ -271,10 +267,8 @@ bool mpi_is_initialized() { return false; }
 
 void mark_owner_process() {
   static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, [] { g_forked.store(true); }); });
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, [] { forking::g_forked.store(true); }); });
 }
-
-bool in_forked_child() { return g_forked.load(std::memory_order_relaxed); }
 
 int add_exit_hook(std::function<void(const std::string&)> leave) {
   static int next = 0;
@@ -291,11 +285,12 @@ void drop_exit_hook(int handle) {
 }
 
 void leave_job(const std::string& why) {
+  // A child forked from a rank (os.fork(), a DataLoader's worker) shares its peers' view of the
+  // communicators but is not a rank: its exit must tell them nothing (nor take a lock that a
+  // parent's thread may have held at the fork).
+  if (in_forked_child()) return;
   ExitHooks& state = exit_hooks();
   std::unique_lock lock(state.mutex);
-  // A child forked from a rank (os.fork(), a DataLoader's worker) shares its peers' view of the
-  // communicators but is not a rank: its exit must tell them nothing.
-  if (in_forked_child()) return;
   while (!state.hooks.empty()) {
     auto [handle, leave] = std::move(state.hooks.back());
     state.hooks.pop_back();

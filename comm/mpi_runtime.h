@@ -4,6 +4,7 @@
 // that can end the whole job.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -60,10 +61,16 @@ bool mpi_allows_worker_thread();
 /// Records that this process owns the job's state (MPI, the communicators' threads): the first
 /// call wins. Communicator creation calls it.
 void mark_owner_process();
+namespace forking {
+/// Set in the child by a pthread_atfork handler (mark_owner_process): a flag read inline, not a
+/// getpid() comparison, since every blocking call asks (a system call or even a function call is
+/// a visible part of a small collective's cost, docs/benchmarks.md).
+inline std::atomic<bool> g_forked{false};
+}  // namespace forking
 /// True in a process forked from the owner after mark_owner_process() (os.fork(), a DataLoader's
 /// worker): MPI and the communicators' threads are the parent's, and the child must touch
 /// neither. Its communicators refuse every call, naming the fork, and are let go unfreed.
-bool in_forked_child();
+inline bool in_forked_child() { return forking::g_forked.load(std::memory_order_relaxed); }
 
 /// Registers what a communicator does when its process leaves the job (Communicator::leave, whose
 /// `why` its peers are told): run by leave_job, or at exit just before MPI_Finalize, so that no

@@ -11,35 +11,42 @@
 
 namespace ringdp {
 
+namespace fs = std::filesystem;
+
 namespace {
-// The path a write to `path` would land on: its last link followed (write_file_atomically writes
-// beside a link's target), its folder's links resolved; for a path that does not exist yet, as
-// far as it goes.
-std::filesystem::path resolved(const std::string& path) {
+// `path` made absolute with the links of what exists of it resolved (all of it when `follow_last`,
+// else all but its last part): where it points, however spelled. A current folder that is gone
+// leaves the path as given.
+fs::path resolved(const std::string& path, bool follow_last) {
   std::error_code error;
-  const std::filesystem::path followed =
-      std::filesystem::weakly_canonical(std::filesystem::absolute(path), error);
-  return error ? std::filesystem::absolute(path).lexically_normal() : followed;
+  const fs::path absolute = fs::absolute(path, error);
+  if (error) return fs::path(path).lexically_normal();
+  const fs::path whole = absolute.lexically_normal();
+  if (follow_last) {
+    const fs::path followed = fs::weakly_canonical(whole, error);
+    return error ? whole : followed;
+  }
+  const fs::path folder = fs::weakly_canonical(whole.parent_path(), error);
+  return (error ? whole.parent_path() : folder) / whole.filename();
+}
+
+bool is_special(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
 }
 }  // namespace
 
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat first {};
-  struct stat second {};
-  if (::stat(a.c_str(), &first) == 0 && ::stat(b.c_str(), &second) == 0)
-    return first.st_dev == second.st_dev && first.st_ino == second.st_ino;
-  return resolved(a) == resolved(b);
+bool overwrites(const std::string& output, const std::string& other, bool other_is_output) {
+  if (is_special(output)) return false;
+  return resolved(output, false) == resolved(other, !other_is_output);
 }
 
 void require_distinct_outputs(const std::vector<NamedPath>& paths) {
-  for (size_t i = 0; i < paths.size(); ++i)
-    for (size_t j = i + 1; j < paths.size(); ++j) {
-      const NamedPath& x = paths[i];
-      const NamedPath& y = paths[j];
-      if ((!x.output && !y.output) || x.path.empty() || y.path.empty() || !same_file(x.path, y.path))
-        continue;
-      const NamedPath& out = x.output ? x : y;
-      const NamedPath& other = x.output ? y : x;
+  for (const NamedPath& out : paths)
+    for (const NamedPath& other : paths) {
+      if (&out == &other || !out.output || out.path.empty() || other.path.empty()) continue;
+      if (other.output && &other < &out) continue;  // each pair of outputs once
+      if (!overwrites(out.path, other.path, other.output)) continue;
       throw Error(detail::concat(out.flag, " '", out.path, "' is the same file as ", other.flag, " '",
                                  other.path, "': it would be overwritten by this run's ",
                                  other.output ? "other output" : "output", "; name another file"));

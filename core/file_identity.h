@@ -1,19 +1,22 @@
-// Whether two paths name one file, whatever their spellings ("d.csv", "./d.csv", an absolute path,
-// a link to it): what a program checks before it writes, so that no output of a run overwrites
-// one of its inputs or another of its outputs (ringdp-train's --data, --init, --checkpoint and
-// --export; ringdp-bench's --csv and --json). Tested by tests/unit/test_file_identity.cpp and
-// tests/cli (train.sh and bench.sh same-file).
+// Whether writing one path of a run destroys another, whatever their spellings ("d.csv",
+// "./d.csv", an absolute path, "sub/../d.csv"): what a program checks before it writes, so that no
+// output of a run overwrites one of its inputs or another of its outputs (ringdp-train's --data,
+// --init, --checkpoint and --export; ringdp-bench's --csv and --json). It follows what
+// core/atomic_file.h does: a new file is renamed over the output's own folder entry, so a link
+// there is replaced, not followed, and a file that is not a regular one (a pipe, /dev/stdout) is
+// written in place and replaced by nothing. Tested by tests/unit/test_file_identity.cpp and
+// tests/cli (train.sh and bench.sh paths).
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace ringdp {
 
-/// True when `a` and `b` name the same file: the same device and inode where both exist, else the
-/// same path once each is made absolute, its folder's links resolved and its last link followed.
-bool same_file(const std::string& a, const std::string& b);
+/// True when writing `output` (atomically) replaces the file `other` names: the file an input
+/// reads through `other` (every link followed), or the folder entry another output writes
+/// (`other_is_output`). False when `output` is not a regular file (written in place).
+bool overwrites(const std::string& output, const std::string& other, bool other_is_output);
 
 /// One path a run reads or writes, and the flag that named it ("--data").
 struct NamedPath {
@@ -22,8 +25,8 @@ struct NamedPath {
   bool output = false;
 };
 
-/// Throws an Error naming both flags and paths when an output is the same file as any other path
-/// of `paths` (an input, or another output); empty paths are not files and are skipped.
+/// Throws an Error naming both flags and paths when writing an output of `paths` would replace
+/// another of them (an input, or another output); empty paths are not files and are skipped.
 void require_distinct_outputs(const std::vector<NamedPath>& paths);
 
 }  // namespace ringdp

@@ -4,6 +4,8 @@
 
 #include "core/settings.h"
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -58,7 +60,12 @@ void push(Event event) {
 // The program's own status is already decided when this runs, and returning would report it;
 // a trace that could not be written is a failure of the run, so the process ends with 1 here
 // (after flushing what it printed: _Exit skips that).
+pid_t g_writer = 0;  // the process that started recording: a child forked from it writes nothing
+
 void write_at_exit() {
+  // A forked child (os.fork() after init) holds a stale copy of the parent's events, and the
+  // parent's thread may have held the recorder's lock at the fork: the file is the parent's.
+  if (getpid() != g_writer) return;
   try {
     write();
   } catch (const std::exception& e) {
@@ -108,6 +115,7 @@ void start(const std::string& path, int rank) {
     r.rank = rank;
     r.events.clear();
     r.written = false;
+    g_writer = getpid();
     if (!r.exit_hook) {
       std::atexit(write_at_exit);
       r.exit_hook = true;

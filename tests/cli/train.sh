@@ -90,15 +90,15 @@ case "$case_name" in
     fi
     ;;
   paths)
-    # #48: an output that is an input or the other output, however spelled (./, .., a link, a file
-    # not made yet), is refused before any work, and the file is left as it was; an empty path is
-    # named, not taken as "no file".
+    # #48: an output that is an input or the other output, however spelled (./, .., an input read
+    # through a link to it, a file not made yet), is refused before any work, and the file is left
+    # as it was; an empty path is named, not taken as "no file".
     printf '1,2,3\n4,5,6\n' >"$work/d.csv"
     cp "$work/d.csv" "$work/d.before"
     ln -s d.csv "$work/link.csv"
     expect_error 2 "--checkpoint '$work/./d.csv' is the same file as --data '$work/d.csv': it would be overwritten by this run's output" \
       2 --data "$work/d.csv" --checkpoint "$work/./d.csv"
-    expect_error 2 "--export '$work/link.csv' is the same file as --data '$work/d.csv'" 2 --data "$work/d.csv" --export "$work/link.csv"
+    expect_error 2 "--export '$work/d.csv' is the same file as --data '$work/link.csv'" 2 --data "$work/link.csv" --export "$work/d.csv"
     mkdir "$work/sub"
     expect_error 2 "--checkpoint '$work/ck.bin' is the same file as --export '$work/sub/../ck.bin': it would be overwritten by this run's other output" \
       2 --epochs 1 --checkpoint "$work/ck.bin" --export "$work/sub/../ck.bin"

@@ -1,6 +1,8 @@
-// core/file_identity.h: two spellings of one file are one file (relative and absolute, "./",
-// "..", a symbolic or a hard link, a file not yet made), two files are two; an output that is
-// another path of the run is refused naming both flags, inputs may be one file.
+// core/file_identity.h: an output written over one of the run's paths is found under every
+// spelling (relative and absolute, "./", "..", a file not made yet, an input that is a link to
+// it); an output that is a link, or a hard link, is replaced by the write, not written through,
+// so it overwrites nothing; a file that is not a regular one is written in place. An output that
+// would overwrite another path is refused naming both flags; inputs may be one file.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -35,29 +37,34 @@ struct InScratch {
 };
 }  // namespace
 
-TEST_CASE("one file under several spellings is one file", "[file_identity]") {
+TEST_CASE("an output over one of the run's files is found under every spelling", "[file_identity]") {
   InScratch scratch;
-  CHECK(same_file("d.csv", "d.csv"));
-  CHECK(same_file("d.csv", "./d.csv"));
-  CHECK(same_file("d.csv", (scratch.folder / "d.csv").string()));
-  CHECK(same_file("d.csv", "sub/../d.csv"));
+  CHECK(overwrites("d.csv", "d.csv", false));
+  CHECK(overwrites("./d.csv", "d.csv", false));
+  CHECK(overwrites((scratch.folder / "d.csv").string(), "d.csv", false));
+  CHECK(overwrites("sub/../d.csv", "d.csv", false));
   fs::create_symlink("d.csv", "link.csv");
-  CHECK(same_file("link.csv", "d.csv"));
-  fs::create_hard_link("d.csv", "hard.csv");
-  CHECK(same_file("hard.csv", "d.csv"));
+  CHECK(overwrites("d.csv", "link.csv", false));  // the input is read through the link
   // Not made yet: compared by where they would be.
-  CHECK(same_file("new.json", "./sub/../new.json"));
-  CHECK(same_file("new.json", (scratch.folder / "new.json").string()));
+  CHECK(overwrites("new.json", "./sub/../new.json", true));
+  CHECK(overwrites("new.json", (scratch.folder / "new.json").string(), true));
 }
 
-TEST_CASE("two files are two", "[file_identity]") {
+TEST_CASE("an output that replaces only itself, or is written in place, overwrites nothing",
+          "[file_identity]") {
   InScratch scratch;
-  CHECK_FALSE(same_file("d.csv", "other.csv"));
-  CHECK_FALSE(same_file("d.csv", "sub/d.csv"));
-  CHECK_FALSE(same_file("new.json", "new2.json"));
+  CHECK_FALSE(overwrites("d.csv", "other.csv", false));
+  CHECK_FALSE(overwrites("sub/d.csv", "d.csv", false));
+  CHECK_FALSE(overwrites("new.json", "new2.json", true));
+  fs::create_symlink("d.csv", "link.csv");
+  CHECK_FALSE(overwrites("link.csv", "d.csv", false));  // the rename replaces the link itself
+  fs::create_hard_link("d.csv", "hard.csv");
+  CHECK_FALSE(overwrites("hard.csv", "d.csv", false));  // and a hard link's entry, not d.csv's
+  CHECK_FALSE(overwrites("/dev/null", "/dev/null", true));
 }
 
-TEST_CASE("an output that is another path of the run is refused, naming both", "[file_identity]") {
+TEST_CASE("an output that would overwrite another path of the run is refused, naming both",
+          "[file_identity]") {
   InScratch scratch;
   REQUIRE_THROWS_WITH(
       require_distinct_outputs({{"--data", "d.csv", false}, {"--checkpoint", "./d.csv", true}}),

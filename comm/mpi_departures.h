@@ -8,7 +8,6 @@
 // the rest from Communicator::leave. Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>

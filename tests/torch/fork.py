@@ -4,14 +4,15 @@ joining its parent's threads):
   fork        every rank forks a child that tries an all_reduce (a RuntimeError naming the fork)
               and leaves by sys.exit(0); the parent waits for it, then all-reduces on
   dataloader  a DataLoader with 2 worker processes (forked), one pass with workers that exit after
-              it and two with persistent_workers, the batches all-reduced by the parent
+              it and two with persistent_workers, the batches all-reduced by the parent; each
+              sample tries an all_reduce inside its worker, which must raise naming the fork
     mpirun -n N python3 tests/torch/fork.py RENDEZVOUS_DIR MODE"""
 import os
 import sys
 
 import torch
 import torch.distributed as dist
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Dataset
 
 import ringdp_torch  # noqa: F401  (its import registers the backend)
 
@@ -44,12 +45,27 @@ if mode == "fork":
     if status != 0:
         sys.exit(f"rank {rank}: the forked child ended with status {status}")
 elif mode == "dataloader":
-    data = TensorDataset(torch.arange(64, dtype=torch.float32))
+
+    class Refused(Dataset):
+        """Sample i is i, once the worker has seen its collective refused naming the fork."""
+
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            try:
+                dist.all_reduce(torch.zeros(1))
+            except RuntimeError as e:
+                if "forked from" in str(e):
+                    return torch.tensor(float(i))
+            raise AssertionError(f"a DataLoader worker ran or mis-reported an all_reduce (sample {i})")
+
+    data = Refused()
     for persistent, passes in ((False, 1), (True, 2)):
         loader = DataLoader(data, batch_size=8, num_workers=2, persistent_workers=persistent,
                             multiprocessing_context="fork")
         for _ in range(passes):
-            total = sum(summed(batch[0].sum().item()) for batch in loader)
+            total = sum(summed(batch.sum().item()) for batch in loader)
             if total != size * 64 * 63 / 2:
                 sys.exit(f"rank {rank}: the batches summed to {total}")
 if summed(rank) != expected:

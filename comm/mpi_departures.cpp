@@ -4,11 +4,66 @@
 
 #if RINGDP_HAVE_MPI
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
+#include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
 
 namespace ringdp::comm {
+
+namespace {
+// The notices of every communicator that has left, completed at exit before MPI_Finalize. Freeing
+// a send (MPI_Request_free) instead let MPI_Finalize run with one still being written: over TCP
+// the connection to a peer this rank had never talked to was still being made when that peer,
+// past MPI_Finalize's fence, closed it, and the rank died of SIGPIPE (the net suite, 1 run in CI).
+// An eager send completes once written, received or not; every peer is inside MPI until each rank
+// has reached MPI_Finalize, so the wait is short. A bound keeps a peer that died from holding the
+// exit: then MPI_Finalize runs as before.
+struct Outbox {
+  std::mutex mutex;
+  std::vector<MPI_Request> sends;
+  std::vector<std::unique_ptr<MpiDepartures::Notice>> notices;
+  bool registered = false;
+};
+static_assert(sizeof(MpiDepartures::Notice) <= 1024,
+              "a notice must travel eagerly: no peer posts its receive");
+
+Outbox& outbox() {
+  static auto* box = new Outbox;  // leaked: read at exit, after static destructors may have run
+  return *box;
+}
+
+void complete_sent_notices() {
+  Outbox& box = outbox();
+  std::lock_guard lock(box.mutex);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int done = 0;
+  while (!box.sends.empty() && std::chrono::steady_clock::now() < until) {
+    if (MPI_Testall(static_cast<int>(box.sends.size()), box.sends.data(), &done, MPI_STATUSES_IGNORE) !=
+        MPI_SUCCESS)
+      return;  // a peer's connection failed: the launcher is ending the job
+    if (done) {
+      box.sends.clear();
+      box.notices.clear();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+void post_for_exit(std::vector<MPI_Request>& sends, std::unique_ptr<MpiDepartures::Notice> notice) {
+  Outbox& box = outbox();
+  std::lock_guard lock(box.mutex);
+  box.sends.insert(box.sends.end(), sends.begin(), sends.end());
+  sends.clear();
+  if (notice) box.notices.push_back(std::move(notice));
+  if (!box.registered) before_finalize(complete_sent_notices);
+  box.registered = true;
+}
+}  // namespace
 
 MpiDepartures::MpiDepartures(MPI_Comm user_comm, int tag) : control_(user_comm), tag_(tag) {
   RINGDP_MPI_CHECK(MPI_Comm_rank(control_, &rank_));
@@ -26,6 +81,7 @@ MpiDepartures::~MpiDepartures() {
 }
 
 void MpiDepartures::stop_listening() {
+  if (!sends_.empty()) post_for_exit(sends_, std::move(notice_));
   if (receive_ == MPI_REQUEST_NULL) return;
   // Cancelling a receive is reliable in MPI (a send's is not): it either matched or is cancelled.
   MPI_Cancel(&receive_);
@@ -79,17 +135,16 @@ void MpiDepartures::throw_left(int peer) const {
 void MpiDepartures::announce(const std::string& why, uint64_t finished, bool frees_shared) {
   if (announced_ || size_ == 1) return;
   announced_ = true;
-  // Sent and let go (MPI_Request_free): the notices to peers that have stopped listening are
-  // never received. The buffer is never freed for that reason: it may be read until the send
-  // completes, which nothing here can learn (a few hundred bytes per communicator).
-  auto* notice = new Notice{.finished = finished, .frees_shared = frees_shared ? 1 : 0, .why = {}};
-  std::strncpy(notice->why, why.c_str(), sizeof(notice->why) - 1);
-  if (why.size() >= sizeof(notice->why)) std::memcpy(notice->why + sizeof(notice->why) - 4, "...", 3);
+  // A peer that has stopped listening never receives its notice: the sends complete because they
+  // are eager, and are waited for at exit (stop_listening), not here.
+  notice_ =
+      std::make_unique<Notice>(Notice{.finished = finished, .frees_shared = frees_shared ? 1 : 0, .why = {}});
+  std::strncpy(notice_->why, why.c_str(), sizeof(notice_->why) - 1);
+  if (why.size() >= sizeof(notice_->why)) std::memcpy(notice_->why + sizeof(notice_->why) - 4, "...", 3);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    MPI_Request request = MPI_REQUEST_NULL;
-    RINGDP_MPI_CHECK(MPI_Isend(notice, sizeof(Notice), MPI_BYTE, peer, tag_, control_, &request));
-    RINGDP_MPI_CHECK(MPI_Request_free(&request));
+    MPI_Request& request = sends_.emplace_back(MPI_REQUEST_NULL);
+    RINGDP_MPI_CHECK(MPI_Isend(notice_.get(), sizeof(Notice), MPI_BYTE, peer, tag_, control_, &request));
   }
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,14 +36,17 @@ class MpiDepartures final : public Departures {
   bool everyone_left() override;
   bool everyone_frees_shared() const override;
   std::string missing() const override;
+  /// Cancels the standing receive; the notices this rank sent are completed at exit, before
+  /// MPI_Finalize (mpi_runtime's before_finalize), since a peer may take them only then.
   void stop_listening() override;
 
- private:
   struct Notice {
     uint64_t finished = 0;
     int32_t frees_shared = 0;
     char why[244] = {};
   };
+
+ private:
   struct Arrival {
     bool arrived = false;
     bool frees_shared = false;
@@ -58,6 +62,8 @@ class MpiDepartures final : public Departures {
   int tag_ = 0;
   int rank_ = 0, size_ = 1;
   bool announced_ = false;
+  std::unique_ptr<Notice> notice_;  // what announce() sent: read by MPI until every send completes
+  std::vector<MPI_Request> sends_;  // one per peer
   MPI_Request receive_ = MPI_REQUEST_NULL;
   Notice incoming_;
   int arrived_count_ = 0;

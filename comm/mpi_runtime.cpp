@@ -37,6 +37,7 @@ struct ExitHooks {
   std::condition_variable done;
   std::vector<std::pair<int, std::function<void(const std::string&)>>> hooks;
   int running = 0;
+  std::vector<std::function<void()>> before_finalize;  // before_finalize(), in order
 };
 // Leaked on purpose: the atexit hook that reads it may run after static destructors.
 ExitHooks& exit_hooks() {
@@ -44,6 +45,15 @@ ExitHooks& exit_hooks() {
   return *hooks;
 }
 std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is initialised
+
+[[maybe_unused]] void run_before_finalize() {
+  std::vector<std::function<void()>> steps;
+  {
+    std::lock_guard lock(exit_hooks().mutex);
+    steps.swap(exit_hooks().before_finalize);
+  }
+  for (auto& step : steps) step();
+}
 
 int env_int(const char* name, int fallback) {
   const char* value = std::getenv(name);
@@ -209,6 +219,7 @@ void mpi_ensure_initialized(bool single) {
     std::atexit([] {
       if (in_forked_child()) return;  // MPI is the parent's: finalizing it here would be the parent's
       leave_job("its process is exiting");
+      run_before_finalize();
       int finalized = 0;
       MPI_Finalized(&finalized);
       if (!finalized) MPI_Finalize();
@@ -282,6 +293,11 @@ void drop_exit_hook(int handle) {
   std::unique_lock lock(state.mutex);
   std::erase_if(state.hooks, [&](const auto& hook) { return hook.first == handle; });
   state.done.wait(lock, [&] { return state.running != handle; });
+}
+
+void before_finalize(std::function<void()> step) {
+  std::lock_guard lock(exit_hooks().mutex);
+  exit_hooks().before_finalize.push_back(std::move(step));
 }
 
 void leave_job(const std::string& why) {

@@ -82,6 +82,11 @@ void drop_exit_hook(int handle);
 /// Runs every hook still registered, the newest first (a world's groups before it), and forgets
 /// them: what a Python process does at exit (bindings/torch), before torch's objects go.
 void leave_job(const std::string& why);
+/// Registers a step that runs at exit after leave_job and before MPI_Finalize (never in a forked
+/// child): what must complete while every peer is still inside MPI, such as the departure notices
+/// this rank sent (MPI_Finalize with a send not complete is erroneous; over TCP it killed a rank
+/// with SIGPIPE when a peer closed its connection first).
+void before_finalize(std::function<void()> step);
 
 /// Installs a std::terminate handler that reports the exception and calls abort_job, so an
 /// exception escaping on any thread (a communicator worker included) cannot leave peers waiting.

@@ -15,6 +15,8 @@ job() {  # job MODE: sets $out, $rc and $seconds
   rc=$? seconds=$((SECONDS - start))
   [ $rc -ne 124 ] || fail "$mode on $np ranks hung: $out"
   [ $seconds -le $limit ] || fail "$mode on $np ranks took $seconds s to end (limit $limit s): $out"
+  # tests/mpi/finalize_rule.cpp: no rank reached MPI_Finalize with a departure notice in flight.
+  ! grep -q "error: MPI_Finalize with" <<<"$out" || fail "$mode on $np ranks: $(grep "MPI_Finalize with" <<<"$out")"
 }
 
 mode=return job "$@"

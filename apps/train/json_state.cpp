@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "core/error.h"
 #include "core/whole_file.h"
 
 namespace ringdp::train {
@@ -39,12 +40,29 @@ std::string shown(const std::string& text, size_t most = 60) {
   return text.substr(0, most) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
+// A value as errors quote it: a list or object only when small and flat, else what it is. Dumping
+// a nested value whole recursed once per level and overflowed the stack (a 100,000-deep "data").
+std::string shown(const Json& json) {
+  bool flat = json.size() <= 16;
+  if (json.is_structured())
+    for (auto it = json.begin(); flat && it != json.end(); ++it) flat = !it->is_structured();
+  if (flat) return shown(json.dump());
+  return std::string(json.is_array() ? "a nested list of " : "a nested object of ") +
+         std::to_string(json.size()) + (json.is_array() ? " item" : " key") + (json.size() == 1 ? "" : "s");
+}
+
+// The deepest nesting read: a state file is 3 deep ({name: {"shape": [...], "data": [...]}}); a
+// bound keeps a hostile file from building a value every later recursion must descend.
+constexpr int kMaxDepth = 64;
+
 // JSON leaves a repeated key to the reader, and nlohmann keeps one of the values without a word:
 // which one a file meant cannot be known, so it is refused.
 Json parse_unique_keys(const std::string& text, const std::string& source) {
   std::vector<std::set<std::string>> open_objects;
   std::string repeated;
-  const Json::parser_callback_t callback = [&](int, Json::parse_event_t event, Json& parsed) {
+  const Json::parser_callback_t callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    RINGDP_CHECK(depth < kMaxDepth, "'", source, "' nests lists or objects more than ", kMaxDepth,
+                 " deep; an --init file is an object of name -> {\"shape\": [...], \"data\": [...]}, 3 deep");
     if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
     if (event == Json::parse_event_t::object_end) open_objects.pop_back();
     if (event == Json::parse_event_t::key && !open_objects.back().insert(parsed.get<std::string>()).second &&
@@ -55,6 +73,8 @@ Json parse_unique_keys(const std::string& text, const std::string& source) {
   Json root;
   try {
     root = Json::parse(text, callback);
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
     RINGDP_FAIL("'", source, "' is not valid JSON: ", shown(e.what(), 300));
   }
@@ -76,19 +96,19 @@ Shape shape_of(const Json& json, const std::string& entry) {
     if (whole) shape.push_back(json[d].get<int64_t>());
     if (whole) numel *= shape.back();
   }
-  RINGDP_CHECK(whole, entry, ": shape ", shown(json.dump()),
+  RINGDP_CHECK(whole, entry, ": shape ", shown(json),
                " is not a list of whole numbers from 0 (at most 8 of them, at most 2^40 elements in all)");
   return shape;
 }
 
 std::vector<double> data_of(const Json& json, const std::string& entry) {
-  RINGDP_CHECK(json.is_array(), entry, ": data ", shown(json.dump()), " is not a list of numbers");
+  RINGDP_CHECK(json.is_array(), entry, ": data ", shown(json), " is not a list of numbers");
   std::vector<double> data;
   data.reserve(json.size());
   for (size_t i = 0; i < json.size(); ++i) {
     // get<double>() would read true as 1.
     RINGDP_CHECK(json[i].is_number() && std::isfinite(json[i].get<double>()), entry, ": data[", i, "] is ",
-                 shown(json[i].dump()), ", not a finite number");
+                 shown(json[i]), ", not a finite number");
     data.push_back(json[i].get<double>());
   }
   return data;

@@ -96,3 +96,22 @@ TEST_CASE("--init errors quote long names and values in part", "[json]") {
     CHECK_THAT(message, Contains("entry 'kkkkkkkkkk") && Contains("... (3000 bytes)': shape [1.5]"));
   }
 }
+
+TEST_CASE("deep nesting is refused by depth, and a nested value is described, not dumped", "[json]") {
+  // 100,000 levels overflowed the stack (SIGSEGV) when the error quoted the value whole.
+  const std::string deep(100000, '[');
+  const std::string text = R"({"w": {"shape": [1], "data": )" + deep + std::string(100000, ']') + "}}";
+  CHECK_THROWS_WITH(
+      train::parse_state_json(text, "deep.json"),
+      Contains("'deep.json' nests lists or objects more than 64 deep; an --init file is an object"));
+  CHECK_THROWS_WITH(train::parse_state_json(deep, "open.json"), Contains("more than 64 deep"));
+  CHECK_THROWS_WITH(train::parse_state_json(R"({"w": {"shape": [1], "data": [[[1, 2]]]}})", "n.json"),
+                    Contains("entry 'w': data[0] is a nested list of 1 item, not a finite number"));
+  CHECK_THROWS_WITH(train::parse_state_json(R"({"w": {"shape": [[1], [2]], "data": [1]}})", "s.json"),
+                    Contains("shape a nested list of 2 items is not a list of whole numbers"));
+  // 63 levels inside the root are read (and refused for what they are, not for their depth).
+  const std::string text63 =
+      R"({"w": {"shape": [1], "data": )" + std::string(61, '[') + std::string(61, ']') + "}}";
+  CHECK_THROWS_WITH(train::parse_state_json(text63, "ok.json"),
+                    Contains("data[0] is a nested list of 1 item"));
+}

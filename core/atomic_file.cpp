@@ -62,11 +62,15 @@ void write_in_place(const std::string& path, const std::string& bytes, const std
 // target is only ever the old file or the new one.
 void write_and_rename(const std::string& path, const std::string& bytes, const std::string& what) {
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   RINGDP_CHECK(fd >= 0, "cannot write ", what, " '", path, "': cannot create '", temporary,
                "': ", std::strerror(errno));
   size_t written = 0;
-  int err = write_all(fd, bytes, written);
+  int err = 0;
+  // The file replaced keeps its mode: a 0600 checkpoint must not come back readable by all.
+  struct stat old {};
+  if (::stat(path.c_str(), &old) == 0 && ::fchmod(fd, old.st_mode & 07777) != 0) err = errno;
+  if (err == 0) err = write_all(fd, bytes, written);
   // Delayed allocation can report a full disk only at fsync or close: both are part of the write.
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
@@ -103,19 +107,40 @@ int remove_orphaned_temporaries(const std::string& path) {
   return removed;
 }
 
+std::string written_path(const std::string& path) {
+  std::string current = path;
+  for (int links = 0; links <= 40; ++links) {
+    struct stat st {};
+    if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return current;
+    std::error_code error;
+    const fs::path target = fs::read_symlink(current, error);
+    if (error) return current;  // the write itself will say what is wrong
+    current = target.is_absolute() ? target.string() : (fs::path(folder_of(current)) / target).string();
+  }
+  RINGDP_FAIL("'", path, "': more than 40 symbolic links in a chain (a loop?); name the file itself");
+}
+
 void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what) {
+  // Renaming over a link would replace the link with a plain file and leave its target old.
+  const std::string target = written_path(path);
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     RINGDP_CHECK(!S_ISDIR(st.st_mode), "cannot write ", what, " '", path, "': it is a folder");
-    write_in_place(path, bytes, what);
+    write_in_place(target, bytes, what);
     return;
   }
-  remove_orphaned_temporaries(path);
-  write_and_rename(path, bytes, what);
+  remove_orphaned_temporaries(target);
+  write_and_rename(target, bytes, what);
 }
 
 std::string output_folder_problem(const std::string& path) {
-  const std::string folder = folder_of(path);
+  std::string landing = path;
+  try {
+    landing = written_path(path);
+  } catch (const Error&) {
+    // A loop of links: the write says so, under its own flag.
+  }
+  const std::string folder = folder_of(landing);
   struct stat st {};
   if (::stat(folder.c_str(), &st) != 0)
     return "the folder '" + folder + "' does not exist (" + std::strerror(errno) + "); create it first";

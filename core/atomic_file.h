@@ -12,8 +12,15 @@ namespace ringdp {
 /// Replaces `path` with `bytes` atomically. `what` names the file in errors ("--csv", "checkpoint").
 /// Temporaries `<path>.tmp.<pid>` left by writers that died (no such process on this host) are
 /// removed first; a live writer's are left alone. A path that exists and is not a regular file
-/// (a pipe, /dev/stdout, /dev/full) is written in place, with the same checks.
+/// (a pipe, /dev/stdout, /dev/full) is written in place, with the same checks. A symbolic link is
+/// written through: the file at the end of its chain is replaced (made if missing) and the link
+/// stays. A file replaced keeps its permission bits; a new one gets 0666 less the umask.
 void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what);
+
+/// Where write_file_atomically puts the bytes of `path`: `path` itself, or for a symbolic link
+/// the path at the end of its chain of links (relative targets read from each link's folder).
+/// Throws an Error naming `path` for a chain of more than 40 links (a loop).
+std::string written_path(const std::string& path);
 
 /// Why no file can be created at `path` for want of its folder ("the folder 'out' does not exist
 /// (...); create it first"), or "" when the folder is there and writable. Checked at start-up, so

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace ringdp {
@@ -34,11 +35,22 @@ bool is_special(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
 }
+
+// Where an output's bytes land (core/atomic_file.h): a link is written through, a loop of links
+// is written nowhere (the write fails) and so is compared as spelled.
+std::string landing(const std::string& output) {
+  try {
+    return written_path(output);
+  } catch (const Error&) {
+    return output;
+  }
+}
 }  // namespace
 
 bool overwrites(const std::string& output, const std::string& other, bool other_is_output) {
   if (is_special(output)) return false;
-  return resolved(output, false) == resolved(other, !other_is_output);
+  return resolved(landing(output), false) ==
+         resolved(other_is_output ? landing(other) : other, !other_is_output);
 }
 
 void require_distinct_outputs(const std::vector<NamedPath>& paths) {

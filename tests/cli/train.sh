@@ -108,6 +108,20 @@ case "$case_name" in
     expect_error 2 "--init: an empty path; name a file" 2 --init ""
     expect_error 2 "--checkpoint: an empty path; name a file" 2 --checkpoint ""
     expect_error 2 "--export: an empty path; name a file" 2 --export ""
+    # A checkpoint and an export that are symbolic links are written through, the links kept, and
+    # a 0600 file stays 0600 (before: ck.bin became a plain 0644 file, real/ck.bin stayed old).
+    mkdir "$work/real"
+    ln -s real/ck.bin "$work/ck.bin"
+    ln -s real/out.json "$work/out.json"
+    run 1 --epochs 2 --checkpoint "$work/ck.bin" --export "$work/out.json"
+    [ $rc -eq 0 ] || fail "a run writing through links failed: $out"
+    chmod 600 "$work/real/ck.bin" "$work/real/out.json"
+    run 1 --epochs 3 --checkpoint "$work/ck.bin" --resume auto --export "$work/out.json"
+    [ $rc -eq 0 ] && grep -q '^epoch 3/3' <<<"$out" || fail "resume through a link: $out"
+    [ -L "$work/ck.bin" ] && [ -L "$work/out.json" ] || fail "an output link was replaced by a plain file"
+    [ "$(stat -c %a "$work/real/ck.bin") $(stat -c %a "$work/real/out.json")" = "600 600" ] ||
+      fail "modes not kept: $(stat -c '%n %a' "$work"/real/*)"
+    echo "ok: outputs that are links are written through, the links and the files' modes kept"
     ;;
   checkpoint)
     run 2 --epochs 10 --momentum 0.9 --export "$work/straight.json"

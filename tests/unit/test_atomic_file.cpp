@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,5 +120,40 @@ TEST_CASE("a missing output folder is named before anything is written", "[atomi
   std::ofstream(folder + "/file") << "x";
   REQUIRE_THROWS_WITH(require_output_folder(folder + "/file/out.json", "--export"),
                       Contains("'" + folder + "/file' is not a folder"));
+  fs::remove_all(folder);
+}
+
+TEST_CASE("a link is written through and stays a link; a replaced file keeps its mode", "[atomic_file]") {
+  // Before: ck.bin became a plain file, real/ck.bin kept its old bytes, and 0600 came back 0644.
+  const std::string folder = scratch_folder();
+  fs::create_directories(folder + "/real");
+  const std::string target = folder + "/real/ck.bin", link = folder + "/ck.bin",
+                    chain = folder + "/chain.bin";
+  write_file_atomically(target, "old", "checkpoint");
+  fs::create_symlink("real/ck.bin", link);  // relative: read from the link's folder
+  fs::create_symlink(link, chain);
+  ::chmod(target.c_str(), 0600);
+  write_file_atomically(chain, "new", "checkpoint");
+  CHECK(fs::is_symlink(link));
+  CHECK(fs::is_symlink(chain));
+  CHECK(read(target) == "new");
+  CHECK((fs::status(target).permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK(files_in(folder + "/real") == 1);  // no temporary left beside the target
+  CHECK(written_path(chain) == folder + "/real/ck.bin");
+  // A dangling link makes its target; a new file gets 0666 less the umask.
+  const mode_t mask = ::umask(027);
+  fs::create_symlink("made.json", folder + "/to_made.json");
+  write_file_atomically(folder + "/to_made.json", "{}", "--export");
+  ::umask(mask);
+  CHECK(fs::is_symlink(folder + "/to_made.json"));
+  CHECK(read(folder + "/made.json") == "{}");
+  CHECK((fs::status(folder + "/made.json").permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
+  // A loop is named, not followed for ever.
+  fs::create_symlink("b.loop", folder + "/a.loop");
+  fs::create_symlink("a.loop", folder + "/b.loop");
+  CHECK_THROWS_WITH(write_file_atomically(folder + "/a.loop", "x", "--csv"),
+                    Contains("a.loop': more than 40 symbolic links in a chain"));
   fs::remove_all(folder);
 }

@@ -1,7 +1,8 @@
 // core/file_identity.h: an output written over one of the run's paths is found under every
 // spelling (relative and absolute, "./", "..", a file not made yet, an input that is a link to
-// it); an output that is a link, or a hard link, is replaced by the write, not written through,
-// so it overwrites nothing; a file that is not a regular one is written in place. An output that
+// it, an output that is a symbolic link to it: written through); an output that is a hard link is
+// replaced by the write, so it overwrites nothing; a file that is not a regular one is written in
+// place. An output that
 // would overwrite another path is refused naming both flags; inputs may be one file.
 #include <catch2/catch.hpp>
 
@@ -45,6 +46,11 @@ TEST_CASE("an output over one of the run's files is found under every spelling",
   CHECK(overwrites("sub/../d.csv", "d.csv", false));
   fs::create_symlink("d.csv", "link.csv");
   CHECK(overwrites("d.csv", "link.csv", false));  // the input is read through the link
+  CHECK(overwrites("link.csv", "d.csv", false));  // and the output written through it
+  fs::create_symlink("link.csv", "link2.csv");
+  CHECK(overwrites("link2.csv", "./d.csv", false));  // through a chain of links
+  fs::create_symlink("out.json", "to_out.json");  // dangling: the write makes out.json
+  CHECK(overwrites("to_out.json", "out.json", true));
   // Not made yet: compared by where they would be.
   CHECK(overwrites("new.json", "./sub/../new.json", true));
   CHECK(overwrites("new.json", (scratch.folder / "new.json").string(), true));
@@ -56,8 +62,6 @@ TEST_CASE("an output that replaces only itself, or is written in place, overwrit
   CHECK_FALSE(overwrites("d.csv", "other.csv", false));
   CHECK_FALSE(overwrites("sub/d.csv", "d.csv", false));
   CHECK_FALSE(overwrites("new.json", "new2.json", true));
-  fs::create_symlink("d.csv", "link.csv");
-  CHECK_FALSE(overwrites("link.csv", "d.csv", false));  // the rename replaces the link itself
   fs::create_hard_link("d.csv", "hard.csv");
   CHECK_FALSE(overwrites("hard.csv", "d.csv", false));  // and a hard link's entry, not d.csv's
   CHECK_FALSE(overwrites("/dev/null", "/dev/null", true));

@@ -150,12 +150,21 @@ void add_resume_option(CLI::App& app, train::ResumeMode& resume) {
       ->check(kResumeMode);
 }
 
+// Defaults that follow --optimizer: the class it names has its own (torch.optim.Adam and AdamW:
+// lr 0.001; AdamW: weight decay 0.01), and the same run on PyTorch must end with the same
+// parameters. SGD keeps lr 0.01: PyTorch 1.13's SGD has no default to follow.
+void apply_optimizer_defaults(const CLI::App& app, train::TrainConfig& config) {
+  if (app.count("--lr") == 0 && config.optimizer != "sgd") config.lr = 0.001;
+  if (app.count("--weight-decay") == 0 && config.optimizer == "adamw") config.weight_decay = 0.01;
+}
+
 // --optimizer and the flags only it reads. --betas is "B1,B2", each in [0, 1) as PyTorch requires.
 void add_optimizer_options(CLI::App& app, train::TrainConfig& config) {
   app.add_option("--momentum", config.momentum, "SGD momentum")->check(number_check(true));
   app.add_option("--weight-decay", config.weight_decay,
                  "weight decay: sgd and adam add it times the parameter to the gradient (L2); adamw "
-                 "multiplies the parameter by 1 - lr x weight decay (decoupled)")
+                 "multiplies the parameter by 1 - lr x weight decay (decoupled). Default 0; 0.01 for adamw, "
+                 "as torch.optim.AdamW")
       ->check(number_check(true));
   app.add_option("--optimizer", config.optimizer,
                  "sgd, adam or adamw (torch.optim.SGD, Adam, AdamW; adamw's weight decay is decoupled)")
@@ -264,7 +273,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", config.batch_size, "samples per rank per step (0: the whole shard)")
       ->check(kCountOrZero);
   app.add_option("--epochs", config.epochs, "passes over the data")->check(kCount);
-  app.add_option("--lr", config.lr, "learning rate")->check(kPositive);
+  app.add_option(
+         "--lr", config.lr,
+         "learning rate (default 0.01 for sgd, 0.001 for adam and adamw as torch.optim.Adam and AdamW)")
+      ->check(kPositive);
   add_optimizer_options(app, config);
   app.add_option("--seed", config.seed, "seed of the data, the initial weights and the shuffling")
       ->check(kSeed);
@@ -314,6 +326,7 @@ int main(int argc, char** argv) {
     if (is_rank_zero()) std::fprintf(stderr, "ringdp-train: error: %s\n", path_problem.c_str());
     return 2;
   }
+  apply_optimizer_defaults(app, config);
   config.shuffle = !no_shuffle;
   config.overlap = !no_overlap;
   config.algorithm = comm::parse_algorithm(algo);

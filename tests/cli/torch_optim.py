@@ -4,6 +4,7 @@ or with ZeroRedundancyOptimizer over them, on the job ringdp-train runs with the
 an MLP (Linear(F, H), ReLU, Linear(H, 1)), MSE, the CSV's rows split by DistributedSampler without
 shuffling, --batch-size rows per rank per step. Reads --init and writes --export in ringdp-train's
 JSON format, so the two can start from the same weights and be compared. Run under mpiexec.
+--lr, --betas, --eps and --weight-decay left out are left to the optimizer class's own defaults.
 """
 import argparse
 import json
@@ -24,11 +25,11 @@ def main():
     ap.add_argument("--hidden", type=int, required=True)
     ap.add_argument("--epochs", type=int, required=True)
     ap.add_argument("--batch-size", type=int, required=True)
-    ap.add_argument("--lr", type=float, required=True)
+    ap.add_argument("--lr", type=float)
     ap.add_argument("--optimizer", choices=["adam", "adamw"], required=True)
-    ap.add_argument("--betas", default="0.9,0.999")
-    ap.add_argument("--eps", type=float, default=1e-8)
-    ap.add_argument("--weight-decay", type=float, default=0.0)
+    ap.add_argument("--betas")
+    ap.add_argument("--eps", type=float)
+    ap.add_argument("--weight-decay", type=float)
     ap.add_argument("--zero", action="store_true")
     args = ap.parse_args()
 
@@ -46,8 +47,10 @@ def main():
             p.copy_(torch.tensor(state[name]["data"], dtype=torch.float64).reshape(state[name]["shape"]))
     ddp = DDP(model)
     cls = torch.optim.Adam if args.optimizer == "adam" else torch.optim.AdamW
-    b1, b2 = (float(v) for v in args.betas.split(","))
-    options = dict(lr=args.lr, betas=(b1, b2), eps=args.eps, weight_decay=args.weight_decay)
+    options = dict(lr=args.lr, eps=args.eps, weight_decay=args.weight_decay)
+    if args.betas is not None:
+        options["betas"] = tuple(float(v) for v in args.betas.split(","))
+    options = {k: v for k, v in options.items() if v is not None}
     if args.zero:
         optimizer = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=cls, **options)
     else:

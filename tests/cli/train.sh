@@ -663,9 +663,13 @@ json.dump(init, open(f"{work}/init.json", "w"))
 PY
     script="$(dirname "$0")/torch_optim.py"
     for np in 3 4; do
-      for o in "--optimizer adam" "--optimizer adamw --weight-decay 0.1 --betas 0.8,0.99 --eps 1e-6"; do
+      # The last: every optimizer flag left to its default, which must be torch.optim.AdamW's (lr
+      # 0.001, weight decay 0.01; ringdp-train had 0.01 and 0, issue #48 item 9).
+      for o in "--optimizer adam --lr 0.01" "--optimizer adamw --lr 0.01 --weight-decay 0.1 --betas 0.8,0.99 --eps 1e-6" \
+        "--optimizer adamw"; do
+        [ $np -eq 4 ] && [ "$o" = "--optimizer adamw" ] && continue
         for z in "" --zero; do
-          common=(--data "$work/data.csv" --init "$work/init.json" --hidden 6 --epochs 5 --batch-size 20 --lr 0.01 $o $z)
+          common=(--data "$work/data.csv" --init "$work/init.json" --hidden 6 --epochs 5 --batch-size 20 $o $z)
           run $np --model mlp --no-shuffle "${common[@]}" --export "$work/ringdp.json"
           [ $rc -eq 0 ] || fail "ringdp-train ${common[*]} exited $rc: $out"
           port=$(free_port)

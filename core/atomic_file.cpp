@@ -150,6 +150,12 @@ std::string output_folder_problem(const std::string& path) {
   return {};
 }
 
+std::string output_file_problem(const std::string& path) {
+  struct stat own {};
+  if (::stat(path.c_str(), &own) == 0 && S_ISDIR(own.st_mode)) return "it is a folder; name a file in it";
+  return output_folder_problem(path);
+}
+
 void require_output_folder(const std::string& path, const std::string& what) {
   const std::string problem = output_folder_problem(path);
   RINGDP_CHECK(problem.empty(), what, " '", path, "': ", problem);

@@ -26,6 +26,9 @@ std::string written_path(const std::string& path);
 /// (...); create it first"), or "" when the folder is there and writable. Checked at start-up, so
 /// that a run finds out before its work is done rather than after.
 std::string output_folder_problem(const std::string& path);
+/// output_folder_problem's answer, or first that `path` is itself a folder: what an option naming
+/// an output file checks at start-up (--csv pointed at a folder failed only after the sweep).
+std::string output_file_problem(const std::string& path);
 /// Throws "<what> '<path>': <the problem>" when output_folder_problem has one.
 void require_output_folder(const std::string& path, const std::string& what);
 

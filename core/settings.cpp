@@ -120,8 +120,19 @@ std::optional<std::string_view> raw(const Setting& s) {
   return std::string_view(value);
 }
 
-[[noreturn]] void fail_value(const Setting& s, std::string_view value) {
-  RINGDP_FAIL(s.name, "='", value, "': expected ", s.expected);
+[[noreturn]] void fail_value(const Setting& s, std::string_view value, std::string_view hint = {}) {
+  RINGDP_FAIL(s.name, "='", value, "': expected ", s.expected, hint);
+}
+
+// "2.5" for a count of seconds: the expected range alone read as if 2.5 were in it.
+bool has_fraction(std::string_view value) {
+  const size_t dot = value.find('.');
+  if (dot == std::string_view::npos || value.find('.', dot + 1) != std::string_view::npos) return false;
+  const std::string_view whole = value.substr(0, dot), part = value.substr(dot + 1);
+  const auto digits = [](std::string_view t) {
+    return t.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  return digits(whole) && digits(part) && whole.size() + part.size() > 0;
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -153,6 +164,7 @@ const Setting* find(std::string_view name) {
 uint64_t parse_number(const Setting& s, std::string_view value) {
   uint64_t parsed = 0;
   if (value.empty()) fail_value(s, value);
+  if (has_fraction(value)) fail_value(s, value, "; whole numbers only");
   for (char c : value) {
     if (c < '0' || c > '9' || parsed > (UINT64_MAX - 9) / 10) fail_value(s, value);
     parsed = parsed * 10 + static_cast<uint64_t>(c - '0');
@@ -213,8 +225,11 @@ std::vector<std::string> unknown_variables(const std::vector<std::string>& envir
     const Setting* closest = &kTable[0];
     for (const Setting& s : kTable)
       if (score(s) < score(*closest)) closest = &s;
-    warnings.push_back(detail::concat(name, " is not a ringdp setting and is ignored (did you mean ",
-                                      closest->name, "? --help-env lists them all)"));
+    // Quoted when it holds what a reader cannot see or would not expect ("RINGDP_TIMEOUT ").
+    const bool plain = name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+    warnings.push_back(detail::concat(plain ? name : "'" + name + "'",
+                                      " is not a ringdp setting and is ignored (did you mean ", closest->name,
+                                      "? --help-env lists them all)"));
   }
   return warnings;
 }

@@ -52,7 +52,7 @@ int64_t parse_size(const std::string& text, const char* flag) {
 const CLI::Validator kOutputFile(
     [](std::string& path) -> std::string {
       if (path.empty()) return "an empty path; name a file";
-      const std::string problem = output_folder_problem(path);
+      const std::string problem = output_file_problem(path);
       return problem.empty() ? problem : "'" + path + "': " + problem;
     },
     "PATH");

@@ -23,7 +23,7 @@ struct CommHookChoice {
 };
 
 inline constexpr const char* kCommHookForms =
-    "expected none, fp16, bf16, powersgd:RANK or powersgd:RANK:START (RANK >= 1, START >= 0)";
+    "expected none, fp16, bf16, powersgd:RANK or powersgd:RANK:START (RANK from 1 to 1024, START >= 0)";
 
 /// Parses --comm-hook's value; an Error naming the accepted forms when it is none of them.
 CommHookChoice parse_comm_hook(const std::string& text);

@@ -2,6 +2,7 @@
 // tests/cli/train.sh errors and the fuzz corpus replay (tests/fuzz/csv_fuzz.cpp).
 #include "apps/train/csv.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -93,7 +94,10 @@ Dataset to_dataset(const std::vector<double>& all, int64_t rows, int64_t columns
 Dataset parse_csv(const std::string& text, const std::string& source) {
   // A spreadsheet's UTF-8 byte order mark would make the first row unparseable, so "a header".
   constexpr std::string_view kBom = "\xEF\xBB\xBF";
-  std::istringstream in(text.compare(0, kBom.size(), kBom) == 0 ? text.substr(kBom.size()) : text);
+  std::string body = text.compare(0, kBom.size(), kBom) == 0 ? text.substr(kBom.size()) : text;
+  // Lines that end in CR alone (old Mac files): with no LF anywhere, CR ends each line.
+  if (body.find('\n') == std::string::npos) std::replace(body.begin(), body.end(), '\r', '\n');
+  std::istringstream in(body);
   std::vector<double> all, row;
   std::string line, why;
   int64_t columns = -1, rows = 0, line_number = 0;

@@ -3,6 +3,7 @@
 #include "apps/train/json_state.h"
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
@@ -109,6 +110,10 @@ std::vector<double> data_of(const Json& json, const std::string& entry) {
     // get<double>() would read true as 1.
     RINGDP_CHECK(json[i].is_number() && std::isfinite(json[i].get<double>()), entry, ": data[", i, "] is ",
                  shown(json[i]), ", not a finite number");
+    // The parameters are float32: 1e300 became inf there, and training then "diverged".
+    RINGDP_CHECK(std::fabs(json[i].get<double>()) <= std::numeric_limits<float>::max(), entry, ": data[", i,
+                 "] is ", shown(json[i].dump()), ", beyond float32's range (magnitude at most ",
+                 std::numeric_limits<float>::max(), "), which the model's parameters use");
     data.push_back(json[i].get<double>());
   }
   return data;

@@ -80,7 +80,7 @@ const CLI::Validator kNonNegative = number_check(true);
 const CLI::Validator kOutputFile(
     [](std::string& path) -> std::string {
       if (path.empty()) return "an empty path; name a file";
-      const std::string problem = output_folder_problem(path);
+      const std::string problem = output_file_problem(path);
       return problem.empty() ? problem : "'" + path + "': " + problem;
     },
     "PATH");
@@ -160,6 +160,10 @@ void apply_optimizer_defaults(const CLI::App& app, train::TrainConfig& config) {
 
 // --optimizer and the flags only it reads. --betas is "B1,B2", each in [0, 1) as PyTorch requires.
 void add_optimizer_options(CLI::App& app, train::TrainConfig& config) {
+  app.add_option(
+         "--lr", config.lr,
+         "learning rate (default 0.01 for sgd, 0.001 for adam and adamw as torch.optim.Adam and AdamW)")
+      ->check(kPositive);
   app.add_option("--momentum", config.momentum, "SGD momentum")->check(number_check(true));
   app.add_option("--weight-decay", config.weight_decay,
                  "weight decay: sgd and adam add it times the parameter to the gradient (L2); adamw "
@@ -273,10 +277,6 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", config.batch_size, "samples per rank per step (0: the whole shard)")
       ->check(kCountOrZero);
   app.add_option("--epochs", config.epochs, "passes over the data")->check(kCount);
-  app.add_option(
-         "--lr", config.lr,
-         "learning rate (default 0.01 for sgd, 0.001 for adam and adamw as torch.optim.Adam and AdamW)")
-      ->check(kPositive);
   add_optimizer_options(app, config);
   app.add_option("--seed", config.seed, "seed of the data, the initial weights and the shuffling")
       ->check(kSeed);

@@ -108,7 +108,11 @@ case "$case_name" in
     expect 2 "-e: '17179869184G' is out of range"
     run 2 all_reduce -f 1 -i 1e30
     expect 2 "-i: '1e30' is out of range"
-    echo "ok: one file for two outputs, empty paths and sizes out of range exit 2 naming the flag"
+    # A folder named as an output failed only once the sweep had run (issue #48 item 10).
+    run 2 all_reduce -b 8 -e 8 --csv "$work"
+    expect 2 "--csv: '$work': it is a folder; name a file in it"
+    ! grep -q "Out of bounds" <<<"$out" || fail "--csv naming a folder: the sweep ran first: $out"
+    echo "ok: one file for two outputs, empty paths, a folder and sizes out of range exit 2 naming the flag"
     ;;
   shared-buffers)
     # --buffers shared: every row's tensors are views of allocate_shared's buffers (the direct

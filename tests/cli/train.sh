@@ -56,7 +56,15 @@ case "$case_name" in
     # A deadline of now + timeout overflowed the clock: the job ended at its first collective.
     RINGDP_TIMEOUT=9999999999 expect_error 1 "RINGDP_TIMEOUT='9999999999': expected a number of seconds from 1 to 100000000" 2
     RINGDP_TIMEOUT= expect_error 1 "RINGDP_TIMEOUT is set but empty" 2
-    expect_error 1 "cannot open data file '$work/missing.csv'" 2 --data "$work/missing.csv"
+    expect_error 1 "cannot open data file '$work/missing.csv': No such file or directory" 2 --data "$work/missing.csv"
+    # Issue #48 item 10: messages that misled. 1e300 is inf in float32 ("diverged... lower --lr"
+    # before); a folder as an output failed only at the write; /dev/zero under a memory limit was a
+    # bare std::bad_alloc; powersgd's rank limit was not said.
+    echo '{"weight": {"shape": [1, 10], "data": [1e300,0,0,0,0,0,0,0,0,0]}, "bias": {"shape": [1], "data": [0]}}' >"$work/huge.json"
+    expect_error 1 "entry 'weight': data[0] is 1e+300, beyond float32's range" 2 --init "$work/huge.json"
+    expect_error 2 "--export: '$work': it is a folder; name a file in it" 2 --export "$work"
+    expect_error 2 "--comm-hook: 'powersgd:99999' is not a comm hook: expected none, fp16, bf16, powersgd:RANK or powersgd:RANK:START (RANK from 1 to 1024" 2 --comm-hook powersgd:99999
+    (ulimit -v 1000000 && expect_error 1 "cannot read data file '/dev/zero': out of memory after" 1 --data /dev/zero)
     # A joined rank shadows the default all-reduce only, not a hook's collectives.
     expect_error 1 "--comm-hook fp16 does not work with --uneven join" 2 --comm-hook fp16 --uneven join
     # A missing output folder is found before training, not when the file is written after it.

@@ -50,6 +50,19 @@ TEST_CASE("malformed CSV is an error that names the file and the line", "[csv]")
                       Contains("cannot open data file '/nonexistent/data.csv'"));
 }
 
+TEST_CASE("lines that end in CR alone are lines", "[csv]") {
+  // Issue #48 item 10: a CR-only file of 40 rows was one line, taken for a header: "no data rows".
+  const auto data = train::load_csv(write_temp("a,b,y\r1,2,3\r4,5,6\r"));
+  CHECK(data.features.to_vector() == std::vector<double>{1, 2, 4, 5});
+  CHECK(data.targets.to_vector() == std::vector<double>{3, 6});
+  CHECK(train::load_csv(write_temp("1,2,3\r\n4,5,6\r\n")).targets.to_vector() == std::vector<double>{3, 6});
+}
+
+TEST_CASE("a file that cannot be read is named with the reason", "[csv]") {
+  CHECK_THROWS_WITH(train::load_csv("/nonexistent/data.csv"),
+                    Contains("'/nonexistent/data.csv': No such file or directory"));
+}
+
 TEST_CASE("a UTF-8 byte order mark is not taken for a header", "[csv]") {
   // Spreadsheets write one; before, it made the first row "a header" and dropped it unsaid.
   const auto data =

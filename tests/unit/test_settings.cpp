@@ -34,6 +34,10 @@ TEST_CASE("values are checked against their declaration", "[settings]") {
       Catch::StartsWith("RINGDP_TIMEOUT='0': expected a number of seconds from 1 to 100000000"));
   CHECK_THROWS_WITH(parse_number(get(Id::timeout), "5s"), Catch::StartsWith("RINGDP_TIMEOUT='5s': expected"));
   CHECK_THROWS_WITH(parse_number(get(Id::timeout), "-1"), Catch::StartsWith("RINGDP_TIMEOUT='-1': expected"));
+  // Issue #48 item 10: a fraction was told only the range, which 2.5 seems to be in.
+  CHECK_THROWS_WITH(parse_number(get(Id::timeout), "2.5"),
+                    Catch::Contains("from 1 to 100000000; whole numbers only"));
+  CHECK_THROWS_WITH(parse_number(get(Id::timeout), "5s"), !Catch::Contains("whole numbers"));
   // A deadline of now + timeout overflowed the clock past this (the job ended at its first collective).
   CHECK(parse_number(get(Id::timeout), "100000000") == 100000000);
   CHECK_THROWS_WITH(parse_number(get(Id::timeout), "100000001"),
@@ -87,6 +91,10 @@ TEST_CASE("an unknown RINGDP_ variable is named with the closest known one", "[s
   CHECK_THAT(warnings[0], Catch::StartsWith("RINGDP_TIMEOUTT is not a ringdp setting") &&
                               Catch::Contains("did you mean RINGDP_TIMEOUT?"));
   CHECK_THAT(warnings[1], Catch::Contains("did you mean RINGDP_SHM_MAX_BYTES?"));
+  // A name with a character a reader cannot see is quoted (issue #48 item 10).
+  const auto spaced = unknown_variables({"RINGDP_TIMEOUT =5"});
+  REQUIRE(spaced.size() == 1);
+  CHECK_THAT(spaced[0], Catch::StartsWith("'RINGDP_TIMEOUT ' is not a ringdp setting"));
 }
 
 TEST_CASE("--help-env and the docs table list every variable", "[settings]") {

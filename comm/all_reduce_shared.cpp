@@ -21,6 +21,7 @@
 
 #include "comm/algorithms.h"
 #include "comm/envelope.h"
+#include "comm/refused_alike.h"
 #include "comm/shared_rounds.h"
 #include "comm/shared_slots.h"
 #include "core/error.h"
@@ -29,7 +30,7 @@ namespace ringdp::comm {
 
 namespace {
 // The envelope check of comm/envelope.h, on a part read from shared memory.
-void check_part(const CollectiveContext& ctx, const SharedSlots& slots, int r, size_t bytes) {
+void check_part_envelope(const CollectiveContext& ctx, const SharedSlots& slots, int r, size_t bytes) {
   RINGDP_CHECK(slots.tag(r) == ctx.tag, "rank ", ctx.rank(), " is in ", describe_tag(ctx.tag), " but rank ",
                r, " published a part of ", describe_tag(slots.tag(r)),
                ": the ranks called different collectives");
@@ -39,6 +40,11 @@ void check_part(const CollectiveContext& ctx, const SharedSlots& slots, int r, s
   RINGDP_CHECK(slots.bytes(r) == bytes, "rank ", ctx.rank(), " expected ", bytes, " bytes of ",
                describe_tag(ctx.tag), " from rank ", r, " and got ", slots.bytes(r),
                ": the ranks passed different counts");
+}
+
+// Every rank reads every part: all refuse alike, in step (comm/refused_alike.h).
+void check_part(const CollectiveContext& ctx, const SharedSlots& slots, int r, size_t bytes) {
+  refused_alike([&] { check_part_envelope(ctx, slots, r, bytes); });
 }
 
 // Waits for rank r's part of the round and checks its envelope.

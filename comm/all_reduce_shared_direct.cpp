@@ -32,6 +32,7 @@
 
 #include "comm/algorithms.h"
 #include "comm/envelope.h"
+#include "comm/refused_alike.h"
 #include "comm/shared_allocations.h"
 #include "comm/shared_rounds.h"
 #include "comm/shared_slots.h"
@@ -58,7 +59,8 @@ std::string describe(const Announcement& a) {
                         a.output.allocation);
 }
 
-void check_announcement(CollectiveContext& ctx, const SharedSlots& slots, int r, const Announcement& mine) {
+void check_announcement_fields(CollectiveContext& ctx, const SharedSlots& slots, int r,
+                               const Announcement& mine) {
   RINGDP_CHECK(slots.tag(r) == ctx.tag, "rank ", ctx.rank(), " is in ", describe_tag(ctx.tag), " but rank ",
                r, " published a part of ", describe_tag(slots.tag(r)),
                ": the ranks called different collectives");
@@ -69,6 +71,11 @@ void check_announcement(CollectiveContext& ctx, const SharedSlots& slots, int r,
   std::memcpy(&theirs, slots.part(r), sizeof theirs);
   RINGDP_CHECK(theirs == mine, "all_reduce: rank ", ctx.rank(), " passed ", describe(mine), " but rank ", r,
                " passed ", describe(theirs), "; every rank must pass the same place of the same allocation");
+}
+
+// Every rank compares every announcement: all refuse alike, in step (comm/refused_alike.h).
+void check_announcement(CollectiveContext& ctx, const SharedSlots& slots, int r, const Announcement& mine) {
+  refused_alike([&] { check_announcement_fields(ctx, slots, r, mine); });
 }
 
 // Stores that bypass the cache where the target is 16-byte aligned (chunks start on a 64-byte

@@ -75,6 +75,7 @@ Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whol
   // Last: a constructor that throws runs no destructor, which would leave the hook behind.
   if (world_.departures) {
     world_.departures->watch_position(&executor_.position());
+    executor_.set_departures(world_.departures.get());
     exit_hook_ = add_exit_hook([this](const std::string& why) { leave(why); });
   }
 }

@@ -27,7 +27,7 @@
 
 namespace ringdp::comm {
 
-/// A peer has left the communicator while this rank waited for it.
+/// A peer has left the communicator, or failed in the collective, while this rank waited for it.
 class PeerLeft : public Error {
  public:
   using Error::Error;
@@ -41,6 +41,12 @@ class Departures : public WaitWatch {
   /// Tells every peer, once, that this rank leaves: `why`, the collectives it `finished`, and
   /// whether it will free the shared windows. Never blocks.
   virtual void announce(const std::string& why, uint64_t finished, bool frees_shared) = 0;
+  /// Tells every peer, once, that this rank's collective number `finished` failed here (`why`:
+  /// a count that differs, a timeout under torch): its peers may wait in that collective for
+  /// messages that will never come, so they fail too, naming this rank, instead of waiting for
+  /// the timeout. Counts as this rank's leaving: no later notice is sent, and the shared windows
+  /// are not freed collectively. Never blocks.
+  virtual void announce_failure(const std::string& why, uint64_t finished) = 0;
   /// Takes the notices that have arrived; true once every peer's has. Never blocks.
   virtual bool everyone_left() = 0;
   /// Once everyone_left(): whether every peer said it frees the shared windows.

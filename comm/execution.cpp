@@ -9,6 +9,7 @@
 #include "comm/envelope.h"
 #include "comm/fingerprint.h"
 #include "comm/mpi_runtime.h"
+#include "comm/refused_alike.h"
 #include "comm/shared_slots.h"
 #include "core/settings.h"
 
@@ -93,8 +94,12 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
     const std::string report = detail::concat(position_.describe(), ": ", e.what());
     close("is broken: " + report);  // its peers disagree on where they are now
     throw PeerLeft(report);
+  } catch (const RefusedAlike&) {
+    first_failed_ = std::min(first_failed_, sequence);
+    throw;  // every rank refused it alike: still in step, the communicator goes on
   } catch (const Error& e) {
     first_failed_ = std::min(first_failed_, sequence);
+    if (collective) fail_collective(e.what());
     if (!transport.device_memory()) throw;
     // A CUDA or NCCL error names the call that failed; say which collective and step it was in.
     throw Error(detail::concat(position_.describe(), " on rank ", rank_, ": ", e.what()));
@@ -103,6 +108,14 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
     throw;
   }
   if (began != timeline::Clock::time_point{}) record_collective(issue, sequence, began);
+}
+
+void Executor::fail_collective(const std::string& why) {
+  // The peers may wait in this collective for messages this rank will never send (a count that
+  // differs is found by one rank of a ring): tell them, so that each fails in seconds naming this
+  // rank, instead of at the timeout. Those messages would also meet a later call's receives.
+  close("is broken: " + why);
+  if (departures_) departures_->announce_failure(why, finished());
 }
 
 void Executor::announce(uint64_t sequence, int tag) { host_slots_->announce(sequence, tag); }

@@ -35,6 +35,7 @@
 
 namespace ringdp::comm {
 
+class Departures;  // comm/departures.h
 class Executor;
 
 /// One collective as issued: what DETAIL compares across ranks and the watchdog names.
@@ -158,6 +159,8 @@ class Executor {
     closed_why_ = std::move(state);
     closed_.store(true, std::memory_order_release);
   }
+  /// Where a collective that fails here is told to the peers (comm/departures.h); not owned.
+  void set_departures(Departures* departures) { departures_ = departures; }
   /// Sends and receives are numbered apart: they involve some ranks only.
   uint64_t last_p2p_sequence() const { return p2p_sequence_ - 1; }
   CallQueue& queue() { return *queue_; }
@@ -182,6 +185,8 @@ class Executor {
   bool watched() const { return watchers_ || timeline::enabled(); }
   [[noreturn]] void kill(const Issue& issue, uint64_t sequence);
   [[noreturn]] void throw_closed(const char* what) const;
+  /// A collective threw here: closes this executor and tells the peers (set_departures).
+  void fail_collective(const std::string& why);
 
   Routes& routes_;
   const CommOptions& options_;
@@ -196,6 +201,7 @@ class Executor {
   uint64_t first_failed_ = UINT64_MAX;  // the sequence number of the first collective that threw
   uint64_t sequence_ = 0;  // collectives issued: every rank issues each one, so it is part of their tags
   uint64_t p2p_sequence_ = 0;  // sends and receives: between some ranks only, so numbered apart
+  Departures* departures_ = nullptr;
   SharedSlots* host_slots_ = nullptr;  // the host transport's, where all ranks share one host
   int sequence_bits_ = 16;  // of the sequence in a tag: what fits under MPI_TAG_UB (comm/envelope.h)
   Position position_;

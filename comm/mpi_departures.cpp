@@ -98,6 +98,7 @@ void MpiDepartures::take_arrivals() {
     if (!arrival.arrived) ++arrived_count_;
     arrival = Arrival{.arrived = true,
                       .frees_shared = incoming_.frees_shared != 0,
+                      .failed = incoming_.failed != 0,
                       .why = std::string(incoming_.why, strnlen(incoming_.why, sizeof(incoming_.why))),
                       .finished = incoming_.finished,
                       .order = arrived_count_};
@@ -127,18 +128,30 @@ void MpiDepartures::check() {
 
 void MpiDepartures::throw_left(int peer) const {
   const Arrival& arrival = arrivals_[static_cast<size_t>(peer)];
+  if (arrival.failed)
+    throw PeerLeft(detail::concat("rank ", peer, " failed in this collective (", arrival.why,
+                                  ") and will not finish it, while rank ", rank_, " waited for it"));
   throw PeerLeft(detail::concat("rank ", peer, " left (", arrival.why, ") after finishing ", arrival.finished,
                                 " collective", arrival.finished == 1 ? "" : "s",
                                 " on this communicator, while rank ", rank_, " waited for it"));
 }
 
 void MpiDepartures::announce(const std::string& why, uint64_t finished, bool frees_shared) {
+  send_notice(why, finished, frees_shared, false);
+}
+
+void MpiDepartures::announce_failure(const std::string& why, uint64_t finished) {
+  send_notice(why, finished, false, true);
+}
+
+void MpiDepartures::send_notice(const std::string& why, uint64_t finished, bool frees_shared, bool failed) {
   if (announced_ || size_ == 1) return;
   announced_ = true;
+  frees_shared_ = frees_shared;
   // A peer that has stopped listening never receives its notice: the sends complete because they
   // are eager, and are waited for at exit (stop_listening), not here.
-  notice_ =
-      std::make_unique<Notice>(Notice{.finished = finished, .frees_shared = frees_shared ? 1 : 0, .why = {}});
+  notice_ = std::make_unique<Notice>(Notice{
+      .finished = finished, .frees_shared = frees_shared ? 1 : 0, .failed = failed ? 1 : 0, .why = {}});
   std::strncpy(notice_->why, why.c_str(), sizeof(notice_->why) - 1);
   if (why.size() >= sizeof(notice_->why)) std::memcpy(notice_->why + sizeof(notice_->why) - 4, "...", 3);
   for (int peer = 0; peer < size_; ++peer) {
@@ -154,6 +167,7 @@ bool MpiDepartures::everyone_left() {
 }
 
 bool MpiDepartures::everyone_frees_shared() const {
+  if (!frees_shared_) return false;  // this rank said it would not: freeing is collective
   for (int peer = 0; peer < size_; ++peer)
     if (peer != rank_ && !arrivals_[static_cast<size_t>(peer)].frees_shared) return false;
   return true;

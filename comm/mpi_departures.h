@@ -33,6 +33,7 @@ class MpiDepartures final : public Departures {
   /// Throws PeerLeft when a rank that left had not finished the collective this rank waits in.
   void check() override;
   void announce(const std::string& why, uint64_t finished, bool frees_shared) override;
+  void announce_failure(const std::string& why, uint64_t finished) override;
   bool everyone_left() override;
   bool everyone_frees_shared() const override;
   std::string missing() const override;
@@ -43,13 +44,15 @@ class MpiDepartures final : public Departures {
   struct Notice {
     uint64_t finished = 0;
     int32_t frees_shared = 0;
-    char why[244] = {};
+    int32_t failed = 0;  // announce_failure: it failed in collective `finished`, and did not leave
+    char why[240] = {};
   };
 
  private:
   struct Arrival {
     bool arrived = false;
     bool frees_shared = false;
+    bool failed = false;
     std::string why;
     uint64_t finished = 0;
     int order = 0;  // 1 for the first notice to arrive, 2 for the next...
@@ -57,11 +60,13 @@ class MpiDepartures final : public Departures {
   /// Takes every notice that has arrived, reposting the receive after each; never blocks.
   void take_arrivals();
   [[noreturn]] void throw_left(int peer) const;
+  void send_notice(const std::string& why, uint64_t finished, bool frees_shared, bool failed);
 
   MPI_Comm control_ = MPI_COMM_NULL;
   int tag_ = 0;
   int rank_ = 0, size_ = 1;
   bool announced_ = false;
+  bool frees_shared_ = false;  // what this rank's own notice said
   std::unique_ptr<Notice> notice_;  // what announce() sent: read by MPI until every send completes
   std::vector<MPI_Request> sends_;  // one per peer
   MPI_Request receive_ = MPI_REQUEST_NULL;

@@ -25,17 +25,32 @@ mode=return job "$@"
 # two steps from rank 1 on the ring may hear of that one first). Rank 0 names rank 1.
 for ((r = 0; r < np; r++)); do
   [ $r -eq 1 ] && continue
-  grep -qE "rank $r: error: all_reduce #1 .*rank [0-9]+ left \(its communicator was destroyed\) after finishing 1 collective on this communicator, while rank $r waited for it" <<<"$out" ||
+  grep -qE "rank $r: error after [0-9.]+ s: all_reduce #1 .*rank [0-9]+ left \(its communicator was destroyed\) after finishing 1 collective on this communicator, while rank $r waited for it" <<<"$out" ||
     fail "return: rank $r printed no error naming a rank that left: $out"
 done
-grep -qE "rank 0: error: all_reduce #1 .*rank 1 left" <<<"$out" || fail "return: rank 0 did not name rank 1: $out"
+grep -qE "rank 0: error after [0-9.]+ s: all_reduce #1 .*rank 1 left" <<<"$out" || fail "return: rank 0 did not name rank 1: $out"
 echo "ok: rank 1 returning from main ends the job in ${seconds}s, exit $rc; the others name it"
 
 mode=extra job "$@"
 [ $rc -ne 0 ] || fail "extra: the job ended with exit 0: $out"
-grep -qE "rank 0: error: all_reduce #2 .*rank [1-9] left \(its communicator was destroyed\) after finishing 2 collectives" <<<"$out" ||
+grep -qE "rank 0: error after [0-9.]+ s: all_reduce #2 .*rank [1-9] left \(its communicator was destroyed\) after finishing 2 collectives" <<<"$out" ||
   fail "extra: rank 0's third all-reduce did not fail naming a rank that left: $out"
 echo "ok: a rank left alone in one collective more fails in ${seconds}s, naming who left"
+
+mode=mismatch job "$@"
+[ $rc -ne 0 ] || fail "mismatch: the job ended with exit 0: $out"
+# Every rank fails within 3 s, while the one that found it lives on (before, the others waited
+# until it left, 4 s later, or for the timeout); a later call fails at once naming the first error.
+# Where every rank refused it alike (shared memory), the ranks are in step and the next call runs.
+then="then: all_reduce on rank R: this communicator is broken: "
+grep -q "then: an all-reduce ran" <<<"$out" && then="then: an all-reduce ran"
+for ((r = 0; r < np; r++)); do
+  grep -qE "rank $r: error after [0-2]\.[0-9] s: " <<<"$out" || fail "mismatch: rank $r did not fail within 3 s: $out"
+  grep -qF "rank $r: ${then//R/$r}" <<<"$out" || fail "mismatch: rank $r's next call: not '$then' as another's: $out"
+done
+! grep -q " left (" <<<"$out" || fail "mismatch: a rank learnt of it only when its peer left: $out"
+grep -q "1001\|4004" <<<"$out" || fail "mismatch: no rank named the differing count: $out"
+echo "ok: a count that differs on rank 1 fails every rank in ${seconds}s; next call: ${then#then: }"
 
 mode=finish job "$@"
 [ $rc -eq 0 ] || fail "finish: a job where every rank finished exited $rc: $out"

@@ -95,8 +95,9 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
     close("is broken: " + report);  // its peers disagree on where they are now
     throw PeerLeft(report);
   } catch (const RefusedAlike&) {
-    first_failed_ = std::min(first_failed_, sequence);
-    throw;  // every rank refused it alike: still in step, the communicator goes on
+    // Every rank refused it alike: still in step, the communicator goes on, and this is no
+    // failure a notice must report (finished() counts on past it, as every peer's does).
+    throw;
   } catch (const Error& e) {
     first_failed_ = std::min(first_failed_, sequence);
     if (collective) fail_collective(e.what());

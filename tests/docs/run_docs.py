@@ -12,7 +12,10 @@ renders as nothing:
 
     <!-- docs-test: run [match=quoted|unordered|exact] [timeout=SECONDS] [patch=FILE] [needs=WHAT] -->
     <!-- docs-test: skip: REASON -->
+    <!-- docs-test: file NAME -->
 
+`file NAME` writes the block's text, as shown, to NAME in the page's scratch folder, for the
+commands of later blocks to run: a program a page shows whole is run as a reader would paste it.
 `needs=torch` skips the block, saying why, where Debian's python3-torch (with gloo) is missing;
 NEEDS below lists what can be needed.
 `patch=FILE` (a path in the source tree) marks a block that shows a planted change: the exercises'.
@@ -69,11 +72,17 @@ class Block:
         self.marker_line = marker_line
         self.options = options
         self.commands = []  # [line, command text, [(line, shown text)], expected exit status]
+        self.text = ""  # a `file` block's contents
 
 
 def parse_marker(text):
     if text.startswith("skip:"):
         return {"skip": text[len("skip:"):].strip() or "no reason given"}
+    if text.split()[:1] == ["file"]:
+        name = text[len("file"):].strip()
+        if not re.fullmatch(r"[\w.-]+", name):
+            raise ValueError("a docs-test file block names one file of the scratch folder, not '%s'" % name)
+        return {"file": name}
     words = text.split()
     if not words or words[0] != "run":
         raise ValueError("a docs-test marker is 'run [options]' or 'skip: REASON', not '%s'" % text)
@@ -119,6 +128,14 @@ def parse_page(path, text):
             raise ValueError("%s:%d: a docs-test marker must sit on the line before a ``` fence"
                              % (path, i + 1))
         i += 2
+        if "file" in options:
+            start = i
+            while i < len(lines) and not lines[i].strip().startswith(fence.group(1)):
+                i += 1
+            block.text = "\n".join(lines[start:i]) + "\n"
+            blocks.append(block)
+            i += 1
+            continue
         command = None
         while i < len(lines) and not lines[i].strip().startswith(fence.group(1)):
             line = lines[i]
@@ -236,6 +253,11 @@ def run_block(block, folder, env, report):
     return failures
 
 
+def write_file_block(block, folder):
+    with open(os.path.join(folder, block.options["file"]), "w", encoding="utf-8") as f:
+        f.write(block.text)
+
+
 def run_patched(block, folder, source_dir, env):
     """A block with patch=: its change applied to the scratch sources for the block, then undone."""
     patch = ["patch", "-p1", "--quiet", "-d", source_dir, "-i", os.path.join(source_dir, block.options["patch"])]
@@ -257,6 +279,9 @@ def run_page(build_dir, source_dir, page, patched=False):
     failures = ran = 0
     try:
         for block in blocks:
+            if "file" in block.options:
+                write_file_block(block, folder)
+                continue
             skip = block.options.get("skip")
             if not skip and "needs" in block.options:
                 check, reason = NEEDS[block.options["needs"]]
@@ -312,6 +337,17 @@ a
 b
 ```
 
+<!-- docs-test: file shown.sh -->
+```sh
+echo "from the page's file"
+```
+
+<!-- docs-test: run -->
+```
+$ bash shown.sh
+from the page's file
+```
+
 <!-- docs-test: skip: needs a CUDA device -->
 ```
 $ nvidia-smi
@@ -332,12 +368,17 @@ def self_test():
         ("an unexpected exit status", SELF_TEST_PAGE.replace("[exit 1]", "[exit 0]"), 1),
         ("a command that fails silently", SELF_TEST_PAGE.replace("$ false\n[exit 1]", "$ false"), 1),
         ("an unordered line the run does not print", SELF_TEST_PAGE.replace("a\nb\n```", "a\nc\n```"), 1),
+        ("a file block's text changed", SELF_TEST_PAGE.replace('echo "from the', 'echo "not from the'), 1),
     ]
     bad = 0
     try:
         for name, page, want in cases:
-            failures = sum(run_block(b, folder, env, lambda _: None)
-                           for b in parse_page("self-test.md", page) if "skip" not in b.options)
+            failures = 0
+            for block in parse_page("self-test.md", page):
+                if "file" in block.options:
+                    write_file_block(block, folder)
+                elif "skip" not in block.options:
+                    failures += run_block(block, folder, env, lambda _: None)
             got = 1 if failures else 0
             print("%s: %s (%s)" % ("ok" if got == want else "WRONG", name, "fails" if got else "passes"))
             bad += got != want

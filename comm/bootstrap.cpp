@@ -94,7 +94,8 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_
   agree(options, transport->comm());
   // Every rank on one host (each sees all in its node): the shared-memory slots. Collective over
   // `node`, and every rank takes the same branch.
-  if (shared_memory && hosts.local_size == transport->size())
+  // RINGDP_SHM_MAX_BYTES=0 ("never") takes no /dev/shm at all.
+  if (shared_memory && options.shared_memory_max_bytes > 0 && hosts.local_size == transport->size())
     transport->enable_shared_slots(hosts.node, options.shared_memory_slot_bytes, oversubscribed);
   const bool yield = ringdp_yields(oversubscribed);
   auto host_transport = std::make_unique<MpiTransport>(hosts.host, false);

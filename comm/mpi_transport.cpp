@@ -15,6 +15,7 @@
 #include "comm/mpi_wire.h"
 #include "comm/native_mpi.h"
 #include "comm/shared_slots.h"
+#include "comm/shm_space.h"
 #include "core/settings.h"
 
 namespace ringdp::comm {
@@ -146,6 +147,13 @@ void MpiTransport::enable_shared_slots(MPI_Comm node, size_t slot_bytes, bool yi
   int rank = 0, size = 1;
   RINGDP_MPI_CHECK(MPI_Comm_rank(node, &rank));
   RINGDP_MPI_CHECK(MPI_Comm_size(node, &size));
+  check_shm_space(node, SharedSlots::region_bytes(slot_bytes),
+                  detail::concat("ringdp's shared-memory slots (two of RINGDP_SHM_SLOT_BYTES=", slot_bytes,
+                                 " bytes per rank)"),
+                  detail::concat("lower RINGDP_SHM_SLOT_BYTES (4096 needs ",
+                                 shm_bytes_text(SharedSlots::region_bytes(4096)),
+                                 " per rank), or set RINGDP_SHM_MAX_BYTES=0 for no slots (all-reduces then "
+                                 "run over MPI's messages)"));
   void* base = nullptr;
   MPI_Win window = MPI_WIN_NULL;
   RINGDP_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(SharedSlots::region_bytes(slot_bytes)), 1,

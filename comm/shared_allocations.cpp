@@ -7,6 +7,7 @@
 
 #include "comm/fingerprint.h"
 #include "comm/mpi_transport.h"
+#include "comm/shm_space.h"
 #include "core/error.h"
 
 namespace ringdp::comm {
@@ -64,15 +65,17 @@ void* SharedAllocations::allocate(Transport& transport, const Shape& shape, DTyp
   const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
   // Each segment on its own pages: each rank first-touches (zeroes) its own, so its pages sit on
   // its NUMA node, and no two ranks' segments share a page.
+  check_shm_space(comm, bytes, detail::concat("allocate_shared of ", describe(request_of(shape, dtype))),
+                  "allocate plain tensors (ringdp-bench: leave out --buffers shared)");
   MPI_Info info = MPI_INFO_NULL;
   RINGDP_MPI_CHECK(MPI_Info_create(&info));
   RINGDP_MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
   void* base = nullptr;
   MPI_Win window = MPI_WIN_NULL;
-  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(std::max<size_t>(bytes, 1)), 1, info, comm,
-                                         &base, &window);
+  const int allocated = MPI_Win_allocate_shared(static_cast<MPI_Aint>(std::max<size_t>(bytes, 1)), 1, info,
+                                                comm, &base, &window);
   MPI_Info_free(&info);
-  RINGDP_MPI_CHECK(rc);
+  if (allocated != MPI_SUCCESS) mpi_check(allocated, "MPI_Win_allocate_shared", __FILE__, __LINE__);
   int* model = nullptr;
   int found = 0;
   RINGDP_MPI_CHECK(MPI_Win_get_attr(window, MPI_WIN_MODEL, &model, &found));

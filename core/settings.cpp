@@ -36,7 +36,8 @@ constexpr Setting kTable[] = {
      "a number of bytes, 0 = never",
      "auto all_reduce on 4+ ranks: Rabenseifner above RINGDP_RD_MAX_BYTES up to this size, the ring above"},
     {shm_max_bytes, "RINGDP_SHM_MAX_BYTES", number, "", "a number of bytes, 0 = never",
-     "auto all_reduce with every rank on one host: shared memory up to this size (unset: every size)"},
+     "auto all_reduce with every rank on one host: shared memory up to this size (unset: every size; 0 takes "
+     "no /dev/shm)"},
     {shm_scatter_min_bytes, "RINGDP_SHM_SCATTER_MIN_BYTES", number, "16384", "a number of bytes",
      "a shared-memory round this long or longer is scattered (each rank reduces 1/N of it)"},
     {shm_slot_bytes, "RINGDP_SHM_SLOT_BYTES", number, "262144", "a positive multiple of 64",

@@ -1,0 +1,77 @@
+// Implements comm/shm_space.h. Tested by tests/mpi/small_shm.sh (a 1 MiB /dev/shm in a mount
+// namespace of its own).
+#include "comm/shm_space.h"
+
+#if RINGDP_HAVE_MPI
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+
+#include "comm/mpi_transport.h"
+#include "core/error.h"
+
+namespace ringdp::comm {
+
+namespace {
+
+constexpr const char* kShmFolder = "/dev/shm";
+
+// MPI rounds each rank's part up to pages and adds its own bookkeeping (Open MPI asked 1,053,192
+// B for two 524,480 B regions): a page per rank and 64 KiB in all cover it.
+size_t needed_bytes(size_t bytes_per_rank, int ranks) {
+  const long page = sysconf(_SC_PAGESIZE);
+  const size_t p = page > 0 ? static_cast<size_t>(page) : 4096;
+  const size_t per_rank = (bytes_per_rank + p - 1) / p * p + p;
+  return per_rank * static_cast<size_t>(ranks) + 64 * 1024;
+}
+
+// UINT64_MAX where /dev/shm cannot be read: that rank has nothing to say about the space.
+uint64_t free_bytes() {
+  struct statvfs info {};
+  if (statvfs(kShmFolder, &info) != 0) return UINT64_MAX;
+  return static_cast<uint64_t>(info.f_bavail) * static_cast<uint64_t>(info.f_frsize);
+}
+
+std::string with_commas(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string shm_bytes_text(size_t bytes) {
+  char scaled[32];
+  if (bytes >= (size_t{1} << 30))
+    std::snprintf(scaled, sizeof scaled, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  else if (bytes >= (size_t{1} << 20))
+    std::snprintf(scaled, sizeof scaled, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  else
+    std::snprintf(scaled, sizeof scaled, "%.1f KiB", static_cast<double>(bytes) / 1024);
+  return detail::concat(scaled, " (", with_commas(bytes), " B)");
+}
+
+void check_shm_space(MPI_Comm node, size_t bytes_per_rank, const std::string& what,
+                     const std::string& remedy) {
+  int ranks = 1;
+  RINGDP_MPI_CHECK(MPI_Comm_size(node, &ranks));
+  // The least any rank sees, so that every rank decides alike (the space can change between reads).
+  uint64_t available = free_bytes();
+  RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &available, 1, MPI_UINT64_T, MPI_MIN, node));
+  const size_t needed = needed_bytes(bytes_per_rank, ranks);
+  if (available == UINT64_MAX || available >= needed) return;
+  RINGDP_FAIL(kShmFolder, " has ", shm_bytes_text(available), " free, but ", what, " for the ", ranks,
+              " rank(s) on this host need about ", shm_bytes_text(needed), " there (",
+              shm_bytes_text(bytes_per_rank), " per rank, and MPI's own pages): make ", kShmFolder,
+              " larger (a container: docker run --shm-size=1g; or mount -o remount,size=1G /dev/shm), or ",
+              remedy);
+}
+
+}  // namespace ringdp::comm
+
+#endif

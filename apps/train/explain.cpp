@@ -3,6 +3,7 @@
 // from what it recorded. Every function here runs on every rank, so the collectives match, and
 // prints on rank 0 only. Tested by tests/cli/train.sh (case explain).
 #include "apps/train/explain.h"
+#include "apps/train/agreement.h"
 
 #include <algorithm>
 #include <cmath>
@@ -434,9 +435,7 @@ int run_explain(const TrainConfig& config, const std::shared_ptr<comm::Communica
   comm::Communicator& comm = *communicator;
   RINGDP_CHECK(config.device != "cuda",
                "--explain reads the values from host memory as each step begins; use --device cpu");
-  const Dataset data = config.data_path.empty()
-                           ? synthetic_dataset(config.samples * comm.size(), config.features, config.seed)
-                           : load_csv(config.data_path);
+  const Dataset data = agreed_dataset(config, comm);
   Observed seen;
   const StepRecord step = take_step(config, communicator, data, seen);
   tell_backward(config, comm, step);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/train/agreement.h"
 #include "apps/train/comm_hook_setup.h"
 #include "apps/train/csv.h"
 #include "apps/train/dataset.h"
@@ -169,9 +170,7 @@ int run_explain_hook(const TrainConfig& config, const std::shared_ptr<comm::Comm
   CommHookChoice choice = parse_comm_hook(config.comm_hook);
   const bool powersgd = choice.kind == CommHookChoice::Kind::powersgd;
   if (powersgd) choice.start = 0;  // one step: compress it
-  const Dataset data = config.data_path.empty()
-                           ? synthetic_dataset(config.samples * N, config.features, config.seed)
-                           : load_csv(config.data_path);
+  const Dataset data = agreed_dataset(config, comm);
   auto model = build_model(config, data.features.size(1), Device::cpu());
   ddp::DistributedDataParallel ddp(model, communicator,
                                    {.bucket_cap_mb = config.bucket_mb,

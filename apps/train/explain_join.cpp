@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/train/agreement.h"
 #include "apps/train/csv.h"
 #include "apps/train/dataset.h"
 #include "apps/train/explain.h"
@@ -119,9 +120,7 @@ int run_explain_join(const TrainConfig& config, const std::shared_ptr<comm::Comm
   const int N = comm.size();
   RINGDP_CHECK(config.device != "cuda",
                "--explain reads the values from host memory as each step begins; use --device cpu");
-  const Dataset data = config.data_path.empty()
-                           ? synthetic_dataset(config.samples * N, config.features, config.seed)
-                           : load_csv(config.data_path);
+  const Dataset data = agreed_dataset(config, comm);
   auto model = build_model(config, data.features.size(1), Device::cpu());
   double element_before = 0;
   ddp::DistributedDataParallel* wrapper = nullptr;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/train/agreement.h"
 #include "apps/train/csv.h"
 #include "apps/train/explain.h"
 #include "apps/train/optimizer_setup.h"
@@ -96,9 +97,7 @@ double flat_value(const ddp::ZeroRedundancyOptimizer& zero, const autograd::Modu
 int run_explain_zero(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
   comm::Communicator& comm = *communicator;
   const int N = comm.size(), rank = comm.rank();
-  const Dataset data = config.data_path.empty()
-                           ? synthetic_dataset(config.samples * N, config.features, config.seed)
-                           : load_csv(config.data_path);
+  const Dataset data = agreed_dataset(config, comm);
   auto model = build_model(config, data.features.size(1), Device::cpu());
   ddp::DistributedDataParallel ddp(model, communicator, {.sync_gradients = false});
   TrainOptimizer opt = make_optimizer(config, *model, communicator);

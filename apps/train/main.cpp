@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/train/agreement.h"
 #include "apps/train/comm_hook_setup.h"
 #include "apps/train/explain.h"
 #include "apps/train/optimizer_setup.h"
@@ -246,6 +247,7 @@ std::string paths_problem(const CLI::App& app, const train::TrainConfig& config)
 
 // Training, or under --explain one step told (of DDP with SGD, or with --zero of ZeRO).
 int run_job(const train::TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
+  train::require_agreement(*communicator, train::config_items(config), "settings");
   train::check_optimizer_flags(config);
   RINGDP_CHECK(config.comm_hook == "none" || config.uneven != "join", "--comm-hook ", config.comm_hook,
                " does not work with --uneven join (a joined rank shadows the default all-reduce of each "

@@ -1,5 +1,6 @@
 // Implements apps/train/trainer.h (the contract is documented there). Tested by tests/cli/train.sh.
 #include "apps/train/trainer.h"
+#include "apps/train/agreement.h"
 
 #include <chrono>
 #include <cmath>
@@ -257,9 +258,7 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
   const int N = comm.size(), rank = comm.rank();
   const Device device = pick_device(config.device, comm);
   check_backend(config, device);
-  const Dataset data = config.data_path.empty()
-                           ? synthetic_dataset(config.samples * N, config.features, config.seed)
-                           : load_csv(config.data_path);
+  const Dataset data = agreed_dataset(config, comm);
   auto model = build_model(config, data.features.size(1), device);
   if (!config.init_path.empty()) {
     // Every rank reads it; DDP's broadcast below makes rank 0's copy the one that counts.

@@ -11,6 +11,7 @@
 #include "autograd/graph_walk.h"
 #include "autograd/node.h"
 #include "comm/ddp/bucket_assignment.h"
+#include "core/fnv1a.h"
 #include "core/settings.h"
 #include "core/timeline.h"
 #include "tensor/ops.h"
@@ -38,11 +39,6 @@ std::string describe(const std::vector<std::pair<std::string, Tensor>>& params) 
   return out.str();
 }
 
-uint64_t fnv1a(const std::string& text) {
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
-  return hash;
-}
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<autograd::Module> module,

@@ -334,6 +334,42 @@ PY
     ! grep -q "^epoch" <<<"$out" || fail "launched by $other: trained anyway: $out"
     echo "ok: built for $RINGDP_MPI_IMPL, launched by $other -> exit $rc in ${seconds}s, naming $RINGDP_MPIEXEC"
     ;;
+  disagree)
+    # Ranks started with different flags or data (an MPMD launch line: `:` between parts) must
+    # be stopped before training, naming the difference (issue #48 item 8: they trained, exit 0).
+    mpmd() {  # mpmd ARGS_OF_RANK_0 -- ARGS_OF_RANKS_1_AND_2: sets $out and $rc
+      local first=() rest=()
+      while [ "$1" != -- ]; do first+=("$1"); shift; done
+      shift
+      rest=("$@")
+      out=$(timeout 60 "$mpiexec" "${launch_args[@]}" -n 1 "$train" "${first[@]}" : -n 2 "$train" "${rest[@]}" 2>&1)
+      rc=$?
+      [ $rc -ne 124 ] || fail "an MPMD launch hung: ${first[*]} -- ${rest[*]}"
+    }
+    refused() {  # refused WHAT: the job failed naming WHAT on every rank, before any epoch
+      [ $rc -ne 0 ] || fail "ranks that disagree trained, exit 0: $out"
+      [ "$(grep -o "error: the ranks were given different $1" <<<"$out" | wc -l)" -eq 3 ] ||
+        fail "not every rank named the difference ('$1'): $out"
+      ! grep -q "^epoch" <<<"$out" || fail "trained before the difference was found: $out"
+    }
+    mpmd --epochs 2 --lr 0.01 -- --epochs 2 --lr 0.1
+    refused "settings: --lr is 0.01 on rank 0 but 0.1 on rank 1 (and differs on 1 more rank(s))"
+    echo "ok: --lr 0.01 on rank 0, 0.1 on ranks 1-2: exit $rc, named on every rank"
+    for i in $(seq 40); do printf '%d,%d,%d\n' "$i" "$((i % 7))" "$((2 * i))"; done >"$work/forty.csv"
+    head -n 30 "$work/forty.csv" >"$work/thirty.csv"
+    mpmd --epochs 1 --data "$work/forty.csv" -- --epochs 1 --data "$work/thirty.csv"
+    refused "data: the data's size is 40 rows of 3 columns ('$work/forty.csv') on rank 0 but 30 rows of 3 columns ('$work/thirty.csv') on rank 1"
+    echo "ok: --data files of 40 and 30 rows: named on every rank"
+    sed 's/^7,0,14$/7,0,15/' "$work/forty.csv" >"$work/forty-changed.csv"
+    mpmd --epochs 1 --data "$work/forty.csv" -- --epochs 1 --data "$work/forty-changed.csv"
+    refused "data: the data's checksum is "
+    grep -qF "('$work/forty-changed.csv') on rank 1" <<<"$out" || fail "the changed file is not named: $out"
+    echo "ok: one value changed in 40 rows: named by checksum and file"
+    cp "$work/forty.csv" "$work/forty-copy.csv"
+    mpmd --epochs 1 --data "$work/forty.csv" -- --epochs 1 --data "$work/forty-copy.csv" --verbose
+    [ $rc -eq 0 ] || fail "the same data under another name was refused, exit $rc: $out"
+    echo "ok: the same data under another file name, and --verbose on some ranks, train"
+    ;;
   explain)
     # The values docs/walkthrough.md quotes: 10^rank in, partial sums step by step, 1111 / 4 out.
     expect_row() {  # expect_row LABEL VALUES...: the row of the --explain table that starts with LABEL

@@ -80,14 +80,32 @@ Completions::Completions() {
     std::erase_if(g_states, [](const std::weak_ptr<void>& s) { return s.expired(); });
     g_states.push_back(state_);
   }
-  for (int i = 0; i < kThreads; ++i) threads_.emplace_back([state = state_] { run(state); });
+  std::lock_guard lock(state_->threads_mutex);
+  for (int i = 0; i < kThreads; ++i) state_->threads.emplace_back([state = state_] { run(state); });
 }
 
 void Completions::stop(State& state) {
-  std::unique_lock lock(state.mutex);
-  state.stopping = true;
-  state.ready.notify_all();
-  state.stopped.wait(lock, [&] { return state.running == 0; });
+  // On one of the threads (a future's callback dropped the group), that thread is still running.
+  bool own_thread = false;
+  {
+    std::lock_guard lock(state.threads_mutex);
+    for (const std::thread& thread : state.threads)
+      own_thread |= thread.get_id() == std::this_thread::get_id();
+  }
+  {
+    std::unique_lock lock(state.mutex);
+    state.stopping = true;
+    state.ready.notify_all();
+    state.stopped.wait(lock, [&] { return state.running == (own_thread ? 1 : 0); });
+  }
+  std::lock_guard lock(state.threads_mutex);
+  for (std::thread& thread : state.threads) {
+    if (!thread.joinable()) continue;  // joined by an earlier stop
+    if (thread.get_id() == std::this_thread::get_id())
+      thread.detach();
+    else
+      thread.join();
+  }
 }
 
 void Completions::stop_all() {
@@ -102,25 +120,16 @@ void Completions::stop_all() {
 
 Completions::~Completions() {
   if (ringdp::comm::in_forked_child()) {
-    // The threads are the parent's: this process has none to stop or join (joining one crashed).
-    for (std::thread& thread : threads_) new std::thread(std::move(thread));
-    new std::shared_ptr<State>(std::move(state_));  // its condition variables have the parent's waiters
+    // The threads are the parent's: this process has none to stop or join (joining one crashed),
+    // and the state's condition variables have the parent's waiters. Both are let go.
+    new std::shared_ptr<State>(std::move(state_));
     return;
   }
-  {
-    std::lock_guard lock(state_->mutex);
-    state_->stopping = true;
-  }
-  state_->ready.notify_all();
   // Python may drop the last reference to the group with the GIL held, while a pending future's
   // Python callback, on one of these threads, waits for the GIL.
   std::optional<pybind11::gil_scoped_release> no_gil;
   if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
-  for (std::thread& thread : threads_)
-    if (thread.get_id() == std::this_thread::get_id())
-      thread.detach();  // the others drain the queue before they stop: this one has only its call left
-    else
-      thread.join();
+  stop(*state_);
 }
 
 void Completions::push(c10::intrusive_ptr<Call> call) {

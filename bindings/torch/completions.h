@@ -94,13 +94,18 @@ class Completions {
     std::deque<c10::intrusive_ptr<Call>> queue;
     bool stopping = false;
     int running = 0;  // threads not yet out of run()
+    // The threads themselves, here and not in the Completions: stop_all joins them, so that none
+    // is still ending (its stack, its thread-local state) while the interpreter finalizes.
+    std::mutex threads_mutex;
+    std::vector<std::thread> threads;
   };
-  /// Asks the threads of `state` to stop once its queue is empty, and waits until they have.
+  /// Asks the threads of `state` to stop once its queue is empty, waits until they have, and
+  /// joins them; the calling thread, when it is one of them, is let go instead (it cannot join
+  /// itself, and it has only its own call left).
   static void stop(State& state);
   static void run(const std::shared_ptr<State>& state);
 
   std::shared_ptr<State> state_ = std::make_shared<State>();
-  std::vector<std::thread> threads_;
 };
 
 }  // namespace ringdp_torch

@@ -15,6 +15,7 @@
 
 #include "bindings/torch/completions.h"
 #include "bindings/torch/process_group.h"
+#include "bindings/torch/terminate_report.h"
 #include "comm/mpi_runtime.h"
 #include "core/error.h"
 
@@ -113,6 +114,7 @@ void record_uncaught(const py::object& type, const py::object& value) {
 void at_exit() {
   // A child forked from a rank has no completion threads and is no rank (comm/mpi_runtime.h).
   if (ringdp::comm::in_forked_child()) return;
+  set_exit_phase("in ringdp's exit hook (stopping the completion threads)");
   py::gil_scoped_release no_gil;
   Completions::stop_all();
   std::string why;
@@ -120,7 +122,9 @@ void at_exit() {
     std::lock_guard lock(g_why_mutex);
     why = g_why;
   }
+  set_exit_phase("in ringdp's exit hook (leaving the job)");
   ringdp::comm::leave_job(why);
+  set_exit_phase("past ringdp's exit hook (Python's later exit hooks, finalization, MPI_Finalize)");
 }
 
 // Chains a hook that records the uncaught exception to the one in place (torch's, a user's).
@@ -147,6 +151,7 @@ PYBIND11_MODULE(ringdp_torch, m) {
   // Registers torch's ProcessGroup and Store with pybind11, which the creator's types need.
   py::module::import("torch.distributed");
   ringdp_torch::install_exit_hooks(m);
+  ringdp_torch::install_terminate_report();
   m.def("create_process_group", &ringdp_torch::create, py::arg("options"), py::arg("pg_options"),
         py::call_guard<py::gil_scoped_release>(),
         "The backend's creator, as torch.distributed calls it with extended_api=True: "

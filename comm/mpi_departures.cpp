@@ -5,12 +5,15 @@
 #if RINGDP_HAVE_MPI
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
+#include "core/settings.h"
 
 namespace ringdp::comm {
 
@@ -28,6 +31,21 @@ struct Outbox {
   std::vector<std::unique_ptr<MpiDepartures::Notice>> notices;
   bool registered = false;
 };
+// RINGDP_TEST_NOTICE_DELAY=FROM:TO:MS: rank FROM sends its notice to rank TO MS ms late, so a
+// test can make another rank's notice come first (tests/mpi/rank_leaves.sh). Read when the
+// communicator is made: a notice may be sent from a destructor, where an error cannot go.
+MpiDepartures::NoticeDelay notice_delay() {
+  const std::optional<std::string> text = settings::text(settings::Id::test_notice_delay);
+  MpiDepartures::NoticeDelay delay;
+  if (!text) return delay;
+  long long ms = -1;
+  char rest = 0;
+  RINGDP_CHECK(std::sscanf(text->c_str(), "%d:%d:%lld%c", &delay.from, &delay.to, &ms, &rest) == 3 && ms >= 0,
+               "RINGDP_TEST_NOTICE_DELAY is '", *text, "'; expected FROM:TO:MS, e.g. 1:2:1500");
+  delay.wait = std::chrono::milliseconds(ms);
+  return delay;
+}
+
 static_assert(sizeof(MpiDepartures::Notice) <= 1024,
               "a notice must travel eagerly: no peer posts its receive");
 
@@ -65,7 +83,8 @@ void post_for_exit(std::vector<MPI_Request>& sends, std::unique_ptr<MpiDeparture
 }
 }  // namespace
 
-MpiDepartures::MpiDepartures(MPI_Comm user_comm, int tag) : control_(user_comm), tag_(tag) {
+MpiDepartures::MpiDepartures(MPI_Comm user_comm, int tag)
+    : control_(user_comm), tag_(tag), delay_(notice_delay()) {
   RINGDP_MPI_CHECK(MPI_Comm_rank(control_, &rank_));
   RINGDP_MPI_CHECK(MPI_Comm_size(control_, &size_));
   arrivals_.resize(static_cast<size_t>(size_));
@@ -98,10 +117,10 @@ void MpiDepartures::take_arrivals() {
     if (!arrival.arrived) ++arrived_count_;
     arrival = Arrival{.arrived = true,
                       .frees_shared = incoming_.frees_shared != 0,
-                      .failed = incoming_.failed != 0,
-                      .why = std::string(incoming_.why, strnlen(incoming_.why, sizeof(incoming_.why))),
-                      .finished = incoming_.finished,
-                      .order = arrived_count_};
+                      .order = arrived_count_,
+                      .self = incoming_.self,
+                      .cause = incoming_.cause};
+    arrival.self.rank = status.MPI_SOURCE;
     if (arrived_count_ == size_ - 1) return;  // every peer has left: nothing more will come
     RINGDP_MPI_CHECK(
         MPI_Irecv(&incoming_, sizeof(Notice), MPI_BYTE, MPI_ANY_SOURCE, tag_, control_, &receive_));
@@ -119,20 +138,25 @@ void MpiDepartures::check() {
   int first = -1;
   for (int peer = 0; peer < size_; ++peer) {
     const Arrival& arrival = arrivals_[static_cast<size_t>(peer)];
-    if (arrival.arrived && arrival.finished <= position_->sequence &&
+    if (arrival.arrived && arrival.self.finished <= position_->sequence &&
         (first < 0 || arrival.order < arrivals_[static_cast<size_t>(first)].order))
       first = peer;
   }
   if (first >= 0) throw_left(first);
 }
 
-void MpiDepartures::throw_left(int peer) const {
+void MpiDepartures::throw_left(int peer) {
   const Arrival& arrival = arrivals_[static_cast<size_t>(peer)];
-  if (arrival.failed)
-    throw PeerLeft(detail::concat("rank ", peer, " failed in this collective (", arrival.why,
+  // A peer that left because another did passes on whom it blamed: that rank is named, as it
+  // would be had its own notice come first (it may come later, over another path).
+  const Report& named = arrival.cause.rank >= 0 && arrival.cause.rank != rank_ ? arrival.cause : arrival.self;
+  blamed_ = named;
+  const std::string why(named.why, strnlen(named.why, sizeof(named.why)));
+  if (named.failed)
+    throw PeerLeft(detail::concat("rank ", named.rank, " failed in this collective (", why,
                                   ") and will not finish it, while rank ", rank_, " waited for it"));
-  throw PeerLeft(detail::concat("rank ", peer, " left (", arrival.why, ") after finishing ", arrival.finished,
-                                " collective", arrival.finished == 1 ? "" : "s",
+  throw PeerLeft(detail::concat("rank ", named.rank, " left (", why, ") after finishing ", named.finished,
+                                " collective", named.finished == 1 ? "" : "s",
                                 " on this communicator, while rank ", rank_, " waited for it"));
 }
 
@@ -150,12 +174,17 @@ void MpiDepartures::send_notice(const std::string& why, uint64_t finished, bool 
   frees_shared_ = frees_shared;
   // A peer that has stopped listening never receives its notice: the sends complete because they
   // are eager, and are waited for at exit (stop_listening), not here.
-  notice_ = std::make_unique<Notice>(Notice{
-      .finished = finished, .frees_shared = frees_shared ? 1 : 0, .failed = failed ? 1 : 0, .why = {}});
-  std::strncpy(notice_->why, why.c_str(), sizeof(notice_->why) - 1);
-  if (why.size() >= sizeof(notice_->why)) std::memcpy(notice_->why + sizeof(notice_->why) - 4, "...", 3);
+  notice_ = std::make_unique<Notice>(
+      Notice{.self = {.finished = finished, .failed = failed ? 1 : 0, .rank = rank_, .why = {}},
+             .frees_shared = frees_shared ? 1 : 0,
+             .padding = 0,
+             .cause = blamed_});
+  char* text = notice_->self.why;
+  std::strncpy(text, why.c_str(), sizeof(notice_->self.why) - 1);
+  if (why.size() >= sizeof(notice_->self.why)) std::memcpy(text + sizeof(notice_->self.why) - 4, "...", 3);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
+    if (delay_.from == rank_ && delay_.to == peer) std::this_thread::sleep_for(delay_.wait);
     MPI_Request& request = sends_.emplace_back(MPI_REQUEST_NULL);
     RINGDP_MPI_CHECK(MPI_Isend(notice_.get(), sizeof(Notice), MPI_BYTE, peer, tag_, control_, &request));
   }

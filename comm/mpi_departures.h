@@ -8,6 +8,7 @@
 // the rest from Communicator::leave. Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -41,31 +42,46 @@ class MpiDepartures final : public Departures {
   /// MPI_Finalize (mpi_runtime's before_finalize), since a peer may take them only then.
   void stop_listening() override;
 
-  struct Notice {
+  struct NoticeDelay {
+    int from = -1, to = -1;
+    std::chrono::milliseconds wait{0};
+  };
+  /// What one rank says of itself, or of the rank it blames.
+  struct Report {
     uint64_t finished = 0;
-    int32_t frees_shared = 0;
     int32_t failed = 0;  // announce_failure: it failed in collective `finished`, and did not leave
+    int32_t rank = -1;  // in `cause`: whom it blames; -1 for none
     char why[240] = {};
+  };
+  struct Notice {
+    Report self;
+    int32_t frees_shared = 0;
+    int32_t padding = 0;
+    // The rank whose leaving or failure made this one leave, as this one heard it: a peer that
+    // hears this notice before the cause's own (another path, a later send) names the cause.
+    Report cause;
   };
 
  private:
   struct Arrival {
     bool arrived = false;
     bool frees_shared = false;
-    bool failed = false;
-    std::string why;
-    uint64_t finished = 0;
     int order = 0;  // 1 for the first notice to arrive, 2 for the next...
+    Report self, cause;
   };
   /// Takes every notice that has arrived, reposting the receive after each; never blocks.
   void take_arrivals();
-  [[noreturn]] void throw_left(int peer) const;
+  /// Throws about `peer`'s departure, or about the rank it blamed; remembers whom it named, for
+  /// this rank's own notice.
+  [[noreturn]] void throw_left(int peer);
   void send_notice(const std::string& why, uint64_t finished, bool frees_shared, bool failed);
 
   MPI_Comm control_ = MPI_COMM_NULL;
   int tag_ = 0;
   int rank_ = 0, size_ = 1;
   bool announced_ = false;
+  Report blamed_;  // whom this rank named when a peer's departure failed its collective
+  NoticeDelay delay_;  // a test's (RINGDP_TEST_NOTICE_DELAY)
   bool frees_shared_ = false;  // what this rank's own notice said
   std::unique_ptr<Notice> notice_;  // what announce() sent: read by MPI until every send completes
   std::vector<MPI_Request> sends_;  // one per peer

@@ -91,6 +91,8 @@ constexpr Setting kTable[] = {
     {mpiexec, "RINGDP_MPIEXEC", text, "", "a path", "the launcher the test suites use", Reader::tests},
     {mpi_impl, "RINGDP_MPI_IMPL", text, "", "openmpi or mpich", "the MPI the tested build uses",
      Reader::tests},
+    {test_notice_delay, "RINGDP_TEST_NOTICE_DELAY", text, "", "FROM:TO:MS",
+     "rank FROM sends its departure notice to rank TO MS ms late (tests/mpi/rank_leaves.sh)", Reader::tests},
     {launch_args, "RINGDP_LAUNCH_ARGS", text, "", "launcher options",
      "what the torch suites add to each mpirun/mpiexec line", Reader::tests},
     {net_prefix, "RINGDP_NET_PREFIX", text, "rdpn", "a name", "names of tests/net/cluster.sh's namespaces",

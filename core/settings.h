@@ -61,6 +61,7 @@ enum class Id : uint8_t {
   raw_serialized,
   mpiexec,
   mpi_impl,
+  test_notice_delay,
   launch_args,
   net_prefix,
   packages,

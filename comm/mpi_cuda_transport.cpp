@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "comm/idle_backoff.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/reduce_into.h"
 
@@ -213,6 +214,7 @@ void MpiCudaTransport::finish(Message& m) {
 
 void MpiCudaTransport::wait_all(std::span<Request> requests) {
   bool late = false;  // the deadline passed; one more poll decides (Transport::poll_until says why)
+  IdleBackoff backoff(host_.yields_when_idle());  // the peer may need this core
   for (uint32_t polls = 0;; ++polls) {
     progress();
     bool all = true;
@@ -220,7 +222,7 @@ void MpiCudaTransport::wait_all(std::span<Request> requests) {
       all = all && (r.handle == 0 || message_of(r).state == Message::State::done);
     if (all) break;
     if (late) expire();
-    if (host_.yields_when_idle()) std::this_thread::yield();  // the peer may need this core
+    backoff.pause();
     if ((polls & 255u) == 255u) late = deadline_passed();
   }
   for (Request& r : requests) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "comm/envelope.h"
+#include "comm/idle_backoff.h"
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_wire.h"
 #include "comm/native_mpi.h"
@@ -114,6 +115,7 @@ void MpiTransport::wait_all(std::span<Request> requests) {
   statuses_.resize(waiting_.size());
   int done = 0;
   bool late = false;  // the deadline passed; one more poll decides (Transport::poll_until says why)
+  IdleBackoff backoff(yield_when_idle_);
   for (uint32_t polls = 0;; ++polls) {
     const int rc = MPI_Testall(static_cast<int>(waiting_.size()), waiting_.data(), &done, statuses_.data());
     if (rc != MPI_SUCCESS && error_class(rc) == MPI_ERR_IN_STATUS) {
@@ -130,7 +132,7 @@ void MpiTransport::wait_all(std::span<Request> requests) {
     if (late) expire();
     // A payload this rank's peer is sending may wait for an envelope this rank has not checked yet.
     if (!receives_in_order_.empty()) advance_two_part();
-    if (yield_when_idle_) std::this_thread::yield();
+    backoff.pause();  // MPI_Testall is MPI's progress: nothing more to call after a sleep
     // Reading the clock costs ~20 ns; every 256th poll keeps it off the fast path.
     if ((polls & 255u) == 255u) late = deadline_passed();
     if ((polls & 1023u) == 1023u) check_peers_calls(requests);

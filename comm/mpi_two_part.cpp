@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "comm/envelope.h"
+#include "comm/idle_backoff.h"
 #include "comm/mpi_wire.h"
 
 namespace ringdp::comm {
@@ -95,13 +96,14 @@ bool MpiTransport::finish_two_part(Request& request) {
 // the envelopes that arrived turned into posted payload receives, in order.
 void MpiTransport::wait_two_part(std::span<Request> requests) {
   bool late = false;  // as in wait_all
+  IdleBackoff backoff(yield_when_idle_);
   for (uint32_t polls = 0;; ++polls) {
     advance_two_part();
     bool all_done = true;
     for (Request& r : requests) all_done = (r.two_part ? finish_two_part(r) : test_one(r)) && all_done;
     if (all_done) return;
     if (late) expire();
-    if (yield_when_idle_) std::this_thread::yield();
+    backoff.pause();
     if ((polls & 255u) == 255u) late = deadline_passed();
     if ((polls & 1023u) == 1023u) check_peers_calls(requests);
   }

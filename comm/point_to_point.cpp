@@ -6,6 +6,7 @@
 
 #include "comm/communicator.h"
 #include "comm/envelope.h"
+#include "comm/idle_backoff.h"
 
 namespace ringdp::comm {
 
@@ -99,13 +100,14 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
   Executor& executor = executor_;
   auto finish = [&executor, &transport, kind, tensor, pending, where]() mutable {
     const auto deadline = Transport::Clock::now() + executor.options().timeout;
+    IdleBackoff backoff(true);  // it polls beside the worker, which needs the execution lock and a core
     for (;;) {
       {
         std::lock_guard exec(executor.queue().exec_mutex());
         if (pending->test(transport)) break;
       }
       if (Transport::Clock::now() > deadline) executor.report_deadline(where);
-      std::this_thread::yield();
+      backoff.pause();
     }
     pending->deliver(kind, tensor);
   };

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/idle_backoff.h"
 #include "kernels/reduce_into.h"
 
 namespace ringdp::comm {
@@ -155,9 +156,10 @@ class Transport {
   /// (ranks that outnumber cores: a spinning rank would keep its peer from running).
   template <typename F>
   void poll_until(F&& done, bool yield) {
+    IdleBackoff backoff(yield);
     for (uint32_t polls = 0; !done(); ++polls) {
-      if (yield) std::this_thread::yield();
-      if ((polls & 63u) == 63u) progress();
+      // After a sleep MPI has not moved anything for a while: let it, every time.
+      if (backoff.pause() || (polls & 63u) == 63u) progress();
       // Asked again after the deadline: a rank stopped (SIGSTOP, a debugger) past it may find on
       // resuming that what it waited for came long ago, and must not blame that peer.
       if ((polls & 255u) == 255u && deadline_passed() && !done()) expire();

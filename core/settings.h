@@ -40,6 +40,7 @@ enum class Id : uint8_t {
   chain_min_bytes,
   ranks_per_host,
   yield,
+  spin_us,
   backend,
   blocking_wait,
   mpi_thread,

@@ -334,6 +334,24 @@ PY
     ! grep -q "^epoch" <<<"$out" || fail "launched by $other: trained anyway: $out"
     echo "ok: built for $RINGDP_MPI_IMPL, launched by $other -> exit $rc in ${seconds}s, naming $RINGDP_MPIEXEC"
     ;;
+  waiting-cpu)
+    # A rank that waits long for a late peer gives the core away (issue #47 item 6: it polled a
+    # whole core for 3 s). Rank 1 arrives 3 s late at collective 6; rank 0's CPU time for the
+    # whole job must stay far below the wait (about 0.1 s now, 3 s before). Not a speed test: a
+    # loaded machine lengthens a poll, not the CPU a sleeping rank uses.
+    for shm in "" 0; do
+      out=$(timeout 60 "$mpiexec" -n 2 "${launch_args[@]}" env ${shm:+RINGDP_SHM_MAX_BYTES=$shm} \
+        RINGDP_FAULT=delay:rank=1:op=6:ms=3000 sh -c \
+        '/usr/bin/time -f "cpu ${OMPI_COMM_WORLD_RANK:-$PMI_RANK} %U %S" "$0" --epochs 2' "$train" 2>&1)
+      rc=$?
+      [ $rc -eq 0 ] || fail "a job with a 3 s late rank exited $rc: $out"
+      cpu=$(awk '$1 == "cpu" && $2 == 0 { printf "%.2f", $3 + $4 }' <<<"$out")
+      [ -n "$cpu" ] || fail "no CPU time for rank 0: $out"
+      awk -v c="$cpu" 'BEGIN { exit !(c < 1.0) }' ||
+        fail "rank 0 used $cpu s of CPU while it waited 3 s for rank 1$([ -n "$shm" ] && echo " (over MPI)")"
+      echo "ok: rank 0 used $cpu s of CPU in a job where it waited 3 s for rank 1$([ -n "$shm" ] && echo ", over MPI" || echo ", on shared memory")"
+    done
+    ;;
   disagree)
     # Ranks started with different flags or data (an MPMD launch line: `:` between parts) must
     # be stopped before training, naming the difference (issue #48 item 8: they trained, exit 0).

@@ -10,7 +10,6 @@
 namespace ringdp::comm {
 
 namespace {
-constexpr std::chrono::microseconds kYieldUntil{1000};
 constexpr std::chrono::microseconds kMaxSleep{1000};
 }  // namespace
 
@@ -29,10 +28,6 @@ bool IdleBackoff::pause_timed() {
   if (waited < spin_time()) {
     if (yield_) std::this_thread::yield();
     return false;
-  }
-  if (waited < std::max(kYieldUntil, spin_time())) {
-    std::this_thread::yield();
-    return true;
   }
   std::this_thread::sleep_for(std::min(kMaxSleep, waited / 32));
   return true;

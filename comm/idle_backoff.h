@@ -5,10 +5,10 @@
 // memory, so every wait polls; this decides how often:
 //  - for the first RINGDP_SPIN_US (default 50 µs) back to back, or yielding where ranks outnumber
 //    cores: a small collective's wait, microseconds long, keeps its latency;
-//  - then yielding the core between polls until 1 ms has passed: an idle core stays with the rank,
-//    a busy one goes to whoever needs it;
 //  - then sleeping 1/32 of the time waited so far, at most 1 ms, between polls: a long wait costs
-//    well under 1% of a core, and ends at most about 3% (and 1 ms) after what it waited for.
+//    a few percent of a core at most, and ends at most about 3% (and 1 ms) after what it waited
+//    for. Not sched_yield between them: beside a busy process it hands that process the core for
+//    a whole time slice, where a sleeper that wakes takes the core back at once.
 // A futex on the slots could wake the waiter exactly, but the writer would pay a system call per
 // round on the fast path, and MPI's waits could not use it anyway.
 #pragma once

@@ -49,8 +49,7 @@ constexpr Setting kTable[] = {
     {yield, "RINGDP_YIELD", flag, "", "0 or 1",
      "yield the core while waiting (unset: only under MPICH with more ranks than cores)"},
     {spin_us, "RINGDP_SPIN_US", number, "50", "a number of microseconds",
-     "a wait polls back to back this long, then yields the core until 1 ms, then sleeps between polls "
-     "(1/32 of the time waited, at most 1 ms)",
+     "a wait polls back to back this long, then sleeps between polls (1/32 of the time waited, at most 1 ms)",
      Reader::library, 0, 100'000'000},
     {backend, "RINGDP_BACKEND", choice, "auto", "auto, mpi or nccl",
      "transport of CUDA tensors: NCCL when built in (auto), or MPI (CUDA-aware or staged)", Reader::library,

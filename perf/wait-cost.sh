@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a waiting rank costs, with ringdp's waits as they are (RINGDP_SPIN_US, default 50 µs of
-# polling, then yielding, then sleeping) against polling without end (RINGDP_SPIN_US=100000000,
+# polling, then sleeping) against polling without end (RINGDP_SPIN_US=100000000,
 # the waits before issue #47 item 6), interleaved in one run; medians of ROUNDS. Not a test.
 #   perf/wait-cost.sh [ROUNDS [LOAD]]
 # 1. CPU time of rank 0 while rank 1 arrives 3 s late (RINGDP_FAULT delay), less the same job's
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 source perf/launcher.sh
 rounds=${1:-5} load=${2:-2}
 settings=(100000000 50)
-label() { [ "$1" = 50 ] && echo "ringdp now (spin 50 us, yield, sleep)" || echo "poll always (before)"; }
+label() { [ "$1" = 50 ] && echo "ringdp now (spin 50 us, then sleep)" || echo "poll always (before)"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 train="$build/apps/train/ringdp-train"
 
@@ -23,7 +23,9 @@ rank0_cpu() {
   out=$(RINGDP_SPIN_US=$1 "$launcher" -n 2 "${launch_args[@]}" env ${2:+RINGDP_SHM_MAX_BYTES=$2} \
     ${3:+RINGDP_FAULT=delay:rank=1:op=6:ms=$3} sh -c \
     '/usr/bin/time -f "cpu ${OMPI_COMM_WORLD_RANK:-$PMI_RANK} %U %S" "$0" --epochs 2' "$train" 2>&1)
-  awk '$1 == "cpu" && $2 == 0 { printf "%.3f", $3 + $4 }' <<<"$out"
+  # The launcher may join two ranks' lines; a job that printed no report gives nothing.
+  { grep -oE 'cpu [0-9]+ [0-9.]+ [0-9.]+' <<<"$out" || true; } | awk '$2 == 0 { printf "%.3f", $3 + $4 }'
+
 }
 echo "== 1. rank 0's CPU during a 3 s wait (seconds; job with the wait less the job without), $rounds rounds"
 for shm in "" 0; do
@@ -31,6 +33,7 @@ for shm in "" 0; do
   for round in $(seq "$rounds"); do
     for spin in "${settings[@]}"; do
       with=$(rank0_cpu "$spin" "$shm" 3000) without=$(rank0_cpu "$spin" "$shm" "")
+      [ -n "$with" ] && [ -n "$without" ] || { echo "(a job printed no CPU time; round skipped)"; continue; }
       waits[$spin]+=" $(awk -v a="$with" -v b="$without" 'BEGIN { printf "%.3f", a - b }')"
     done
   done

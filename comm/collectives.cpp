@@ -274,7 +274,8 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
                                        .algorithm = algorithm,
                                        .op = op,
                                        .route = route,
-                                       .async = opts.async},
+                                       .async = opts.async,
+                                       .shape = ShapeNote::of(input.shape())},
                              .size = size_,
                              .scatter_min_bytes = options_.shared_memory_scatter_min_bytes,
                              .rd_max_bytes = options_.recursive_doubling_max_bytes,
@@ -311,7 +312,8 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
                 .op = op,
                 .root = root,
                 .route = routes_.route_for(input),
-                .async = opts.async},
+                .async = opts.async,
+                .shape = ShapeNote::of(input.shape())},
       .rank = rank_,
       .size = size_};
   if (executor_.run_direct(collective.issue, [&] {
@@ -339,7 +341,8 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
                 .algorithm = resolve(CollectiveKind::broadcast, input.nbytes(), opts.algorithm),
                 .root = root,
                 .route = routes_.route_for(input),
-                .async = opts.async},
+                .async = opts.async,
+                .shape = ShapeNote::of(input.shape())},
       .rank = rank_};
   if (executor_.run_direct(collective.issue, [&] {
         collective.prepare(routes_.host(), input, output, output.is_same(input));
@@ -360,7 +363,8 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
                 .count = input.numel(),
                 .algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm),
                 .route = routes_.route_for(input),
-                .async = opts.async}};
+                .async = opts.async,
+                .shape = ShapeNote::of(input.shape())}};
   if (executor_.run_direct(collective.issue, [&] { collective.library(routes_.host(), input, output); }))
     return Work::returned();
   return run(collective, input, output);
@@ -379,7 +383,8 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
                 .algorithm = resolve(CollectiveKind::reduce_scatter, input.nbytes(), opts.algorithm),
                 .op = op,
                 .route = routes_.route_for(input),
-                .async = opts.async},
+                .async = opts.async,
+                .shape = ShapeNote::of(output.shape())},
       .size = size_};
   if (executor_.run_direct(collective.issue, [&] {
         collective.library(routes_.host(), input, output);

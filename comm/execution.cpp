@@ -57,7 +57,8 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
                        .sequence = sequence,
                        .algorithm = issue.algorithm,
                        .count = issue.count,
-                       .dtype = issue.dtype};
+                       .dtype = issue.dtype,
+                       .shape = issue.shape};
   Transport& routed = routes_.transport(issue.route);
   // The library's own collectives may live elsewhere: MPI without CUDA support takes host copies.
   Transport& transport = issue.algorithm == Algorithm::native ? routed.native_transport() : routed;
@@ -94,21 +95,34 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
     const std::string report = detail::concat(position_.describe(), ": ", e.what());
     close("is broken: " + report);  // its peers disagree on where they are now
     throw PeerLeft(report);
-  } catch (const RefusedAlike&) {
+  } catch (const RefusedAlike& e) {
     // Every rank refused it alike: still in step, the communicator goes on, and this is no
     // failure a notice must report (finished() counts on past it, as every peer's does).
-    throw;
+    throw RefusedAlike(with_what_was_passed(e.what()));
   } catch (const Error& e) {
     first_failed_ = std::min(first_failed_, sequence);
-    if (collective) fail_collective(e.what());
-    if (!transport.device_memory()) throw;
+    const std::string what = collective ? with_what_was_passed(e.what()) : e.what();
+    if (collective) fail_collective(what);
     // A CUDA or NCCL error names the call that failed; say which collective and step it was in.
-    throw Error(detail::concat(position_.describe(), " on rank ", rank_, ": ", e.what()));
+    if (transport.device_memory())
+      throw Error(detail::concat(position_.describe(), " on rank ", rank_, ": ", what));
+    throw Error(what);
   } catch (...) {
     first_failed_ = std::min(first_failed_, sequence);
     throw;
   }
   if (began != timeline::Clock::time_point{}) record_collective(issue, sequence, began);
+}
+
+std::string Executor::with_what_was_passed(const std::string& what) const {
+  // A count that differs is found as a chunk or a slot of other bytes (issue #47 item 8: "expected
+  // 67840 bytes ... got 67844"); each rank names what it passed, and the ranks told by a failure
+  // notice name theirs in their own message (Position::describe), so every rank's count is said.
+  // The shape where it says more than the count (as Position::describe shows it).
+  const std::string shape = position_.shape.ndim == 1 ? "" : position_.shape.text();
+  return detail::concat(what, "; rank ", rank_, " passed ", position_.count, " x ",
+                        dtype_name(position_.dtype), shape.empty() ? "" : " " + shape, " to ",
+                        kind_name(position_.kind), " #", position_.sequence);
 }
 
 void Executor::fail_collective(const std::string& why) {

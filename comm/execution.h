@@ -54,6 +54,8 @@ struct Issue {
   /// The uneven all_to_all: `count` (what this rank sends) differs between ranks by design, so
   /// DETAIL leaves it out and compares the counts pair by pair (check_pairwise_counts).
   bool per_rank_count = false;
+  /// The tensor's shape as the caller passed it, for messages (Position::shape).
+  ShapeNote shape{};
 };
 
 /// What a collective's body runs with.
@@ -187,6 +189,9 @@ class Executor {
   [[noreturn]] void throw_closed(const char* what) const;
   /// A collective threw here: closes this executor and tells the peers (set_departures).
   void fail_collective(const std::string& why);
+  /// `what`, then what this rank passed to the running collective: "; rank 2 passed 1000 x float32
+  /// [10, 100] to all_reduce #1".
+  std::string with_what_was_passed(const std::string& what) const;
 
   Routes& routes_;
   const CommOptions& options_;

@@ -27,10 +27,28 @@ const char* phase_name(Phase phase) {
   return "";
 }
 
+ShapeNote ShapeNote::of(std::span<const int64_t> shape) {
+  ShapeNote note;
+  note.ndim = static_cast<int>(shape.size());
+  for (int i = 0; i < note.ndim && i < kDims; ++i) note.dims[i] = shape[static_cast<size_t>(i)];
+  return note;
+}
+
+std::string ShapeNote::text() const {
+  if (ndim < 0) return "";
+  std::ostringstream out;
+  out << "[";
+  for (int i = 0; i < ndim && i < kDims; ++i) out << (i ? ", " : "") << dims[i];
+  if (ndim > kDims) out << ", ...";
+  out << "]";
+  return out.str();
+}
+
 std::string Position::describe() const {
   std::ostringstream out;
   out << kind_name(kind) << " #" << sequence << " (" << algorithm_name(kind, algorithm) << ", " << count
       << " x " << dtype_name(dtype);
+  if (shape.ndim >= 0 && shape.ndim != 1) out << " " << shape.text();
   if (steps > 0) out << ", step " << step << "/" << steps;
   if (phase != Phase::none) out << " " << phase_name(phase);
   if (waiting_for_rank >= 0) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "comm/types.h"
@@ -34,12 +35,24 @@ enum class Phase : uint8_t {
 /// "reduce-scatter", "shared memory", ...; "" for none.
 const char* phase_name(Phase phase);
 
+/// The shape a collective's tensor had as the caller passed it (its first four dims), so that a
+/// message names what each rank passed and not only the bytes of a chunk (issue #47 item 8).
+struct ShapeNote {
+  static constexpr int kDims = 4;
+  int64_t dims[kDims] = {};
+  int ndim = -1;  ///< -1: not recorded (the block collectives' views)
+  static ShapeNote of(std::span<const int64_t> shape);
+  /// "[1000, 1000]", "[2, 3, 4, 5, ...]" past four dims; "" when not recorded.
+  std::string text() const;
+};
+
 struct Position {
   CollectiveKind kind = CollectiveKind::barrier;
   uint64_t sequence = 0;  ///< collectives issued on this communicator before this one
   Algorithm algorithm = Algorithm::native;
   int64_t count = 0;
   DType dtype = DType::float32;
+  ShapeNote shape{};  ///< printed when not one-dimensional: "1000000 x float32 [1000, 1000]"
   int step = 0;  ///< 1-based; 0 before the first step
   int steps = 0;
   Phase phase = Phase::none;

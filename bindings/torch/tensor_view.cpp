@@ -32,7 +32,10 @@ TensorView::TensorView(const at::Tensor& tensor, const char* what) : original_(t
   RINGDP_CHECK(!tensor.is_sparse(), what, " is sparse; the ringdp backend takes dense tensors");
   const ringdp::DType dtype = to_ringdp(tensor.scalar_type(), what);
   contiguous_ = tensor.is_contiguous() ? tensor : tensor.contiguous();
-  view_ = ringdp::Tensor::borrow(contiguous_.data_ptr(), {contiguous_.numel()}, dtype);
+  // torch's shape, not a flat one: ringdp's collectives go by the element count, and a message
+  // then names the shape the user passed (issue #47 item 8).
+  const auto sizes = contiguous_.sizes();
+  view_ = ringdp::Tensor::borrow(contiguous_.data_ptr(), ringdp::Shape(sizes.begin(), sizes.end()), dtype);
 }
 
 void TensorView::write_back() {

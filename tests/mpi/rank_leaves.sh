@@ -57,7 +57,14 @@ if [ "$then" = "then: an all-reduce ran" ]; then
 else
   ! grep -q " left (" <<<"$out" || fail "mismatch: a rank learnt of it only when its peer left: $out"
 fi
-grep -q "1001\|4004" <<<"$out" || fail "mismatch: no rank named the differing count: $out"
+# Each rank's error names the count it passed (issue #47 item 8; before, the rank that found it
+# named bytes of a chunk or slot only): rank 1's 1001, every other rank's 1000.
+for ((r = 0; r < np; r++)); do
+  want=1000
+  [ $r -eq 1 ] && want=1001
+  grep -E "rank $r: error after" <<<"$out" | grep -qF "$want x float32" ||
+    fail "mismatch: rank $r's error does not name the $want x float32 it passed: $out"
+done
 echo "ok: a count that differs on rank 1 fails every rank in ${seconds}s; next call: ${then#then: }"
 
 mode=finish job "$@"

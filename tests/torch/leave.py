@@ -9,7 +9,7 @@ wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; bef
   timeout the group's timeout is 3 s and rank 1 sleeps 8 s: the others' all_reduce raises the
           watchdog's report, their next call says the group is broken, and they wait for rank 1
           to leave; rank 1, late, runs two more and finds them gone
-  mismatch on a new_group of every rank, rank 1's second all_reduce has 1001 elements: one rank
+  mismatch on a new_group of every rank, rank 1's all_reduce has shape [10, 101], the others' [10, 100]: one rank
           finds it (off shared memory: groups have none), and every rank must raise within
           seconds; each then destroys the group and finishes on the default group (exit 0)
 A rank whose all_reduce fails prints "rank R caught: <message>" and re-raises it.
@@ -50,8 +50,8 @@ if mode == "mismatch":
     group = dist.new_group(list(range(size)))
     began = time.monotonic()
     try:
-        dist.all_reduce(torch.ones(1001 if rank == 1 else 1000), group=group)
-        sys.exit(f"rank {rank}: an all_reduce of 1000 against 1001 elements passed")
+        dist.all_reduce(torch.ones(10, 101 if rank == 1 else 100), group=group)
+        sys.exit(f"rank {rank}: an all_reduce of [10, 100] against [10, 101] passed")
     except RuntimeError as e:
         print(f"rank {rank} caught after {time.monotonic() - began:.1f} s: {e}", flush=True)
     dist.destroy_process_group(group)

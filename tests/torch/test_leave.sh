@@ -50,6 +50,12 @@ for ((r = 0; r < np; r++)); do
     fail "mismatch: rank $r did not raise within 5 s: $out"
 done
 grep -q "failed in this collective" <<<"$out" || fail "mismatch: no rank was told by the one that found it: $out"
+# Each names the shape it passed (issue #47 item 8; before: bytes of a chunk on the rank that found it).
+for ((r = 0; r < np; r++)); do
+  want="1000 x float32 [10, 100]"
+  [ $r -eq 1 ] && want="1010 x float32 [10, 101]"
+  grep -E "rank $r caught after" <<<"$out" | grep -qF "$want" || fail "mismatch: rank $r does not name its $want: $out"
+done
 echo "ok: a count that differs on a group raises on every rank (${seconds}s in all), and the job ends 0"
 
 job timeout $limit

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
+#include "comm/idle_backoff.h"
 #include "comm/mpi_departures.h"
 #include "comm/mpi_runtime.h"
 #include "comm/mpi_transport.h"
@@ -84,6 +85,7 @@ bool ringdp_yields(bool oversubscribed) {
 // The world over `base` (MPI_COMM_WORLD, or a group's communicator): hosts, agreed options,
 // shared memory (`shared_memory`), the transports. Collective over `base`.
 DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_memory) {
+  (void)spin_time();  // read now: a bad RINGDP_SPIN_US fails here, not inside some rank's wait
   auto transport = std::make_unique<MpiTransport>(base);
   Hosts hosts = find_hosts(transport->comm(), transport->rank());
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());

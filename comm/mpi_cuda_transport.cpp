@@ -222,8 +222,8 @@ void MpiCudaTransport::wait_all(std::span<Request> requests) {
       all = all && (r.handle == 0 || message_of(r).state == Message::State::done);
     if (all) break;
     if (late) expire();
-    backoff.pause();
-    if ((polls & 255u) == 255u) late = deadline_passed();
+    const bool slept = backoff.pause();
+    if (slept || (polls & 255u) == 255u) late = deadline_passed();
   }
   for (Request& r : requests) {
     if (r.handle == 0) continue;

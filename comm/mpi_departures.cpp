@@ -182,11 +182,17 @@ void MpiDepartures::send_notice(const std::string& why, uint64_t finished, bool 
   char* text = notice_->self.why;
   std::strncpy(text, why.c_str(), sizeof(notice_->self.why) - 1);
   if (why.size() >= sizeof(notice_->self.why)) std::memcpy(text + sizeof(notice_->self.why) - 4, "...", 3);
-  for (int peer = 0; peer < size_; ++peer) {
-    if (peer == rank_) continue;
-    if (delay_.from == rank_ && delay_.to == peer) std::this_thread::sleep_for(delay_.wait);
+  // A test's delayed peer gets its notice last, after the delay; the others on time.
+  const int delayed = delay_.from == rank_ ? delay_.to : -1;
+  const auto send = [&](int peer) {
     MPI_Request& request = sends_.emplace_back(MPI_REQUEST_NULL);
     RINGDP_MPI_CHECK(MPI_Isend(notice_.get(), sizeof(Notice), MPI_BYTE, peer, tag_, control_, &request));
+  };
+  for (int peer = 0; peer < size_; ++peer)
+    if (peer != rank_ && peer != delayed) send(peer);
+  if (delayed >= 0 && delayed < size_ && delayed != rank_) {
+    std::this_thread::sleep_for(delay_.wait);
+    send(delayed);
   }
 }
 

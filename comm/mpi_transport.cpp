@@ -132,10 +132,12 @@ void MpiTransport::wait_all(std::span<Request> requests) {
     if (late) expire();
     // A payload this rank's peer is sending may wait for an envelope this rank has not checked yet.
     if (!receives_in_order_.empty()) advance_two_part();
-    backoff.pause();  // MPI_Testall is MPI's progress: nothing more to call after a sleep
-    // Reading the clock costs ~20 ns; every 256th poll keeps it off the fast path.
-    if ((polls & 255u) == 255u) late = deadline_passed();
-    if ((polls & 1023u) == 1023u) check_peers_calls(requests);
+    const bool slept = backoff.pause();  // MPI_Testall is MPI's progress: nothing to call after a sleep
+    // Reading the clock costs ~20 ns; every 256th poll keeps it off the fast path. A sleeping wait
+    // polls about once a millisecond: it reads the clock each time, and looks at its peers' calls
+    // every 16th.
+    if (slept || (polls & 255u) == 255u) late = deadline_passed();
+    if ((slept && (polls & 15u) == 15u) || (polls & 1023u) == 1023u) check_peers_calls(requests);
   }
   check_envelopes(requests);
   for (size_t i = 0; i < requests.size(); ++i) {

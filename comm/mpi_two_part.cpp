@@ -103,9 +103,9 @@ void MpiTransport::wait_two_part(std::span<Request> requests) {
     for (Request& r : requests) all_done = (r.two_part ? finish_two_part(r) : test_one(r)) && all_done;
     if (all_done) return;
     if (late) expire();
-    backoff.pause();
-    if ((polls & 255u) == 255u) late = deadline_passed();
-    if ((polls & 1023u) == 1023u) check_peers_calls(requests);
+    const bool slept = backoff.pause();
+    if (slept || (polls & 255u) == 255u) late = deadline_passed();
+    if ((slept && (polls & 15u) == 15u) || (polls & 1023u) == 1023u) check_peers_calls(requests);
   }
 }
 

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "comm/mpi_transport.h"
 #include "core/error.h"
@@ -20,15 +22,23 @@ constexpr const char* kShmFolder = "/dev/shm";
 
 // MPI rounds each rank's part up to pages and adds its own bookkeeping (Open MPI asked 1,053,192
 // B for two 524,480 B regions): a page per rank and 64 KiB in all cover it.
+// Saturating: an absurd request must read as too large, not wrap to a small one.
 size_t needed_bytes(size_t bytes_per_rank, int ranks) {
   const long page = sysconf(_SC_PAGESIZE);
   const size_t p = page > 0 ? static_cast<size_t>(page) : 4096;
+  const size_t limit = SIZE_MAX / 2;
+  if (bytes_per_rank > limit || static_cast<size_t>(ranks) > limit / (bytes_per_rank / p * p + 2 * p))
+    return SIZE_MAX;
   const size_t per_rank = (bytes_per_rank + p - 1) / p * p + p;
   return per_rank * static_cast<size_t>(ranks) + 64 * 1024;
 }
 
-// UINT64_MAX where /dev/shm cannot be read: that rank has nothing to say about the space.
+// UINT64_MAX where /dev/shm cannot be read, or where Open MPI was told to put its windows
+// elsewhere (osc_sm_backing_directory, a container's usual way round a small /dev/shm): that rank
+// has nothing to say about the space.
 uint64_t free_bytes() {
+  const char* elsewhere = std::getenv("OMPI_MCA_osc_sm_backing_directory");
+  if (elsewhere && std::string(elsewhere) != kShmFolder) return UINT64_MAX;
   struct statvfs info {};
   if (statvfs(kShmFolder, &info) != 0) return UINT64_MAX;
   return static_cast<uint64_t>(info.f_bavail) * static_cast<uint64_t>(info.f_frsize);

@@ -158,11 +158,13 @@ class Transport {
   void poll_until(F&& done, bool yield) {
     IdleBackoff backoff(yield);
     for (uint32_t polls = 0; !done(); ++polls) {
-      // After a sleep MPI has not moved anything for a while: let it, every time.
-      if (backoff.pause() || (polls & 63u) == 63u) progress();
+      // After a sleep MPI has not moved anything for a while: let it, every time. And the clock
+      // is read after each: a sleeping wait polls about once a millisecond, not 256 times.
+      const bool slept = backoff.pause();
+      if (slept || (polls & 63u) == 63u) progress();
       // Asked again after the deadline: a rank stopped (SIGSTOP, a debugger) past it may find on
       // resuming that what it waited for came long ago, and must not blame that peer.
-      if ((polls & 255u) == 255u && deadline_passed() && !done()) expire();
+      if ((slept || (polls & 255u) == 255u) && deadline_passed() && !done()) expire();
     }
   }
 

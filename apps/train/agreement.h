@@ -30,7 +30,7 @@ void require_agreement(comm::Communicator& comm, const std::vector<AgreedItem>& 
 std::vector<AgreedItem> config_items(const TrainConfig& config);
 
 /// The data set of `config` (synthetic, or --data's CSV), checked to be the same on every rank:
-/// its rows, columns and a checksum of its values.
+/// its rows and columns, and for --data a checksum of its values.
 Dataset agreed_dataset(const TrainConfig& config, comm::Communicator& comm);
 
 }  // namespace ringdp::train

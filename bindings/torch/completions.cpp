@@ -74,14 +74,27 @@ std::vector<std::weak_ptr<void>> g_states;
 }  // namespace
 
 Completions::Completions() {
-  state_->running = kThreads;
   {
     std::lock_guard lock(g_states_mutex);
     std::erase_if(g_states, [](const std::weak_ptr<void>& s) { return s.expired(); });
     g_states.push_back(state_);
   }
   std::lock_guard lock(state_->threads_mutex);
-  for (int i = 0; i < kThreads; ++i) state_->threads.emplace_back([state = state_] { run(state); });
+  for (int i = 0; i < kThreads; ++i) {
+    // Counted before it starts (its exit counts down), and only if it did start: a thread that
+    // could not be made must not leave stop_all waiting for it at exit.
+    {
+      std::lock_guard count(state_->mutex);
+      ++state_->running;
+    }
+    try {
+      state_->threads.emplace_back([state = state_] { run(state); });
+    } catch (...) {
+      std::lock_guard count(state_->mutex);
+      --state_->running;
+      throw;
+    }
+  }
 }
 
 void Completions::stop(State& state) {

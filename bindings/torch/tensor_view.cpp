@@ -34,8 +34,11 @@ TensorView::TensorView(const at::Tensor& tensor, const char* what) : original_(t
   contiguous_ = tensor.is_contiguous() ? tensor : tensor.contiguous();
   // torch's shape, not a flat one: ringdp's collectives go by the element count, and a message
   // then names the shape the user passed (issue #47 item 8).
+  // ringdp's tensors have at most 8 dims: a tensor of more is viewed flat.
   const auto sizes = contiguous_.sizes();
-  view_ = ringdp::Tensor::borrow(contiguous_.data_ptr(), ringdp::Shape(sizes.begin(), sizes.end()), dtype);
+  const ringdp::Shape shape =
+      sizes.size() <= 8 ? ringdp::Shape(sizes.begin(), sizes.end()) : ringdp::Shape{contiguous_.numel()};
+  view_ = ringdp::Tensor::borrow(contiguous_.data_ptr(), shape, dtype);
 }
 
 void TensorView::write_back() {

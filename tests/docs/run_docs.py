@@ -254,7 +254,11 @@ def run_block(block, folder, env, report):
 
 
 def write_file_block(block, folder):
-    with open(os.path.join(folder, block.options["file"]), "w", encoding="utf-8") as f:
+    path = os.path.join(folder, block.options["file"])
+    if os.path.lexists(path):  # a link into the source tree, or an earlier block's file
+        raise ValueError("%s:%d: a docs-test file block may not replace '%s'"
+                         % (block.page, block.marker_line, block.options["file"]))
+    with open(path, "w", encoding="utf-8") as f:
         f.write(block.text)
 
 
@@ -374,11 +378,12 @@ def self_test():
     try:
         for name, page, want in cases:
             failures = 0
+            case_folder = tempfile.mkdtemp(dir=folder)  # a page's own, as run_page makes
             for block in parse_page("self-test.md", page):
                 if "file" in block.options:
-                    write_file_block(block, folder)
+                    write_file_block(block, case_folder)
                 elif "skip" not in block.options:
-                    failures += run_block(block, folder, env, lambda _: None)
+                    failures += run_block(block, case_folder, env, lambda _: None)
             got = 1 if failures else 0
             print("%s: %s (%s)" % ("ok" if got == want else "WRONG", name, "fails" if got else "passes"))
             bad += got != want

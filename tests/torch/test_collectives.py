@@ -37,6 +37,15 @@ def local_reduce(op, count, dtype):
     return out.to(dtype) if dtype.is_floating_point else out.to(torch.int64).to(dtype)
 
 
+# Shapes as torch passes them (the backend's views keep them, for its messages): a scalar, 2-D,
+# and 9-D, past ringdp's 8 dims (viewed flat).
+for shape in [(), (3, 5), (1, 2, 1, 2, 1, 2, 1, 2, 3)]:
+    mine = data(rank, 1, torch.float32).reshape(()) if shape == () else data(rank, 48, torch.float32)[:torch.Size(shape).numel()].reshape(shape)
+    theirs = mine.clone()
+    dist.all_reduce(mine)
+    dist.all_reduce(theirs, group=gloo)
+    check.equal(f"all_reduce of shape {list(shape)}", mine, theirs)
+
 for dtype in DTYPES:
     for count in COUNTS:
         for op in OPS:

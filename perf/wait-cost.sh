@@ -20,11 +20,15 @@ train="$build/apps/train/ringdp-train"
 # rank0_cpu SPIN SHM DELAY: rank 0's user+system seconds for a 2-epoch job.
 rank0_cpu() {
   local out
-  out=$(RINGDP_SPIN_US=$1 "$launcher" -n 2 "${launch_args[@]}" env ${2:+RINGDP_SHM_MAX_BYTES=$2} \
+  # Rank 0's report in a file: a launcher may join or lose ranks' lines of output.
+  local report="/tmp/wait-cost.$$.cpu"
+  rm -f "$report".*
+  RINGDP_SPIN_US=$1 "$launcher" -n 2 "${launch_args[@]}" env ${2:+RINGDP_SHM_MAX_BYTES=$2} \
     ${3:+RINGDP_FAULT=delay:rank=1:op=6:ms=$3} sh -c \
-    '/usr/bin/time -f "cpu ${OMPI_COMM_WORLD_RANK:-$PMI_RANK} %U %S" "$0" --epochs 2' "$train" 2>&1)
-  # The launcher may join two ranks' lines; a job that printed no report gives nothing.
-  { grep -oE 'cpu [0-9]+ [0-9.]+ [0-9.]+' <<<"$out" || true; } | awk '$2 == 0 { printf "%.3f", $3 + $4 }'
+    '/usr/bin/time -o "$1.${OMPI_COMM_WORLD_RANK:-$PMI_RANK}" -f "%U %S" "$0" --epochs 2' "$train" "$report" \
+    >/dev/null 2>&1 || true
+  awk '{ printf "%.3f", $1 + $2 }' "$report.0" 2>/dev/null || true
+  rm -f "$report".*
 
 }
 echo "== 1. rank 0's CPU during a 3 s wait (seconds; job with the wait less the job without), $rounds rounds"

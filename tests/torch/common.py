@@ -1,9 +1,7 @@
 """Shared by the torch suite's scripts: each runs as one rank of an mpirun/mpiexec job (run.sh),
 with the ringdp backend as the default group and gloo over the same ranks beside it, so that every
 result is compared with gloo's in the same run."""
-import atexit
 import faulthandler
-import gc
 import os
 import sys
 
@@ -22,37 +20,11 @@ def mpi_rank_and_size():
     sys.exit("run under mpirun or mpiexec (tests/torch/run.sh)")
 
 
-_gloo_groups = []
-
-
-def _release_gloo_groups():
-    """Destroys the gloo groups while the interpreter still works. gloo's worker threads run DDP's
-    future callbacks and drop Python objects; a group left for the interpreter's own teardown can
-    leave one of them taking the GIL after finalization has begun, which ends the rank by force
-    ("terminate called without an active exception": gloo's, not the backend under test).
-    Registered after ringdp_torch's import, so it runs before ringdp's exit hook."""
-    main = sys.modules.get("__main__")
-    while _gloo_groups:
-        group = _gloo_groups.pop()
-        try:
-            dist.destroy_process_group(group)
-        except (RuntimeError, ValueError):  # destroyed already, with the default group
-            pass
-        for name, value in list(vars(main).items()):
-            if value is group:
-                delattr(main, name)
-        del group  # the last reference: ~ProcessGroupGloo joins its workers now
-    gc.collect()
-
-
 def init(rendezvous_dir):
     """The ringdp default group and a gloo group of the same ranks; returns (rank, size, gloo)."""
     rank, size = mpi_rank_and_size()
     dist.init_process_group("ringdp", init_method=f"file://{rendezvous_dir}/store", rank=rank, world_size=size)
-    if not _gloo_groups:
-        atexit.register(_release_gloo_groups)
-    _gloo_groups.append(dist.new_group(backend="gloo"))
-    return rank, size, _gloo_groups[-1]
+    return rank, size, dist.new_group(backend="gloo")
 
 
 class Checks:

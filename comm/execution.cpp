@@ -118,10 +118,8 @@ std::string Executor::with_what_was_passed(const std::string& what) const {
   // A count that differs is found as a chunk or a slot of other bytes (issue #47 item 8: "expected
   // 67840 bytes ... got 67844"); each rank names what it passed, and the ranks told by a failure
   // notice name theirs in their own message (Position::describe), so every rank's count is said.
-  // The shape where it says more than the count (as Position::describe shows it).
-  const std::string shape = position_.shape.ndim == 1 ? "" : position_.shape.text();
   return detail::concat(what, "; rank ", rank_, " passed ", position_.count, " x ",
-                        dtype_name(position_.dtype), shape.empty() ? "" : " " + shape, " to ",
+                        dtype_name(position_.dtype), position_.shape.suffix(), " to ",
                         kind_name(position_.kind), " #", position_.sequence);
 }
 

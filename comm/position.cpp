@@ -44,11 +44,18 @@ std::string ShapeNote::text() const {
   return out.str();
 }
 
+std::string ShapeNote::suffix() const {
+  if (ndim < 0 || ndim == 1) return "";
+  std::string shown(1, ' ');
+  shown += text();
+  return shown;
+}
+
 std::string Position::describe() const {
   std::ostringstream out;
   out << kind_name(kind) << " #" << sequence << " (" << algorithm_name(kind, algorithm) << ", " << count
       << " x " << dtype_name(dtype);
-  if (shape.ndim >= 0 && shape.ndim != 1) out << " " << shape.text();
+  out << shape.suffix();
   if (steps > 0) out << ", step " << step << "/" << steps;
   if (phase != Phase::none) out << " " << phase_name(phase);
   if (waiting_for_rank >= 0) {

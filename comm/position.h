@@ -44,6 +44,8 @@ struct ShapeNote {
   static ShapeNote of(std::span<const int64_t> shape);
   /// "[1000, 1000]", "[2, 3, 4, 5, ...]" past four dims; "" when not recorded.
   std::string text() const;
+  /// " [1000, 1000]" where the shape says more than the count; "" for one dimension or none.
+  std::string suffix() const;
 };
 
 struct Position {

@@ -26,11 +26,13 @@ constexpr const char* kShmFolder = "/dev/shm";
 size_t needed_bytes(size_t bytes_per_rank, int ranks) {
   const long page = sysconf(_SC_PAGESIZE);
   const size_t p = page > 0 ? static_cast<size_t>(page) : 4096;
-  const size_t limit = SIZE_MAX / 2;
-  if (bytes_per_rank > limit || static_cast<size_t>(ranks) > limit / (bytes_per_rank / p * p + 2 * p))
+  // Each part rounded up to pages, and a page more: (bytes + 2p - 1) / p * p.
+  size_t padded = 0, all = 0, needed = 0;
+  if (__builtin_add_overflow(bytes_per_rank, 2 * p - 1, &padded) ||
+      __builtin_mul_overflow(padded / p * p, static_cast<size_t>(ranks), &all) ||
+      __builtin_add_overflow(all, size_t{64 * 1024}, &needed))
     return SIZE_MAX;
-  const size_t per_rank = (bytes_per_rank + p - 1) / p * p + p;
-  return per_rank * static_cast<size_t>(ranks) + 64 * 1024;
+  return needed;
 }
 
 // UINT64_MAX where /dev/shm cannot be read, or where Open MPI was told to put its windows

@@ -26,7 +26,7 @@ std::string number(double value) {
   return std::string(text, end);
 }
 
-// Every rank's text of item `index`, from the rank's own `shown`.
+// Every rank's `shown`, gathered (at most kShownBytes of each).
 std::vector<std::string> gather_shown(comm::Communicator& comm, const std::string& shown) {
   const int N = comm.size();
   Tensor mine = zeros({kShownBytes}, DType::uint8);

@@ -164,7 +164,7 @@ DiscoveredWorld mpi_world_over_made(CommOptions& options, MPI_Comm made, bool sh
 }
 
 DiscoveredWorld mpi_world(CommOptions& options) {
-  mpi_ensure_initialized(options.mpi_thread == MpiThread::single);
+  mpi_ensure_initialized(options.mpi_thread);
   MPI_Comm base = options.rank < 0 ? MPI_COMM_WORLD : ordered_world(options.rank);
   if (base == MPI_COMM_WORLD) return mpi_world_over(options, base, true);
   return mpi_world_over_made(options, base, true);
@@ -194,8 +194,9 @@ MPI_Comm create_group_comm(MPI_Comm parent, std::span<const int> ranks, int pare
   RINGDP_MPI_CHECK(MPI_Comm_group(parent, &all));
   RINGDP_MPI_CHECK(MPI_Group_incl(all, static_cast<int>(sorted.size()), sorted.data(), &members));
   // Collective over the members only (ranks outside call nothing, as torch's new_group calls the
-  // backend on members only). Creations on one rank run one at a time, through the call queue, so
-  // a fixed tag per member set does; its space is not point-to-point's (MPI 3.1, 6.4.2). Members
+  // backend on members only). Creations from one parent on one rank run one at a time, through
+  // the parent's call queue, so a fixed tag per member set does (another parent's are in another
+  // context); its space is not point-to-point's (MPI 3.1, 6.4.2). Members
   // that pass different sets are erroneous in MPI and hang there: only the order is checked.
   const int tag = static_cast<int>((sorted.size() * 131 + static_cast<size_t>(sorted[0])) % 32768);
   MPI_Comm by_rank = MPI_COMM_NULL, ordered = MPI_COMM_NULL;

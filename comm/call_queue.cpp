@@ -29,9 +29,38 @@ std::shared_ptr<CallQueue> CallQueue::for_process() {
   std::shared_ptr<CallQueue> queue = current.lock();
   if (!queue) {
     queue = std::make_shared<CallQueue>();
+    queue->shared_ = true;
     current = queue;
   }
   return queue;
+}
+
+std::shared_ptr<CallQueue> CallQueue::for_communicator() {
+  if (mpi_allows_independent_threads()) return std::make_shared<CallQueue>();
+  return for_process();
+}
+
+CallQueue::Waiting::Waiting(CallQueue& queue, std::string note) : queue_(queue) {
+  std::lock_guard lock(queue_.waiting_mutex_);
+  entry_ = queue_.blocked_notes_.insert(queue_.blocked_notes_.end(), std::move(note));
+}
+
+CallQueue::Waiting::~Waiting() {
+  std::lock_guard lock(queue_.waiting_mutex_);
+  queue_.blocked_notes_.erase(entry_);
+}
+
+std::vector<std::string> CallQueue::waiting() {
+  std::vector<std::string> notes;
+  {
+    std::lock_guard lock(queue_mutex_);
+    for (const std::string& note : queued_notes_)
+      if (!note.empty()) notes.push_back(note);
+  }
+  std::lock_guard lock(waiting_mutex_);
+  for (const std::string& note : blocked_notes_)
+    if (!note.empty()) notes.push_back(note);
+  return notes;
 }
 
 namespace {
@@ -52,9 +81,9 @@ void CallQueue::refuse_in_child() {
       "a DataLoader worker) shares no communicator with it: make the collective calls in the parent");
 }
 
-Work CallQueue::run(std::function<void()> call, bool async) {
+Work CallQueue::run(std::function<void()> call, bool async, const std::function<std::string()>& note) {
   if (in_forked_child()) refuse_in_child();
-  if (!async && run_inline(call)) return Work::returned();
+  if (!async && run_inline(call, [&] { return note ? note() : std::string(); })) return Work::returned();
   if (caller_thread_only_) {
     // Nothing is ever queued here, so a blocking call ran above; this is an asynchronous one.
     // Its error waits in its Work, for wait() to rethrow, as when the worker runs it.
@@ -68,6 +97,7 @@ Work CallQueue::run(std::function<void()> call, bool async) {
   if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   queue_.push_back([call = std::move(call), work] { run_into(call, work); });
+  if (shared_) queued_notes_.push_back(note ? note() : std::string());
   lock.unlock();
   queue_cv_.notify_one();
   if (!async) work.wait();
@@ -82,6 +112,7 @@ void CallQueue::worker_loop() {
     if (queue_.empty()) return;  // stopping, and everything issued has run
     auto call = std::move(queue_.front());
     queue_.pop_front();
+    if (shared_) queued_notes_.pop_front();
     lock.unlock();
     {
       std::lock_guard exec(exec_mutex_);

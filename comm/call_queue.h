@@ -1,27 +1,34 @@
-// CallQueue: the order of everything issued on the communicators of one process (one queue for
-// all of them: a group's and its parent's calls reach MPI from one thread at a time, in the order
-// they were issued; two queues would let a worker run a group's collective while another thread
-// is inside the parent's, which MPI_THREAD_SERIALIZED forbids). The price: every rank must issue
-// the calls of all its communicators in one order its peers can follow. Torch asks only for one
-// order per group, and a program whose asynchronous calls on overlapping groups form a cycle
-// (rank 0: A then C, rank 1: B then A, rank 2: C then B) completes on gloo, whose groups have a
-// thread each, and waits here until the watchdog ends it (docs/torch.md). One worker thread runs queued
+// CallQueue: the order of everything issued on a communicator. One worker thread runs queued
 // calls in issue order; a blocking call issued when nothing is queued or running runs on the
 // caller's thread instead (a hand-off costs microseconds, more than a whole small all-reduce on
-// one node). Whichever thread runs a call holds exec_mutex() meanwhile, so MPI sees one thread
-// at a time (MPI_THREAD_SERIALIZED). Where MPI allows no second thread (MPI_THREAD_SINGLE or
-// FUNNELED: comm/mpi_runtime.h), set_caller_thread_only() makes every call, asynchronous ones
-// too, run on the caller's thread as it is issued: no worker, no overlap, nothing MPI forbids.
-// Tested through the communicator: tests/mpi/test_comm_async.cpp, tests/mpi/test_thread_single.cpp.
+// one node). Whichever thread runs a call holds exec_mutex() meanwhile.
+//
+// How many queues: where MPI provides MPI_THREAD_MULTIPLE (asked for by default), each
+// communicator has its own (for_communicator()), so independent groups progress independently, as
+// torch asks and as gloo's groups do: four threads on four groups finish whatever order each rank
+// runs them in (issue #47 item 7). Below it, at MPI_THREAD_SERIALIZED (RINGDP_MPI_THREAD=serialized,
+// or an MPI that provides no more), one queue serves every communicator of the process
+// (for_process()): a group's and its parent's calls reach MPI one at a time, in the order they were
+// issued, and every rank must issue the calls of all its communicators in one order its peers can
+// follow; ranks that do not wait for each other until the watchdog, whose report then names the
+// calls of the other communicators waiting behind the stuck one (waiting()). Where MPI allows no
+// second thread (MPI_THREAD_SINGLE or FUNNELED: comm/mpi_runtime.h), set_caller_thread_only()
+// makes every call, asynchronous ones too, run on the caller's thread as it is issued: no worker,
+// no overlap, nothing MPI forbids. Tested through the communicator: tests/mpi/test_comm_async.cpp,
+// tests/mpi/test_thread_single.cpp, tests/mpi/test_group_threads.cpp.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
+#include <string>
+#include <vector>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "comm/mpi_runtime.h"
 #include "comm/work.h"
@@ -34,6 +41,9 @@ class CallQueue {
   /// The process's queue, made when the first communicator needs it and shared by every
   /// communicator alive (RINGDP_MPI_THREAD's single applies to it as a whole).
   static std::shared_ptr<CallQueue> for_process();
+  /// A new communicator's queue: its own where MPI provides MPI_THREAD_MULTIPLE (or is not in
+  /// use), else the process's.
+  static std::shared_ptr<CallQueue> for_communicator();
   /// Runs what is still queued, then stops the worker. In a forked child (comm/mpi_runtime.h) the
   /// worker is the parent's: let go, not joined.
   ~CallQueue();
@@ -43,7 +53,9 @@ class CallQueue {
   /// Runs `call` after everything issued before it. Blocking (`async` false): returns when it has
   /// run, rethrowing its error. Asynchronous: returns at once; the Work completes (or carries the
   /// error) when the worker has run it.
-  Work run(std::function<void()> call, bool async);
+  /// `note` says what the call is for a watchdog report on a shared queue (waiting()); it is
+  /// made only when this queue is the process's.
+  Work run(std::function<void()> call, bool async, const std::function<std::string()>& note = {});
   /// Returns when everything issued before it has run (a communicator's last act: its queued calls
   /// use its members). At once in a forked child, which runs nothing.
   void drain() {
@@ -52,8 +64,10 @@ class CallQueue {
   /// The blocking fast path without the std::function run() would build (a heap allocation per
   /// call, docs/benchmarks.md): runs `call` on this thread and returns true when nothing is
   /// queued or running; returns false, running nothing, otherwise (then use run()).
-  template <typename F>
-  bool run_inline(F&& call) {
+  /// `note()` says what the call is, for waiting(); asked only when the call has to wait for the
+  /// execution lock on a queue several communicators share.
+  template <typename F, typename N = std::string (*)()>
+  bool run_inline(F&& call, N&& note = nullptr) {
     if (in_forked_child()) refuse_in_child();
     // One load instead of the queue's lock, on every blocking call (docs/benchmarks.md). A call
     // queued by another thread after this load may still take exec_mutex first, as it could
@@ -66,7 +80,15 @@ class CallQueue {
       call();
       return true;
     }
-    std::lock_guard exec(exec_mutex_);
+    std::unique_lock exec(exec_mutex_, std::try_to_lock);
+    if (!exec.owns_lock()) {
+      if constexpr (std::is_same_v<std::decay_t<N>, std::string (*)()>) {
+        exec.lock();
+      } else {
+        Waiting waiting(*this, shared_ ? note() : std::string());
+        exec.lock();
+      }
+    }
     call();
     return true;
   }
@@ -75,8 +97,25 @@ class CallQueue {
   void set_caller_thread_only() { caller_thread_only_ = true; }
   /// Held while a call runs; whoever else talks to the transport (a send's completion) takes it too.
   std::mutex& exec_mutex() { return exec_mutex_; }
+  /// The process's queue, which several communicators share (for_process()).
+  bool shared() const { return shared_; }
+  /// What the calls queued or waiting for the execution lock are, as their notes say, oldest
+  /// first: on a shared queue, the calls of other communicators a stuck one holds back.
+  std::vector<std::string> waiting();
 
  private:
+  /// Lists a blocking call as waiting while it lives (run_inline).
+  class Waiting {
+   public:
+    Waiting(CallQueue& queue, std::string note);
+    ~Waiting();
+    Waiting(const Waiting&) = delete;
+    Waiting& operator=(const Waiting&) = delete;
+
+   private:
+    CallQueue& queue_;
+    std::list<std::string>::iterator entry_;
+  };
   void worker_loop();
   /// Throws: a forked child cannot use its parent's communicators.
   [[noreturn]] static void refuse_in_child();
@@ -85,9 +124,13 @@ class CallQueue {
   std::mutex queue_mutex_;
   std::condition_variable queue_cv_;
   std::deque<std::function<void()>> queue_;
+  std::deque<std::string> queued_notes_;  // beside queue_, on a shared queue only
+  std::mutex waiting_mutex_;
+  std::list<std::string> blocked_notes_;  // blocking calls waiting for exec_mutex_ (Waiting)
   std::atomic<int> in_flight_{0};  // queued, or running on the worker
   bool stopping_ = false;
   bool caller_thread_only_ = false;
+  bool shared_ = false;
   std::thread worker_;
 };
 

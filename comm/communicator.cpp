@@ -5,6 +5,7 @@
 #include "comm/communicator.h"
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <string_view>
 #include <thread>
@@ -46,8 +47,8 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks,
     options.timeout = timeout;
     options = with_environment(options);  // RINGDP_TIMEOUT still wins, as for the world
   }
-  // Its MPI calls run as a call of this communicator: after what was issued before it, and never
-  // while another thread is inside MPI (an asynchronous all-reduce, then new_group).
+  // Its MPI calls run as a call of this communicator: after what was issued before it (an
+  // asynchronous all-reduce, then new_group).
   std::shared_ptr<Communicator> group;
   executor_.queue().run(
       [&] {
@@ -55,7 +56,24 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks,
         group.reset(new Communicator(std::move(members), options, false));
       },
       false);
+  for (const int r : ranks) group->world_ranks_.push_back(world_ranks_.empty() ? r : world_ranks_[r]);
+  group->executor_.set_label(group_label(group->world_ranks_));
   return group;
+}
+
+std::string Communicator::group_label(const std::vector<int>& world_ranks) {
+  // Numbered among the groups of the same members, which every member makes in the same order (a
+  // count of all groups would differ between members: non-members make none).
+  static std::mutex mutex;
+  static std::map<std::vector<int>, int> made;
+  int number = 0;
+  {
+    std::lock_guard lock(mutex);
+    number = ++made[world_ranks];
+  }
+  std::string label = detail::concat("group #", number, " of world ranks ");
+  for (size_t i = 0; i < world_ranks.size(); ++i) label += (i ? ", " : "") + std::to_string(world_ranks[i]);
+  return label;
 }
 
 Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whole_job)
@@ -84,8 +102,8 @@ void Communicator::leave(const std::string& why) {
   std::lock_guard guard(leave_mutex_);
   if (left_) return;
   left_ = true;
-  // Telling the peers and freeing the windows must wait for this communicator's calls and must not
-  // run while another communicator's call is inside MPI (one queue serves them all).
+  // Telling the peers and freeing the windows must wait for this communicator's calls, and must not
+  // run while another communicator's call is inside MPI where one queue serves them all.
   CallQueue& queue = executor_.queue();
   queue.drain();
   std::unique_lock lock(queue.exec_mutex());
@@ -141,7 +159,7 @@ Communicator::~Communicator() {
   if (exit_hook_) drop_exit_hook(exit_hook_);
   leave("its communicator was destroyed");
   // Freeing the transports' MPI communicators must not run while another communicator's call is
-  // inside MPI (one queue serves them all).
+  // inside MPI where one queue serves them all (comm/call_queue.h).
   std::lock_guard lock(executor_.queue().exec_mutex());
   routes_.release();
   world_.cross_transport.reset();

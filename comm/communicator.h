@@ -156,6 +156,8 @@ class Communicator {
   /// `source`: a receive from any rank (peer kAnySource) writes its sender there.
   Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async,
                       int* source = nullptr);
+  /// "group #2 of world ranks 0, 1": the second group of those members made by this process.
+  static std::string group_label(const std::vector<int>& world_ranks);
   Topology topology() const {
     return {.size = size_, .hosts = world_.hosts, .shared_slots = shared_slots_ != nullptr};
   }
@@ -164,6 +166,7 @@ class Communicator {
   DiscoveredWorld world_;
   int rank_ = 0, size_ = 1;
   bool whole_job_ = true;  ///< the world's communicator, not a group
+  std::vector<int> world_ranks_;  ///< a group's members as world ranks, in its order; empty for the world
   SharedSlots* shared_slots_ = nullptr;  ///< the world transport's, read once: every all_reduce asks
   Routes routes_;
   /// allocate_shared()'s windows, freed by leave() with the slots' (both collective).

@@ -11,6 +11,7 @@
 #include "comm/mpi_runtime.h"
 #include "comm/refused_alike.h"
 #include "comm/shared_slots.h"
+#include "core/debug_level.h"
 #include "core/settings.h"
 
 namespace ringdp::comm {
@@ -34,7 +35,7 @@ Executor::Executor(Routes& routes, const CommOptions& options, int rank, int siz
   // A world of one has no peer to compare with.
   host_slots_ = size > 1 ? routes.host().shared_slots() : nullptr;
   trace_ = settings::flag(settings::Id::trace).value_or(false);
-  check_calls_ = settings::text(settings::Id::debug).value_or("OFF") == "DETAIL";
+  check_calls_ = debug_level() == DebugLevel::detail;
   watchers_ = check_calls_ || !faults_.empty();
   if (!mpi_allows_worker_thread()) queue_->set_caller_thread_only();
 }
@@ -205,17 +206,30 @@ void Executor::record_collective(const Issue& issue, uint64_t sequence, timeline
                      ", \"dtype\": \"", dtype_name(issue.dtype), "\""));
 }
 
+std::string Executor::queue_note(const Issue& issue, uint64_t sequence) const {
+  return detail::concat(kind_name(issue.kind), " #", sequence, label_.empty() ? " on the world" : on_which());
+}
+
 void Executor::report_deadline(const Position& where) {
+  std::string report = detail::concat("rank ", rank_, ": ", where.describe(), on_which(), " exceeded ",
+                                      options_.timeout.count() / 1000.0, " s");
+  // On a queue several communicators share, a stuck call holds back every other one's: a rank
+  // of a peer may wait in one of those (issue #47 item 7), so the report names them.
+  if (queue_->shared()) {
+    const std::vector<std::string> behind = queue_->waiting();
+    if (!behind.empty()) {
+      report += "; waiting behind it on this rank (one call queue for all communicators, MPI_THREAD_MULTIPLE "
+                "not provided or RINGDP_MPI_THREAD=serialized): ";
+      for (size_t i = 0; i < behind.size(); ++i) report += (i ? ", " : "") + behind[i];
+    }
+  }
   if (options_.timeout_raises) {
     // The ranks now disagree on where they are, and this one's requests may still be posted: no
     // later call could be trusted, so none runs.
-    const std::string report = detail::concat("rank ", rank_, ": ", where.describe(), " exceeded ",
-                                              options_.timeout.count() / 1000.0, " s");
     close("is broken: " + report);
     throw Error(report);
   }
-  std::fprintf(stderr, "ringdp: rank %d: %s exceeded %.3g s; ending the job\n", rank_,
-               where.describe().c_str(), options_.timeout.count() / 1000.0);
+  std::fprintf(stderr, "ringdp: %s; ending the job\n", report.c_str());
   abort_job(1);
 }
 

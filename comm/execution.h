@@ -8,7 +8,9 @@
 //
 // Threading: a communicator is used from one thread at a time. Calls issued from several
 // threads need the caller's own ordering (every rank must issue collectives in one order
-// anyway); the queue's worker runs asynchronous calls, holding exec_mutex() while it does.
+// anyway); the queue's worker runs asynchronous calls, holding exec_mutex() while it does. The
+// queue is this communicator's own, or the process's where MPI lacks MPI_THREAD_MULTIPLE
+// (comm/call_queue.h).
 #pragma once
 
 #include <algorithm>
@@ -166,6 +168,11 @@ class Executor {
   /// Sends and receives are numbered apart: they involve some ranks only.
   uint64_t last_p2p_sequence() const { return p2p_sequence_ - 1; }
   CallQueue& queue() { return *queue_; }
+  /// Which communicator this is, for reports that may concern several: "group #1 of world ranks
+  /// 0, 1"; empty for the world.
+  void set_label(std::string label) { label_ = std::move(label); }
+  /// " on group #1 of world ranks 0, 1"; "" for the world.
+  std::string on_which() const { return label_.empty() ? std::string() : " on " + label_; }
   Transport& host() { return routes_.host(); }
   const CommOptions& options() const { return options_; }
   /// A wait passed the collective timeout: reports where and ends the job, or with
@@ -181,6 +188,8 @@ class Executor {
   /// The same for a call on the direct path, out of line: only jobs of several ranks on one host
   /// pay for it (measured in docs/benchmarks.md).
   void announce_direct(const Issue& issue);
+  /// What a call waiting behind another communicator's on a shared queue is (CallQueue::waiting).
+  std::string queue_note(const Issue& issue, uint64_t sequence) const;
   /// The timeline event of one collective that began at `began` and ends now.
   void record_collective(const Issue& issue, uint64_t sequence, timeline::Clock::time_point began);
   /// Anything that must see each collective: asked once per call, under the execution lock.
@@ -212,7 +221,8 @@ class Executor {
   Position position_;
   StepObserver observer_;
   std::vector<Request> requests_;
-  std::shared_ptr<CallQueue> queue_ = CallQueue::for_process();  // the process's (comm/call_queue.h)
+  std::shared_ptr<CallQueue> queue_ = CallQueue::for_communicator();  // comm/call_queue.h
+  std::string label_;  // set_label()
 };
 
 template <typename F>
@@ -226,14 +236,15 @@ Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F
   const FaultAction fault = p2p || faults_.empty() ? FaultAction{} : faults_.action(rank_, sequence);
   if (fault.kill) kill(issue, sequence);
   if (fault.skip) return issue.async ? Work::completed() : Work::returned();
+  auto note = [this, &issue, sequence] { return queue_note(issue, sequence); };
   if (!issue.async &&
-      queue_->run_inline([&] { execute(issue, sequence, fault, BodyRef(body, input, output)); }))
+      queue_->run_inline([&] { execute(issue, sequence, fault, BodyRef(body, input, output)); }, note))
     return Work::returned();
   return queue_->run(
       [this, issue, sequence, fault, input = input, output = output, body = std::move(body)]() mutable {
         execute(issue, sequence, fault, BodyRef(body, input, output));
       },
-      issue.async);
+      issue.async, note);
 }
 
 template <typename F>

@@ -4,8 +4,8 @@
 // notice there. That communicator is never freed (comm/mpi_transport.cpp says why), so a notice
 // that no peer takes any more reaches no later communicator, and it costs no communicator of its
 // own. Every call is made by the thread
-// that holds the call queue's exec_mutex (MPI_THREAD_SERIALIZED): check() from a collective's wait,
-// the rest from Communicator::leave. Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
+// that holds its communicator's call queue's exec_mutex: check() from a collective's wait, the
+// rest from Communicator::leave. Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
 #pragma once
 
 #include <chrono>

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -172,13 +173,21 @@ void check_launcher_matches_library() {
 }  // namespace
 
 namespace {
-// RINGDP_MPI_THREAD: serialized (the default) lets each communicator run asynchronous collectives
-// on a worker thread; single skips Open MPI's locking on every call (any level above single turns
-// it on) at the price of running every collective on the caller's thread.
-int requested_thread_level(bool single) {
-  const auto value = settings::text(settings::Id::mpi_thread);
-  if (!value) return single ? MPI_THREAD_SINGLE : MPI_THREAD_SERIALIZED;
-  return *value == "single" ? MPI_THREAD_SINGLE : MPI_THREAD_SERIALIZED;
+// RINGDP_MPI_THREAD: multiple (the default) gives each communicator its own worker thread;
+// serialized shares one between them (comm/call_queue.h); single skips Open MPI's locking on
+// every call (any level above single turns it on) at the price of running every collective on the
+// caller's thread.
+int requested_thread_level(MpiThread level) {
+  if (const auto value = settings::text(settings::Id::mpi_thread))
+    level = *value == "single" ? MpiThread::single
+            : *value == "serialized" ? MpiThread::serialized
+                                     : MpiThread::multiple;
+  switch (level) {
+    case MpiThread::single: return MPI_THREAD_SINGLE;
+    case MpiThread::serialized: return MPI_THREAD_SERIALIZED;
+    case MpiThread::multiple: break;
+  }
+  return MPI_THREAD_MULTIPLE;
 }
 }  // namespace
 
@@ -194,9 +203,9 @@ const char* mpi_thread_level_name() {
   }
 }
 
-void mpi_ensure_initialized(bool single) {
+void mpi_ensure_initialized(MpiThread level) {
   static std::once_flag once;
-  std::call_once(once, [single] {
+  std::call_once(once, [level] {
     int already = 0;
     MPI_Initialized(&already);
     if (already) {  // by the program itself, at whatever level it asked for
@@ -207,13 +216,15 @@ void mpi_ensure_initialized(bool single) {
     }
     check_srun_plugin_before_init();
     apply_open_mpi_defaults();
-    const int requested = requested_thread_level(single);
+    const int requested = requested_thread_level(level);
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, requested, &provided);
     g_thread_level = provided;
-    RINGDP_CHECK(provided >= requested, "the MPI library provides thread level ", provided,
-                 "; ringdp asked for ", requested,
-                 " (MPI_THREAD_SERIALIZED; RINGDP_MPI_THREAD=single asks for MPI_THREAD_SINGLE)");
+    // Without MPI_THREAD_MULTIPLE, the communicators share one queue (comm/call_queue.h).
+    const int needed = std::min(requested, static_cast<int>(MPI_THREAD_SERIALIZED));
+    RINGDP_CHECK(provided >= needed, "the MPI library provides thread level ", provided, "; ringdp needs ",
+                 needed, " (MPI_THREAD_SERIALIZED) for its worker threads; RINGDP_MPI_THREAD=single asks for ",
+                 "MPI_THREAD_SINGLE and runs every call on the caller's thread");
     // Return codes instead of MPI's default abort, so failures become ringdp::Errors.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::atexit([] {
@@ -262,11 +273,15 @@ bool mpi_is_initialized() {
   _exit(code);
 }
 bool mpi_allows_worker_thread() { return !mpi_is_initialized() || g_thread_level >= MPI_THREAD_SERIALIZED; }
+bool mpi_allows_independent_threads() {
+  return !mpi_is_initialized() || g_thread_level == MPI_THREAD_MULTIPLE;
+}
 #else
 int mpi_thread_level() { return -1; }
 const char* mpi_thread_level_name() { return nullptr; }
 bool mpi_allows_worker_thread() { return true; }
-void mpi_ensure_initialized(bool) {}
+bool mpi_allows_independent_threads() { return true; }
+void mpi_ensure_initialized(MpiThread) {}
 bool mpi_is_initialized() { return false; }
 [[noreturn]] void abort_job(int code) {
   std::fflush(stdout);

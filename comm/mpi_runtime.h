@@ -8,6 +8,8 @@
 #include <functional>
 #include <string>
 
+#include "comm/types.h"
+
 namespace ringdp::comm {
 
 /// True when a launcher (mpirun/mpiexec, srun with or without PMI) started this process.
@@ -26,11 +28,11 @@ int launcher_rank();
 /// else MPIX_Query_cuda_support() where the MPI has it (Open MPI), else false.
 bool mpi_cuda_aware();
 
-/// Initialises MPI if it is not yet, asking for MPI_THREAD_SINGLE when `single` and
-/// MPI_THREAD_SERIALIZED otherwise (RINGDP_MPI_THREAD overrides); no-op without MPI built in.
+/// Initialises MPI if it is not yet, asking for `level` (RINGDP_MPI_THREAD overrides; multiple
+/// accepts an MPI that provides serialized only); no-op without MPI built in.
 /// Throws when the launcher's variables name more ranks than MPI sees (a launcher of another MPI,
 /// docs/errors.md).
-void mpi_ensure_initialized(bool single = false);
+void mpi_ensure_initialized(MpiThread level = MpiThread::multiple);
 bool mpi_is_initialized();
 /// The thread level MPI provides (MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE), -1 before MPI is
 /// initialised or without MPI.
@@ -42,6 +44,9 @@ const char* mpi_thread_level_name();
 /// at a lower level, or with RINGDP_MPI_THREAD=single: then every communicator runs all its calls,
 /// asynchronous ones too, on the caller's thread (comm/call_queue.h).
 bool mpi_allows_worker_thread();
+/// Whether threads may call MPI at once: MPI provides MPI_THREAD_MULTIPLE, or is not in use. Then
+/// each communicator has a call queue of its own (comm/call_queue.h).
+bool mpi_allows_independent_threads();
 
 /// Prints nothing; ends every rank of the job with `code` (MPI_Abort), or this process alone
 /// when there is no MPI job.

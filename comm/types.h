@@ -22,7 +22,7 @@ enum class CollectiveKind : uint8_t {
 };
 
 /// The MPI thread level ringdp asks for (CommOptions::mpi_thread).
-enum class MpiThread : uint8_t { serialized, single };
+enum class MpiThread : uint8_t { serialized, single, multiple };
 
 /// How a collective is computed. `native` is the transport library's own collective
 /// (MPI_Allreduce, ...), kept as the baseline ours are measured against.

@@ -56,9 +56,10 @@ constexpr Setting kTable[] = {
      0, UINT64_MAX, 1, "auto|mpi|nccl"},
     {blocking_wait, "RINGDP_BLOCKING_WAIT", flag, "0", "0 or 1",
      "CUDA tensors: every collective blocks the host until the GPU is done"},
-    {mpi_thread, "RINGDP_MPI_THREAD", choice, "serialized", "serialized (the default) or single",
-     "the MPI thread level ringdp asks for; single runs every call on the caller's thread", Reader::library,
-     0, UINT64_MAX, 1, "serialized|single"},
+    {mpi_thread, "RINGDP_MPI_THREAD", choice, "multiple", "multiple (the default), serialized or single",
+     "the MPI thread level ringdp asks for; multiple lets groups progress independently, serialized shares "
+     "one worker thread between them, single runs every call on the caller's thread",
+     Reader::library, 0, UINT64_MAX, 1, "multiple|serialized|single"},
     {mpi_cuda_aware, "RINGDP_MPI_CUDA_AWARE", flag, "", "0 or 1",
      "whether MPI reads device memory (unset: what the MPI library reports)"},
     {tag_ub, "RINGDP_TAG_UB", number, "", "a positive integer",

@@ -95,8 +95,8 @@ void print_preamble(const Options& o, const Sweep& sweep, comm::Communicator& co
   if (const char* level = comm::mpi_thread_level_name())
     std::printf("# MPI thread level: %s%s\n", level,
                 std::string_view(level) == "single" && o.blocking != 0
-                    ? " (a blocking run needs no worker thread; RINGDP_MPI_THREAD=serialized for the level "
-                      "asynchronous calls need)"
+                    ? " (a blocking run needs no worker thread; RINGDP_MPI_THREAD=multiple for the level "
+                      "asynchronous calls use)"
                     : "");
   std::printf(
       "# GB/s = 1e9 bytes/s. all_gather/reduce_scatter/gather/scatter sizes are the whole gathered array, "

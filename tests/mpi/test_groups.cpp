@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/mpi_runtime.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;
@@ -156,11 +157,14 @@ TEST_CASE("group: bad rank lists are refused with the bad value named", "[groups
   comm.barrier();
 }
 
-TEST_CASE("group: the world's asynchronous calls and a group's run in the order they were issued",
+TEST_CASE("group: the world's asynchronous calls and a group's, each group in its own order",
           "[groups]") {
-  // One queue serves every communicator of a process (comm/call_queue.h): a group's blocking
-  // call issued while the world's are in flight runs after them, on every rank alike.
+  // Under MPI_THREAD_MULTIPLE each communicator has its own queue (comm/call_queue.h): a group's
+  // blocking call issued while the world's are in flight may finish first, and both are right.
+  // Where one queue serves them all (RINGDP_MPI_THREAD=serialized, registered apart in
+  // tests/mpi/meson.build), the group's call runs after them, on every rank alike.
   auto& comm = world();
+  const bool one_queue = !comm::mpi_allows_independent_threads();
   const std::vector<int> members = ranks_with_parity(comm.size(), comm.rank() % 2);
   auto group = comm.group(members);
   std::vector<Tensor> tensors;
@@ -172,7 +176,7 @@ TEST_CASE("group: the world's asynchronous calls and a group's run in the order 
     REQUIRE(wrong_all_reduce(*group, members, 257, Algorithm::ring) == 0);
     for (const auto& w : pending) overtaken += !w.is_completed();
   }
-  REQUIRE(overtaken == 0);
+  if (one_queue) REQUIRE(overtaken == 0);
   for (auto& w : pending) w.wait();
   int64_t wrong = 0;
   for (int i = 0; i < 8; ++i)

@@ -2,9 +2,12 @@
 and the odd ranks, every rank in reverse order, a group of one, a group whose non-members call
 nothing; all_reduce, broadcast from a member named by its global rank, all_gather, barrier, and
 the world's collectives between and after; a group whose last reference is a pending future's
-callback. Then what torch refuses of a rank outside a group.
+callback; four Python threads on four groups, started in another order on each rank (each group
+must progress on its own, as gloo's do: issue #47 item 7). Then what torch refuses of a rank
+outside a group.
     mpirun -n N python3 tests/torch/test_groups.py RENDEZVOUS_DIR   (tests/torch/run.sh)"""
 import sys
+import threading
 import time
 
 import torch
@@ -83,6 +86,39 @@ if size > 1:
     fut.wait()
     check.equal("a group dropped by its pending future's callback: all_reduce", t, sum(data(r, 8) for r in range(size)))
     check.equal("a group dropped by its pending future's callback: the callback ran", torch.tensor(seen), torch.tensor([size]))
+
+# Four threads, each all-reducing on a group of its own (all ranks), against the same on a gloo
+# group of its own. The even ranks start them in one order and the odd ranks in the other, a
+# pause apart: one call queue for all groups (RINGDP_MPI_THREAD=serialized) would run group 0's
+# call on rank 0 while rank 1 runs group 3's, and wait until the timeout.
+if size > 1:
+    everyone = list(range(size))
+    pairs = [(dist.new_group(everyone), dist.new_group(everyone, backend="gloo")) for _ in range(4)]
+    failures = []
+
+    def run_group(g, mine_group, gloo_group):
+        place = g if rank % 2 == 0 else 3 - g
+        time.sleep(0.15 * place)
+        try:
+            for call in range(20):
+                count = 1 + (call * 997) % 5003
+                mine, theirs = data(rank, count) + g, data(rank, count) + g
+                if call % 2:
+                    dist.all_reduce(mine, group=mine_group, async_op=True).wait()
+                else:
+                    dist.all_reduce(mine, group=mine_group)
+                dist.all_reduce(theirs, group=gloo_group)
+                if not torch.equal(mine, theirs):
+                    failures.append(f"group {g}, call {call}: {mine[:4]} against gloo's {theirs[:4]}")
+        except Exception as e:  # noqa: BLE001: reported below, on the main thread
+            failures.append(f"group {g}: {e}")
+
+    threads = [threading.Thread(target=run_group, args=(g, *pairs[g])) for g in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check.equal(f"four threads on four groups ({'; '.join(failures)})", torch.tensor(len(failures)), torch.tensor(0))
 
 # The world is untouched by its groups' traffic.
 t = data(rank, 100)

@@ -3,6 +3,7 @@
 // tests/gpu/device_check.sh (on a GPU).
 #include "comm/nccl_transport.h"
 
+#include "core/debug_level.h"
 #include "core/settings.h"
 
 #if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/doubles/nccl
@@ -68,7 +69,7 @@ NcclTransport::NcclTransport(int rank, int size, int device,
   RINGDP_CUDA_CHECK(cudaStreamCreateWithFlags(&reduce_stream_, cudaStreamNonBlocking));
   RINGDP_CUDA_CHECK(cudaEventCreateWithFlags(&reduce_done_, cudaEventDisableTiming));
   RINGDP_CUDA_CHECK(cudaEventCreateWithFlags(&transfers_now_, cudaEventDisableTiming));
-  if (rank_ == 0 && settings::text(settings::Id::debug).value_or("OFF") != "OFF") {
+  if (rank_ == 0 && debug_level() != DebugLevel::off) {
     std::fprintf(stderr, "ringdp: NCCL %s, %d ranks, rank 0 on cuda:%d\n", nccl_version().c_str(), size_,
                  device_);
   }

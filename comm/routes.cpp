@@ -6,6 +6,7 @@
 #include "comm/mpi_cuda_transport.h"
 #include "comm/nccl_transport.h"
 #include "config.h"
+#include "core/debug_level.h"
 #include "core/error.h"
 #include "core/settings.h"
 #include "kernels/device_memory.h"
@@ -68,7 +69,7 @@ Transport& Routes::device_transport(Route route) {
         const auto path = world_.reads_device_memory() ? MpiCudaTransport::Path::cuda_aware
                                                        : MpiCudaTransport::Path::staged;
         mpi_cuda_transport_ = std::make_unique<MpiCudaTransport>(world_, device_.index, path);
-        if (world_.rank() == 0 && settings::text(settings::Id::debug).value_or("OFF") != "OFF")
+        if (world_.rank() == 0 && debug_level() != DebugLevel::off)
           std::fprintf(stderr, "ringdp: CUDA tensors over MPI: %s\n", path_name(path));
       }
       return *mpi_cuda_transport_;

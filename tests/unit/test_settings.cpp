@@ -4,8 +4,11 @@
 #include <cstdlib>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "comm/comm_options.h"
+#include "core/debug_level.h"
 #include "core/error.h"
 #include "core/settings.h"
 
@@ -61,6 +64,27 @@ TEST_CASE("values are checked against their declaration", "[settings]") {
                     Catch::StartsWith("RINGDP_BACKEND='gloo': expected auto, mpi or nccl"));
   CHECK_THROWS_WITH(parse_choice(get(Id::debug), "detail"),
                     Catch::StartsWith("RINGDP_DEBUG='detail': expected OFF, INFO or DETAIL"));
+}
+
+TEST_CASE("RINGDP_DEBUG: each word the table accepts is one typed level, read once", "[settings]") {
+  // The table's words and core/debug_level.h's must agree: a word added to one only fails here.
+  std::vector<DebugLevel> levels;
+  std::string_view choices = get(Id::debug).choices;
+  while (!choices.empty()) {
+    const size_t bar = choices.find('|');
+    const std::string_view word = choices.substr(0, bar);
+    const auto level = parse_debug_level(word);
+    CHECK(level.has_value());
+    if (level) levels.push_back(*level);
+    choices = bar == std::string_view::npos ? std::string_view() : choices.substr(bar + 1);
+  }
+  CHECK(levels == std::vector<DebugLevel>{DebugLevel::off, DebugLevel::info, DebugLevel::detail});
+  CHECK_FALSE(parse_debug_level("detail").has_value());
+  CHECK_FALSE(parse_debug_level("").has_value());
+  // This process's level is what its environment says, the same at every call.
+  const char* set = std::getenv("RINGDP_DEBUG");
+  CHECK(debug_level() == parse_debug_level(set ? set : "OFF"));
+  CHECK(debug_level() == debug_level());
 }
 
 TEST_CASE("the environment overrides the communicator's options, checked", "[settings]") {

@@ -1,4 +1,4 @@
-// DiscoveredWorld discovery and option agreement: where a communicator learns who it is. Under an MPI
+// World discovery and option agreement (DiscoveredWorld): where a communicator learns who it is. Under an MPI
 // launcher it initialises MPI, finds which ranks share a host (for shared memory, `auto` and the
 // hierarchical all-reduce), and makes every rank take the same value of each option that shapes
 // messages or picks algorithms; otherwise it is a world of one. Every MPI call a communicator's

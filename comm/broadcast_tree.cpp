@@ -2,8 +2,8 @@
 // a rank receives from vrank − lowbit(vrank), then sends to vrank + m for each power of two m
 // below its lowest set bit (largest first), so the informed set doubles every round.
 //   N = 5, root 0:  round 1: 0→4   round 2: 0→2   round 3: 0→1, 2→3
-// ⌈log2 N⌉ rounds of the whole message: latency-optimal; large messages would do better
-// with a pipelined chain (not yet implemented).
+// ⌈log2 N⌉ rounds of the whole message: latency-optimal; large messages take the pipelined
+// chain instead (comm/broadcast_chain.cpp; `auto` from RINGDP_CHAIN_MIN_BYTES).
 #include "comm/algorithms.h"
 
 namespace ringdp::comm {

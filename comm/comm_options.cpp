@@ -1,4 +1,5 @@
-// Implements comm/comm_options.h: the one place the communicator's RINGDP_* variables are read.
+// Implements comm/comm_options.h: where the RINGDP_* variables that set a CommOptions field are
+// applied (with_environment). Other settings are read where they act (core/settings.h lists all).
 #include "comm/comm_options.h"
 
 #include "config.h"

@@ -129,11 +129,11 @@ class MpiTransport final : public Transport {
   std::unique_ptr<SharedSlots> slots_;  // null unless enable_shared_slots() made them
   std::vector<MPI_Request> waiting_;  // reused by wait_all: no allocation per wait
   std::vector<MPI_Status> statuses_;
-  std::vector<char> in_place_copy_;
+  std::vector<char> in_place_copy_;  // native_reduce_scatter's input, when the output lies inside it
   /// Two-part messages in flight, receives in the order posted; records are reused.
   std::deque<TwoPart*> receives_in_order_;
   std::vector<std::unique_ptr<TwoPart>> two_part_records_;
-  std::vector<TwoPart*> free_records_;  // native_reduce_scatter's input, when the output lies inside it
+  std::vector<TwoPart*> free_records_;
 };
 
 /// Throws ringdp::Error naming the call, the rank and MPI's error string when rc != MPI_SUCCESS.

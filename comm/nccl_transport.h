@@ -12,8 +12,9 @@
 // transfers (and before a copy, a join or a sync) the transfer stream waits for the reductions,
 // since the next step sends what they produced and receives into what they read. A whole
 // collective is enqueued without host round trips. The stream, its join with the caller's and the watchdog
-// are CudaStreamTransport's; a stuck stream gets ncclCommAbort before the report. Bootstrap (nccl_bootstrap):
-// rank 0 creates the ncclUniqueId and MPI broadcasts it; the rank's GPU is the communicator's
+// are CudaStreamTransport's; a stuck stream gets ncclCommAbort before the report. Bootstrap: rank 0
+// creates the ncclUniqueId and the host transport broadcasts it (Transport::bootstrap_broadcast,
+// passed in by Routes); the rank's GPU is the communicator's
 // choice (Communicator::device_index).
 //
 // The communicator is non-blocking (config.blocking = 0), and every call that may return

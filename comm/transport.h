@@ -25,8 +25,6 @@ namespace ringdp::comm {
 
 class SharedSlots;  // comm/shared_slots.h
 
-/// One posted send or receive: an opaque handle (MPI_Request underneath for MPI) and, for a
-/// receive, what it expects to arrive (the envelope check in comm/envelope.h).
 /// irecv's peer for a user message from any rank (send/recv's tags only): MPI_ANY_SOURCE. Once the
 /// receive completes (test() true, or wait), the Request's peer is the rank it came from.
 constexpr int kAnySource = -1;
@@ -40,6 +38,8 @@ class WaitWatch {
   virtual void check() = 0;
 };
 
+/// One posted send or receive: an opaque handle (MPI_Request underneath for MPI) and, for a
+/// receive, what it expects to arrive (the envelope check in comm/envelope.h).
 struct Request {
   uintptr_t handle = 0;
   int peer = -1;

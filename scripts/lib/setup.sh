@@ -18,6 +18,22 @@ RINGDP_PACKAGES+=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmix-
 
 ringdp_log() { printf 'ringdp: %s\n' "$*" >&2; }
 
+# apt-get's and dpkg's own lines (hundreds on a bare machine: "Selecting previously unselected
+# package ...") go to this log, not the screen, which says one line per step (issue #49 item 7).
+RINGDP_SETUP_LOG=${RINGDP_SETUP_LOG:-${TMPDIR:-/tmp}/ringdp-setup.$(id -u).log}
+# ringdp_logged COMMAND...: runs COMMAND with its output appended to the log; when it fails, shows
+# the log's last lines, then returns its status (the ERR trap then names the step).
+ringdp_logged() {
+  local rc=0
+  "$@" >>"$RINGDP_SETUP_LOG" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    ringdp_log "the last lines of $RINGDP_SETUP_LOG:"
+    tail -n 20 "$RINGDP_SETUP_LOG" | sed 's/^/  | /' >&2
+    RINGDP_FAILED_COMMAND="$*"  # what the error line names, instead of this `return`
+  fi
+  return "$rc"
+}
+
 # Every failure names the step it happened in and what to do about it, in one line: under
 # `set -e` a failing command otherwise ends the script with no word at all (issue 14: a bare
 # machine saw exit 1 after 0 s and nothing printed). Scripts name their steps with ringdp_step.
@@ -25,6 +41,7 @@ RINGDP_STEP="set-up" RINGDP_HINT="rerun with 'bash -x' to see the failing comman
 ringdp_step() { RINGDP_STEP=$1 RINGDP_HINT=$2; }
 ringdp_on_error() {
   local rc=$1 command=$2 where=$3
+  [ -n "${RINGDP_FAILED_COMMAND:-}" ] && command=$RINGDP_FAILED_COMMAND
   # With errtrace the trap also fires in subshells; the outermost shell reports, once.
   [ "$BASH_SUBSHELL" -eq 0 ] || return 0
   printf 'ringdp: error: step "%s" failed: `%s` exited %s (%s); what to do: %s\n' \
@@ -54,17 +71,22 @@ ringdp_ensure_packages() {
   local missing
   mapfile -t missing < <(ringdp_missing_packages "${RINGDP_PACKAGES[@]}")
   [ ${#missing[@]} -eq 0 ] && return 0
-  ringdp_log "installing missing Debian packages: ${missing[*]}"
   local sudo=()
   if [ "$(id -u)" -ne 0 ]; then
     command -v sudo >/dev/null || { ringdp_log "error: need root or sudo to install ${missing[*]}"; return 1; }
     sudo=(sudo)
   fi
   ringdp_step "apt-get update" "check network access to the Debian mirrors and /etc/apt/sources.list, then rerun"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  ringdp_log "updating the package lists (apt-get update; its output: $RINGDP_SETUP_LOG)"
+  ringdp_logged "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   ringdp_step "installing ${missing[*]}" \
     "check that these names exist in your Debian release ('apt-cache policy NAME'), or install them by hand, then rerun"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # What it will download, as apt-get says before it asks (and --assume-no answers no).
+  local size
+  size=$(LC_ALL=C "${sudo[@]}" apt-get install --assume-no --no-install-recommends "${missing[@]}" 2>/dev/null |
+    sed -n 's/^Need to get \([0-9.,]* [kMG]*B\).*/\1/p' | head -n 1 || true)
+  ringdp_log "installing missing Debian packages${size:+ ($size to download)}: ${missing[*]}"
+  ringdp_logged "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
   ringdp_log "installed: ${missing[*]}"
 }
 

@@ -8,15 +8,23 @@ source_root=$(cd "$2" && pwd)
 source "$(dirname "$0")/common.sh"
 
 fakes="$work/bin"
+export RINGDP_SETUP_LOG="$work/setup.log"
 mkdir -p "$fakes"
 calls="$work/apt-get.calls"
 : >"$calls"
-# The recorder fails `install` when RECORD_FAIL_INSTALL is set, as apt-get does for a name it cannot find.
+# The recorder fails `install` when RECORD_FAIL_INSTALL is set, as apt-get does for a name it cannot find;
+# it answers --assume-no with apt-get's size line, and an install with dpkg's chatter, as a bare machine does.
 cat >"$fakes/apt-get" <<EOF
 #!/bin/sh
 printf '%s\n' "\$*" >>"$calls"
+if [ "\$1" = install ] && [ "\$2" = --assume-no ]; then
+  echo "Need to get 12.3 MB of archives."; echo "Abort."; exit 1
+fi
 if [ "\$1" = install ] && [ -n "\${RECORD_FAIL_INSTALL:-}" ]; then
-  echo "E: Unable to locate package \$RECORD_FAIL_INSTALL" >&2; exit 100
+  echo "Reading package lists..."; echo "E: Unable to locate package \$RECORD_FAIL_INSTALL" >&2; exit 100
+fi
+if [ "\$1" = install ]; then
+  for i in 1 2 3; do echo "Selecting previously unselected package fake-\$i."; echo "Preparing to unpack fake-\$i ..."; done
 fi
 exit 0
 EOF
@@ -43,17 +51,24 @@ case "$case_name" in
     ensure bash "$absent_a" coreutils "$absent_b" dpkg
     [ $rc -eq 0 ] || fail "set-up exited $rc with packages missing: $out"
     grep -qx "set-up finished" <<<"$out" || fail "set-up stopped before its end: $out"
-    [ "$(wc -l <"$calls")" -eq 2 ] || fail "expected 2 apt-get calls, got: $(cat "$calls")"
+    [ "$(wc -l <"$calls")" -eq 3 ] || fail "expected 3 apt-get calls (update, the size, install), got: $(cat "$calls")"
     read -r first_verb _ < <(sed -n 1p "$calls")
     [ "$first_verb" = update ] || fail "first apt-get call is not update: $(cat "$calls")"
-    second=$(sed -n 2p "$calls")
+    sed -n 2p "$calls" | grep -q "^install --assume-no" || fail "second apt-get call does not ask the size: $(cat "$calls")"
+    second=$(sed -n 3p "$calls")
     [ "${second%% *}" = install ] || fail "second apt-get call is not install: $second"
     # Exactly the missing names, in list order: every argument that is not an option.
     names=$(tr ' ' '\n' <<<"${second#install }" | grep -v '^-' | tr '\n' ' ')
     [ "$names" = "$absent_a $absent_b " ] || fail "apt-get install got '$names', expected '$absent_a $absent_b '"
-    grep -qF "installing missing Debian packages: $absent_a $absent_b" <<<"$out" ||
-      fail "set-up did not say what it installs: $out"
-    echo "ok: apt-get update, then apt-get install $absent_a $absent_b; said so"
+    grep -qF "installing missing Debian packages (12.3 MB to download): $absent_a $absent_b" <<<"$out" ||
+      fail "set-up did not say what it installs and its size: $out"
+    # issue #49 item 7: dpkg's lines go to the log, and the screen says where it is.
+    ! grep -qE "Selecting previously|Preparing to unpack" <<<"$out" || fail "dpkg's lines reached the screen: $out"
+    grep -qF "its output: $RINGDP_SETUP_LOG" <<<"$out" || fail "set-up did not say where apt-get's output goes: $out"
+    grep -q "Selecting previously unselected package fake-3" "$RINGDP_SETUP_LOG" ||
+      fail "dpkg's lines are not in $RINGDP_SETUP_LOG"
+    [ "$(wc -l <<<"$out")" -le 5 ] || fail "set-up printed more than 5 lines: $out"
+    echo "ok: apt-get update, then apt-get install $absent_a $absent_b; said so in $(wc -l <<<"$out") lines, dpkg's in the log"
     ;;
   present)
     ensure "${present[@]}"
@@ -72,6 +87,8 @@ case "$case_name" in
     for part in "installing $absent_a" "apt-get" "exited 100" "what to do:"; do
       grep -qF -- "$part" <<<"$line" || fail "the error line does not say '$part': $line"
     done
+    # The log's tail is shown, so apt-get's own reason is on the screen.
+    grep -qF "E: Unable to locate package $absent_a" <<<"$out" || fail "apt-get's error (the log's tail) is not shown: $out"
     echo "ok: one line names the step and what to do: $line"
     ;;
   failure-output)

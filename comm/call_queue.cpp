@@ -92,12 +92,14 @@ Work CallQueue::run(std::function<void()> call, bool async, const std::function<
     run_into(call, work);
     return work;
   }
+  // Made before the lock: nothing that may throw or take time once the queue is held.
+  std::string queued_note = shared_ && note ? note() : std::string();
   std::unique_lock lock(queue_mutex_);
   Work work;
   if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
+  if (shared_) queued_notes_.push_back(std::move(queued_note));
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   queue_.push_back([call = std::move(call), work] { run_into(call, work); });
-  if (shared_) queued_notes_.push_back(note ? note() : std::string());
   lock.unlock();
   queue_cv_.notify_one();
   if (!async) work.wait();

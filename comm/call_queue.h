@@ -10,8 +10,8 @@
 // or an MPI that provides no more), one queue serves every communicator of the process
 // (for_process()): a group's and its parent's calls reach MPI one at a time, in the order they were
 // issued, and every rank must issue the calls of all its communicators in one order its peers can
-// follow; ranks that do not wait for each other until the watchdog, whose report then names the
-// calls of the other communicators waiting behind the stuck one (waiting()). Where MPI allows no
+// follow. Ranks that do not follow it wait for each other until the watchdog, whose report then
+// names the calls of the other communicators waiting behind the stuck one (waiting()). Where MPI allows no
 // second thread (MPI_THREAD_SINGLE or FUNNELED: comm/mpi_runtime.h), set_caller_thread_only()
 // makes every call, asynchronous ones too, run on the caller's thread as it is issued: no worker,
 // no overlap, nothing MPI forbids. Tested through the communicator: tests/mpi/test_comm_async.cpp,
@@ -24,11 +24,11 @@
 #include <functional>
 #include <list>
 #include <memory>
-#include <string>
-#include <vector>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "comm/mpi_runtime.h"
 #include "comm/work.h"
@@ -99,8 +99,9 @@ class CallQueue {
   std::mutex& exec_mutex() { return exec_mutex_; }
   /// The process's queue, which several communicators share (for_process()).
   bool shared() const { return shared_; }
-  /// What the calls queued or waiting for the execution lock are, as their notes say, oldest
-  /// first: on a shared queue, the calls of other communicators a stuck one holds back.
+  /// What the calls queued (in issue order), then those blocked on the execution lock, are, as
+  /// their notes say: on a shared queue, the collectives of other communicators a stuck one holds
+  /// back (calls that carry no note, such as a group's creation, are not listed).
   std::vector<std::string> waiting();
 
  private:

@@ -5,8 +5,8 @@
 #include "comm/communicator.h"
 
 #include <algorithm>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <string_view>
 #include <thread>
 

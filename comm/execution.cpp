@@ -218,8 +218,9 @@ void Executor::report_deadline(const Position& where) {
   if (queue_->shared()) {
     const std::vector<std::string> behind = queue_->waiting();
     if (!behind.empty()) {
-      report += "; waiting behind it on this rank (one call queue for all communicators, MPI_THREAD_MULTIPLE "
-                "not provided or RINGDP_MPI_THREAD=serialized): ";
+      report +=
+          "; waiting behind it on this rank (one call queue for all communicators, MPI_THREAD_MULTIPLE "
+          "not provided or RINGDP_MPI_THREAD=serialized): ";
       for (size_t i = 0; i < behind.size(); ++i) report += (i ? ", " : "") + behind[i];
     }
   }

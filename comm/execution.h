@@ -244,7 +244,8 @@ Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F
       [this, issue, sequence, fault, input = input, output = output, body = std::move(body)]() mutable {
         execute(issue, sequence, fault, BodyRef(body, input, output));
       },
-      issue.async, note);
+      // A note only where the queue is shared: a std::function of this lambda is a heap allocation.
+      issue.async, queue_->shared() ? std::function<std::string()>(note) : std::function<std::string()>());
 }
 
 template <typename F>
@@ -254,14 +255,16 @@ bool Executor::run_direct(const Issue& issue, F&& library_call) {
     return false;
   bool ran = false;
   // Watchers change through the queue, so they are read under the execution lock.
-  queue_->run_inline([&] {
-    if (watched()) return;
-    ran = true;
-    position_ =
-        Position{.kind = issue.kind, .sequence = sequence_++, .count = issue.count, .dtype = issue.dtype};
-    if (host_slots_) announce_direct(issue);
-    library_call();
-  });
+  queue_->run_inline(
+      [&] {
+        if (watched()) return;
+        ran = true;
+        position_ =
+            Position{.kind = issue.kind, .sequence = sequence_++, .count = issue.count, .dtype = issue.dtype};
+        if (host_slots_) announce_direct(issue);
+        library_call();
+      },
+      [this, &issue] { return queue_note(issue, sequence_); });
   return ran;
 }
 

@@ -46,6 +46,9 @@ ExitHooks& exit_hooks() {
   return *hooks;
 }
 std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is initialised
+// Whether communicators may each have a queue: MPI provides MPI_THREAD_MULTIPLE and nobody asked
+// for less (RINGDP_MPI_THREAD=serialized shares one even where MPI gives more than asked).
+std::atomic<bool> g_independent_threads{false};
 
 [[maybe_unused]] void run_before_finalize() {
   std::vector<std::function<void()>> steps;
@@ -179,7 +182,7 @@ namespace {
 // caller's thread.
 int requested_thread_level(MpiThread level) {
   if (const auto value = settings::text(settings::Id::mpi_thread))
-    level = *value == "single" ? MpiThread::single
+    level = *value == "single"       ? MpiThread::single
             : *value == "serialized" ? MpiThread::serialized
                                      : MpiThread::multiple;
   switch (level) {
@@ -209,9 +212,10 @@ void mpi_ensure_initialized(MpiThread level) {
     int already = 0;
     MPI_Initialized(&already);
     if (already) {  // by the program itself, at whatever level it asked for
-      int level = 0;
-      MPI_Query_thread(&level);
-      g_thread_level = level;
+      int provided = 0;
+      MPI_Query_thread(&provided);
+      g_thread_level = provided;
+      g_independent_threads = provided == MPI_THREAD_MULTIPLE;
       return;
     }
     check_srun_plugin_before_init();
@@ -221,9 +225,11 @@ void mpi_ensure_initialized(MpiThread level) {
     MPI_Init_thread(nullptr, nullptr, requested, &provided);
     g_thread_level = provided;
     // Without MPI_THREAD_MULTIPLE, the communicators share one queue (comm/call_queue.h).
+    g_independent_threads = requested == MPI_THREAD_MULTIPLE && provided == MPI_THREAD_MULTIPLE;
     const int needed = std::min(requested, static_cast<int>(MPI_THREAD_SERIALIZED));
     RINGDP_CHECK(provided >= needed, "the MPI library provides thread level ", provided, "; ringdp needs ",
-                 needed, " (MPI_THREAD_SERIALIZED) for its worker threads; RINGDP_MPI_THREAD=single asks for ",
+                 needed,
+                 " (MPI_THREAD_SERIALIZED) for its worker threads; RINGDP_MPI_THREAD=single asks for ",
                  "MPI_THREAD_SINGLE and runs every call on the caller's thread");
     // Return codes instead of MPI's default abort, so failures become ringdp::Errors.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -273,9 +279,7 @@ bool mpi_is_initialized() {
   _exit(code);
 }
 bool mpi_allows_worker_thread() { return !mpi_is_initialized() || g_thread_level >= MPI_THREAD_SERIALIZED; }
-bool mpi_allows_independent_threads() {
-  return !mpi_is_initialized() || g_thread_level == MPI_THREAD_MULTIPLE;
-}
+bool mpi_allows_independent_threads() { return !mpi_is_initialized() || g_independent_threads; }
 #else
 int mpi_thread_level() { return -1; }
 const char* mpi_thread_level_name() { return nullptr; }

@@ -1,7 +1,6 @@
-// The process-wide MPI state: initialised once (MPI_THREAD_SERIALIZED, because a
-// communicator's worker thread and the caller take turns but never call MPI at once; or
-// MPI_THREAD_SINGLE with RINGDP_MPI_THREAD=single), finalised once at exit, and the one place
-// that can end the whole job.
+// The process-wide MPI state: initialised once (MPI_THREAD_MULTIPLE, so that each communicator's
+// worker thread calls MPI beside the others; MPI_THREAD_SERIALIZED or SINGLE when
+// RINGDP_MPI_THREAD asks), finalised once at exit, and the one place that can end the whole job.
 #pragma once
 
 #include <atomic>
@@ -44,8 +43,9 @@ const char* mpi_thread_level_name();
 /// at a lower level, or with RINGDP_MPI_THREAD=single: then every communicator runs all its calls,
 /// asynchronous ones too, on the caller's thread (comm/call_queue.h).
 bool mpi_allows_worker_thread();
-/// Whether threads may call MPI at once: MPI provides MPI_THREAD_MULTIPLE, or is not in use. Then
-/// each communicator has a call queue of its own (comm/call_queue.h).
+/// Whether threads may call MPI at once and ringdp asked for that: MPI provides
+/// MPI_THREAD_MULTIPLE (and RINGDP_MPI_THREAD did not ask for less), or is not in use. Then each
+/// communicator has a call queue of its own (comm/call_queue.h).
 bool mpi_allows_independent_threads();
 
 /// Prints nothing; ends every rank of the job with `code` (MPI_Abort), or this process alone

@@ -2,7 +2,7 @@
 // says at start-up what ringdp chose (the CUDA transport, NCCL's version); DETAIL, which also
 // compares every collective's arguments across ranks before it runs (comm/fingerprint.h). The
 // words are the ones users set; a bad one is refused by the settings table (core/settings.h).
-// Tested by tests/unit/test_debug_level.cpp.
+// Tested by tests/unit/test_settings.cpp.
 #pragma once
 
 #include <cstdint>

@@ -2,8 +2,9 @@
 // plain loop, no ringdp at all, timed as ringdp-bench times a size (barrier, warm-up, then the
 // mean over iterations, the slowest rank's). Out-of-place float32 sum.
 // Usage: ringdp-raw-allreduce MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP; prints "bytes,time_us".
-// RINGDP_RAW_SERIALIZED=1: MPI_Init_thread at MPI_THREAD_SERIALIZED, the level ringdp asks for,
-// to measure what the thread level alone costs (docs/benchmarks.md, "Where the rest goes").
+// RINGDP_RAW_SERIALIZED=1: MPI_Init_thread at MPI_THREAD_SERIALIZED (the level ringdp asked for
+// until issue #47 item 7; Open MPI locks alike at MULTIPLE), to measure what the thread level
+// alone costs (docs/benchmarks.md, "Where the rest goes").
 #include <mpi.h>
 
 #include <cstdio>

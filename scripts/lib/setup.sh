@@ -21,14 +21,23 @@ ringdp_log() { printf 'ringdp: %s\n' "$*" >&2; }
 # apt-get's and dpkg's own lines (hundreds on a bare machine: "Selecting previously unselected
 # package ...") go to this log, not the screen, which says one line per step (issue #49 item 7).
 RINGDP_SETUP_LOG=${RINGDP_SETUP_LOG:-${TMPDIR:-/tmp}/ringdp-setup.$(id -u).log}
-# ringdp_logged COMMAND...: runs COMMAND with its output appended to the log; when it fails, shows
-# the log's last lines, then returns its status (the ERR trap then names the step).
+# ringdp_logged COMMAND...: runs COMMAND with its output appended to the log, after a line naming
+# it; when it fails, shows the last lines this command wrote, then returns its status (the ERR trap
+# then names the step). A log it cannot write (another user's file, no TMPDIR) is replaced by a
+# fresh temporary one.
 ringdp_logged() {
-  local rc=0
+  local rc=0 start
+  RINGDP_FAILED_COMMAND=
+  if ! { printf '== %s: %s\n' "$(date '+%F %T')" "$*" >>"$RINGDP_SETUP_LOG"; } 2>/dev/null; then
+    RINGDP_SETUP_LOG=$(mktemp -t ringdp-setup.XXXXXX.log)
+    ringdp_log "apt-get's output goes to $RINGDP_SETUP_LOG instead"
+    printf '== %s: %s\n' "$(date '+%F %T')" "$*" >>"$RINGDP_SETUP_LOG"
+  fi
+  start=$(wc -l <"$RINGDP_SETUP_LOG")
   "$@" >>"$RINGDP_SETUP_LOG" 2>&1 || rc=$?
   if [ "$rc" -ne 0 ]; then
-    ringdp_log "the last lines of $RINGDP_SETUP_LOG:"
-    tail -n 20 "$RINGDP_SETUP_LOG" | sed 's/^/  | /' >&2
+    ringdp_log "the last lines it wrote to $RINGDP_SETUP_LOG:"
+    tail -n "+$((start + 1))" "$RINGDP_SETUP_LOG" | tail -n 20 | sed 's/^/  | /' >&2 || true
     RINGDP_FAILED_COMMAND="$*"  # what the error line names, instead of this `return`
   fi
   return "$rc"
@@ -83,7 +92,7 @@ ringdp_ensure_packages() {
     "check that these names exist in your Debian release ('apt-cache policy NAME'), or install them by hand, then rerun"
   # What it will download, as apt-get says before it asks (and --assume-no answers no).
   local size
-  size=$(LC_ALL=C "${sudo[@]}" apt-get install --assume-no --no-install-recommends "${missing[@]}" 2>/dev/null |
+  size=$("${sudo[@]}" env LC_ALL=C apt-get install --assume-no --no-install-recommends "${missing[@]}" 2>/dev/null |
     sed -n 's/^Need to get \([0-9.,]* [kMG]*B\).*/\1/p' | head -n 1 || true)
   ringdp_log "installing missing Debian packages${size:+ ($size to download)}: ${missing[*]}"
   ringdp_logged "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -13,7 +13,8 @@ SOURCE_DIRS = ["core", "tensor", "autograd", "kernels", "comm", "apps", "binding
                "tests/doubles"]
 SUFFIXES = {".h", ".cpp", ".cu", ".cuh", ".py"}
 SPAN = re.compile(r"`([^`\n]+)`")
-NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_~][A-Za-z0-9_]*)")
+# The last two parts of a qualified name: `comm::Work::then` is Work's member `then`.
+NAME = re.compile(r"\b((?:[A-Za-z_][A-Za-z0-9_]*::)+)([A-Za-z_~][A-Za-z0-9_]*)")
 DEFINES = r"\b(?:class|struct|enum(?:\s+class)?|union)\s+{0}\b|\bnamespace\s+(?:\w+::)*{0}\b"
 
 
@@ -35,7 +36,8 @@ def check(root, pages):
         text = (root / page).read_text()
         for number, line in enumerate(text.splitlines(), 1):
             for span in SPAN.findall(line):
-                for owner, member in NAME.findall(span):
+                for prefix, member in NAME.findall(span):
+                    owner = prefix[:-2].split("::")[-1]
                     if owner not in definers:
                         pattern = re.compile(DEFINES.format(re.escape(owner)))
                         definers[owner] = [t for t in files.values() if pattern.search(t)]

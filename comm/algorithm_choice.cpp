@@ -67,7 +67,7 @@ Choice choose_all_reduce(size_t bytes, Route route, const Topology& topology, co
   // only; CUDA tensors keep recursive doubling and the ring.
   const bool host = route == Route::host;
   // The direct all-reduce moves what one memcpy of the buffer moves, at every size: nothing of
-  // the others' can do less (docs/benchmarks.md, "The memory-bandwidth bound").
+  // the others' can do less (docs/lab/benchmarks.md, "The memory-bandwidth bound").
   if (host && shared_buffers && topology.shared_slots)
     return {Algorithm::shared_memory, Reason::shared_buffers};
   // Ranks on several hosts, some sharing one: the hierarchical scheme for all but small

@@ -82,7 +82,7 @@ void check_announcement(CollectiveContext& ctx, const SharedSlots& slots, int r,
 // line of a page-aligned segment); the unaligned edges by memcpy. Out of place only: there the
 // outputs' lines are not in cache, and a plain store would first read each one (read for
 // ownership). In place the block was just read, so plain stores hit the cache; streaming ones
-// measured slower there (docs/benchmarks.md, "Shared allocations against the floor").
+// measured slower there (docs/lab/benchmarks.md, "Shared allocations against the floor").
 void stream_copy(char* target, const char* source, size_t bytes) {
 #if defined(__SSE2__)
   const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(target) % 16) % 16);

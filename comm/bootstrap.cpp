@@ -72,7 +72,7 @@ void agree(CommOptions& options, MPI_Comm world) {
 // Open MPI yields inside its own progress when told (mpi_yield_when_idle, which the scripts set),
 // and a second yield of ours made small all-reduces on 4 ranks over 2 cores 2-4x slower; MPICH's
 // ch4 device has no such setting, so there ringdp yields (RINGDP_YIELD overrides either way;
-// docs/benchmarks.md, "MPICH").
+// docs/lab/benchmarks.md, "MPICH").
 bool ringdp_yields(bool oversubscribed) {
 #if defined(MPICH_VERSION)
   const bool mpi_yields = false;

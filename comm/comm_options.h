@@ -33,7 +33,7 @@ struct CommOptions {
   size_t recursive_doubling_max_bytes = 32 * 1024;
   /// Above that, with 4 ranks or more, `auto` uses Rabenseifner's all-reduce (recursive halving
   /// and doubling) up to this many bytes, the ring above (host tensors; measured on 3 and 4
-  /// ranks: docs/benchmarks.md, "Rabenseifner"); RINGDP_RABENSEIFNER_MAX_BYTES overrides, 0 = never.
+  /// ranks: docs/lab/benchmarks.md, "Rabenseifner"); RINGDP_RABENSEIFNER_MAX_BYTES overrides, 0 = never.
   size_t rabenseifner_max_bytes = 2 * 1024 * 1024;
   /// Before all of those: with every rank on one host, `auto` reduces out of shared memory
   /// (comm/shared_slots.h) up to this many bytes (host tensors): by default at every size, where it

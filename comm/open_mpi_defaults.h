@@ -2,7 +2,7 @@
 // not set it (in the environment, which is where mpirun's --mca and -x put it too), so a choice made
 // at launch wins; one in an MCA parameter file does not, since Open MPI ranks the environment above
 // the files (docs/launching.md). Tested by tests/mpi/test_open_mpi_defaults.cpp; measured in
-// docs/benchmarks.md, "The link's rate across hosts".
+// docs/lab/benchmarks.md, "The link's rate across hosts".
 #pragma once
 
 namespace ringdp::comm {

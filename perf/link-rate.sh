@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Large all-reduces across hosts made of network namespaces (tests/net/cluster.sh) against the
-# link's rate (issue #39 item 2; docs/benchmarks.md, "The link's rate across hosts"). Per layout
+# link's rate (issue #39 item 2; docs/lab/benchmarks.md, "The link's rate across hosts"). Per layout
 # (hosts x ranks per host), in each of ROUNDS interleaved rounds: ringdp-bench --algo all and
 # --algo auto at 16 and 64 MiB (float32 sum, out of place and in place) as users launch it (ringdp
 # then runs Open MPI's TCP transport without emulated RDMA, comm/open_mpi_defaults.h), and the

@@ -1,7 +1,7 @@
 // Two ranks send each other BYTES at the same time, as every step of a two-rank all-reduce does,
 // once as one message each way and once as PIECES messages: raw MPI, no ringdp. Across hosts this
 // shows what a single large message costs on Open MPI's TCP BTL, and (MODE) which of the habits
-// of ringdp's transport costs the link's rate (docs/benchmarks.md, "The link's rate across hosts").
+// of ringdp's transport costs the link's rate (docs/lab/benchmarks.md, "The link's rate across hosts").
 // Ranks beyond the first two wait at the barriers.
 // Usage: mpirun -np 2 ringdp-mpi-duplex [BYTES [PIECES [ITERS [MODE]]]] (defaults 16 MiB, 16, 5,
 // waitall). MODE:

@@ -4,7 +4,7 @@
 // Usage: ringdp-raw-allreduce MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP; prints "bytes,time_us".
 // RINGDP_RAW_SERIALIZED=1: MPI_Init_thread at MPI_THREAD_SERIALIZED (the level ringdp asked for
 // until issue #47 item 7; Open MPI locks alike at MULTIPLE), to measure what the thread level
-// alone costs (docs/benchmarks.md, "Where the rest goes").
+// alone costs (docs/lab/benchmarks.md, "Where the rest goes").
 #include <mpi.h>
 
 #include <cstdio>

@@ -1,5 +1,5 @@
 // γ of the α–β–γ model (docs/scaling.md) and the memory side of the ring's bound
-// (docs/benchmarks.md, "The memory-bandwidth bound"): the throughput of reduce_into_cpu
+// (docs/lab/benchmarks.md, "The memory-bandwidth bound"): the throughput of reduce_into_cpu
 // (dst op= src, float32 sum) and of memcpy, in GB/s of the buffer, for sizes from cache-resident
 // to memory-bound. Usage: ringdp-reduce-gamma [MAX_MIB]; prints one row per size, the medians of
 // repeated runs. Run it under mpirun -np N to measure with N processes doing the same at once,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The all-reduce of large messages against the DRAM floor on one host (issue #39 item 1;
-# docs/benchmarks.md, "Shared allocations against the floor"). In each of ROUNDS interleaved
+# docs/lab/benchmarks.md, "Shared allocations against the floor"). In each of ROUNDS interleaved
 # rounds, per size (16, 64, 256 MiB, float32 sum): the floor, a memcpy of the buffer with every
 # rank copying at once (ringdp-reduce-gamma under the launcher: what each rank must move at the
 # least, reading its input once and writing its output once); `auto` on plain tensors; `auto` on

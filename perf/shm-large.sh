@@ -6,7 +6,7 @@
 # (RINGDP_SHM_SCATTER_MIN_BYTES above any round); and `auto` as it is (shared memory, rounds of
 # 16 KiB and more scattered). Prints medians and the ratios to the raw loop (below 1: faster than
 # MPI). Sets the defaults of RINGDP_SHM_MAX_BYTES and RINGDP_SHM_SCATTER_MIN_BYTES
-# (docs/benchmarks.md, "Shared memory for large messages"). Not a test.
+# (docs/lab/benchmarks.md, "Shared memory for large messages"). Not a test.
 #   perf/shm-large.sh [NP [ROUNDS [ITERS [MIN [MAX]]]]]    (defaults: 2 5 50 32768 16777216)
 set -euo pipefail
 cd "$(dirname "$0")/.."

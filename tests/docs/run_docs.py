@@ -403,7 +403,10 @@ def self_test():
 
 def check_listed(source_dir, pages):
     """A page missing from tests/docs/meson.build would never be checked: name it."""
-    docs = sorted("docs/" + name for name in os.listdir(os.path.join(source_dir, "docs")) if name.endswith(".md"))
+    # docs/ and its folders (docs/lab/): a page moved down a level is a page too.
+    docs = sorted(os.path.relpath(os.path.join(folder, name), source_dir)
+                  for folder, _, names in os.walk(os.path.join(source_dir, "docs"))
+                  for name in names if name.endswith(".md"))
     missing = [page for page in docs if page not in pages]
     for page in missing:
         print("%s has no docs test: add it to docs_pages in tests/docs/meson.build" % page)

@@ -55,6 +55,6 @@ TEST_CASE("Open MPI's TCP transport runs without emulated RDMA unless the user a
   const unsigned flags = tcp_flags();
   INFO("btl_tcp_flags = " << flags << (user_set ? " (the launch set it)" : " (ringdp's default)"));
   // With put, a rank's requests for its peer's data queue behind its own outgoing data and one
-  // side of a two-way exchange stalls (docs/benchmarks.md, "The link's rate across hosts").
+  // side of a two-way exchange stalls (docs/lab/benchmarks.md, "The link's rate across hosts").
   CHECK(flags == (user_set ? kLaunchFlags : kRingdpFlags));
 }

@@ -7,6 +7,8 @@
 // checked against values each rank computes on its own.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -14,9 +16,12 @@
 #include <exception>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "core/timeline.h"
+#include "core/whole_file.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;
@@ -80,4 +85,24 @@ TEST_CASE("group threads: four threads on four groups, started in another order 
   for (std::thread& t : threads) t.join();
   REQUIRE(failed.load() == 0);
   REQUIRE(global_sum(wrong.load()) == 0);
+}
+
+TEST_CASE("group threads: a group's collectives carry its label in the timeline", "[groups]") {
+  // Every communicator's worker records on the one comm row, so concurrent groups' events overlap
+  // there; the label says whose each is.
+  auto& comm = world();
+  std::vector<int> everyone(static_cast<size_t>(comm.size()));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  auto group = comm.group(everyone);
+  const std::string path = "/tmp/ringdp-group-threads." + std::to_string(::getpid()) + ".json";
+  timeline::start(path, comm.rank());
+  Tensor t = from_vector(std::vector<double>(7, 1.0), {7}, DType::float64);
+  group->all_reduce(t, ReduceOp::sum);
+  timeline::write();
+  timeline::stop();
+  const std::string trace = read_whole_file(path, "the timeline");
+  std::remove(path.c_str());
+  CHECK_THAT(
+      trace,
+      Catch::Matches(R"([\s\S]*all_reduce #0 [a-z_]+ on group #[0-9]+ of world ranks 0(, [0-9]+)*[\s\S]*)"));
 }

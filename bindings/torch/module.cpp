@@ -146,7 +146,7 @@ void install_exit_hooks(py::module& m) {
 }  // namespace
 }  // namespace ringdp_torch
 
-PYBIND11_MODULE(ringdp_torch, m) {
+PYBIND11_MODULE(_ringdp_torch, m) {
   m.doc() = "torch.distributed backend 'ringdp': import this module, then init_process_group('ringdp')";
   // Registers torch's ProcessGroup and Store with pybind11, which the creator's types need.
   py::module::import("torch.distributed");

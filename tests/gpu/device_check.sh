@@ -183,7 +183,7 @@ targets=(tests/cuda/test_kernels_cuda apps/bench/ringdp-bench apps/train/ringdp-
 [ -n "$nccl_home" ] && targets+=(tests/cuda/test_nccl_local)
 [ -n "$mpi" ] && targets+=(tests/mpi/test_mpi_collectives tests/mpi/test_device_placement)
 grep -q ringdp-kernel-bench "$build/build.ninja" && targets+=(perf/ringdp-kernel-bench)
-torch_module=$(cd "$build" && ls python/ringdp_torch*.so 2>/dev/null || ninja -t targets all 2>/dev/null | grep -o '^python/ringdp_torch[^:]*' | head -1)
+torch_module=$(cd "$build" && ls python/ringdp_torch/_ringdp_torch*.so 2>/dev/null || ninja -t targets all 2>/dev/null | grep -o '^python/ringdp_torch/_ringdp_torch[^:/]*\.so:' | tr -d : | head -1)
 [ -n "$torch_module" ] && targets+=("$torch_module")
 timeout "$(left)" ninja -C "$build" -j"$(nproc)" "${targets[@]}" >"$logs/build.log" 2>&1 ||
   { grep -m5 -B2 -A6 'error' "$logs/build.log"; die "build failed (build.log)"; }

@@ -51,7 +51,8 @@ def ringdp_source(env):
     sources), so a dated table says which ringdp it measured."""
     module = subprocess.run([sys.executable, "-c", "import ringdp_torch; print(ringdp_torch.__file__)"], env=env,
                             check=True, capture_output=True, text=True).stdout.strip()
-    info = os.path.join(os.path.dirname(os.path.dirname(module)), "meson-info", "meson-info.json")
+    # <build>/python/ringdp_torch/__init__.py: the build folder is three levels up.
+    info = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(module))), "meson-info", "meson-info.json")
     try:
         with open(info, encoding="utf-8") as f:
             source = json.load(f)["directories"]["source"]

@@ -45,7 +45,7 @@ echo "ok: RINGDP_FAULT kill ends the PyTorch job in ${seconds}s"
 
 RINGDP_TIMEOUT=2 RINGDP_FAULT=delay:rank=1:op=8:ms=6000 job 3 train
 [ $rc -ne 0 ] || fail "a rank stalled past the timeout ended with exit 0: $out"
-grep -qE "RuntimeError: ringdp: allreduce: rank [02]: all_reduce #8 \([a-z_]+, [0-9]+ x float32, step [0-9]+/[0-9]+ .*waiting for .*rank [0-9]\) exceeded 2 s" <<<"$out" ||
+grep -q "RuntimeError" <<<"$out" && grep -qE "ringdp: allreduce: rank [02]: all_reduce #8 \([a-z_]+, [0-9]+ x float32, step [0-9]+/[0-9]+ .*waiting for .*rank [0-9]\) exceeded 2 s" <<<"$out" ||
   fail "no step-level watchdog report: $out"
 echo "ok: the watchdog's report, naming the step a stalled rank's peers wait in, is their RuntimeError (${seconds}s)"
 

@@ -82,10 +82,14 @@ class CallQueue {
     }
     std::unique_lock exec(exec_mutex_, std::try_to_lock);
     if (!exec.owns_lock()) {
+      // Only a shared queue's watchdog report lists the calls waiting behind another group's:
+      // elsewhere no list entry (an allocation and a lock) is made for a contended call.
       if constexpr (std::is_same_v<std::decay_t<N>, std::string (*)()>) {
         exec.lock();
+      } else if (!shared_) {
+        exec.lock();
       } else {
-        Waiting waiting(*this, shared_ ? note() : std::string());
+        Waiting waiting(*this, note());
         exec.lock();
       }
     }

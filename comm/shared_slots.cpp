@@ -106,7 +106,10 @@ void SharedSlots::check_same_call(int r) const {
   };
   const uint64_t mine = call(rank_), theirs = call(r);
   const auto tag = [](uint64_t word) { return static_cast<int>(static_cast<uint32_t>(word)); };
-  if ((mine >> 32) != (theirs >> 32) || tag(theirs) == 0 || tag(theirs) == tag(mine)) return;
+  // Tag 0 on this side: this rank has announced nothing yet (a DETAIL check runs before the
+  // first announcement), and its empty word would match a peer's collective #0.
+  if ((mine >> 32) != (theirs >> 32) || tag(mine) == 0 || tag(theirs) == 0 || tag(theirs) == tag(mine))
+    return;
   RINGDP_FAIL("rank ", rank_, " is in ", describe_tag(tag(mine)), " but rank ", r, " is in ",
               describe_tag(tag(theirs)),
               ": the ranks called different collectives or chose different algorithms (auto chooses by size: "

@@ -93,3 +93,14 @@ TEST_CASE("a peer in another collective, in the same one, or not yet in any is n
   w.rank1->announce(7, tag_of(Algorithm::ring, ReduceOp::sum, 7));
   REQUIRE_NOTHROW(w.rank0->check_same_call(1));
 }
+
+TEST_CASE("a rank not yet in any announced collective reports no peer", "[wait]") {
+  // Under RINGDP_DEBUG=DETAIL a rank waits in the fingerprint exchange before it announces its
+  // first collective; its header still reads sequence 0, tag 0, which is the sequence a peer past
+  // the exchange announces for collective #0. That peer was reported as a different call (a CI run
+  // of tests/cli/bench.sh mismatch: "rank 0 is in no collective (tag 0) but rank 2 is in
+  // all_reduce #0").
+  TwoRanks w;
+  w.rank1->announce(0, tag_of(Algorithm::shared_memory, ReduceOp::sum, 0));
+  REQUIRE_NOTHROW(w.rank0->check_same_call(1));
+}

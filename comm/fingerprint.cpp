@@ -5,6 +5,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/fnv1a.h"
+
 namespace ringdp::comm {
 
 std::string Fingerprint::describe() const {
@@ -70,12 +72,6 @@ std::string compare_pairwise_counts(CollectiveContext& ctx, std::span<const int6
   return {};
 }
 
-uint64_t counts_hash(std::span<const int64_t> counts) {
-  uint64_t hash = 1469598103934665603ull;
-  for (int64_t c : counts)
-    for (int byte = 0; byte < 8; ++byte)
-      hash = (hash ^ (static_cast<uint64_t>(c) >> (8 * byte) & 0xff)) * 1099511628211ull;
-  return hash;
-}
+uint64_t counts_hash(std::span<const int64_t> counts) { return fnv1a_words(counts); }
 
 }  // namespace ringdp::comm

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <exception>
 
-#include "comm/fingerprint.h"
 #include "comm/mpi_transport.h"
 #include "comm/shm_space.h"
 #include "core/error.h"
+#include "core/fnv1a.h"
 
 namespace ringdp::comm {
 
@@ -24,7 +24,7 @@ struct Request {
 Request request_of(const Shape& shape, DType dtype) {
   Request request{static_cast<int64_t>(dtype),
                   static_cast<int64_t>(shape.size()),
-                  static_cast<int64_t>(counts_hash(shape)),
+                  static_cast<int64_t>(fnv1a_words(shape)),
                   {}};
   for (size_t i = 0; i < shape.size() && i < kShownDims; ++i) request.dims[i] = shape[i];
   return request;

@@ -8,7 +8,7 @@
 #include "comm/fingerprint.h"
 #include "comm/idle_backoff.h"
 #include "comm/mpi_departures.h"
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/mpi_transport.h"
 #include "config.h"
 #include "core/error.h"

@@ -12,7 +12,7 @@
 // issued, and every rank must issue the calls of all its communicators in one order its peers can
 // follow. Ranks that do not follow it wait for each other until the watchdog, whose report then
 // names the calls of the other communicators waiting behind the stuck one (waiting()). Where MPI allows no
-// second thread (MPI_THREAD_SINGLE or FUNNELED: comm/mpi_runtime.h), set_caller_thread_only()
+// second thread (MPI_THREAD_SINGLE or FUNNELED: comm/bootstrap/mpi_runtime.h), set_caller_thread_only()
 // makes every call, asynchronous ones too, run on the caller's thread as it is issued: no worker,
 // no overlap, nothing MPI forbids. Tested through the communicator: tests/mpi/test_comm_async.cpp,
 // tests/mpi/test_thread_single.cpp, tests/mpi/test_group_threads.cpp.
@@ -30,7 +30,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/work.h"
 
 namespace ringdp::comm {
@@ -44,7 +44,7 @@ class CallQueue {
   /// A new communicator's queue: its own where MPI provides MPI_THREAD_MULTIPLE (or is not in
   /// use), else the process's.
   static std::shared_ptr<CallQueue> for_communicator();
-  /// Runs what is still queued, then stops the worker. In a forked child (comm/mpi_runtime.h) the
+  /// Runs what is still queued, then stops the worker. In a forked child (comm/bootstrap/mpi_runtime.h) the
   /// worker is the parent's: let go, not joined.
   ~CallQueue();
   CallQueue(const CallQueue&) = delete;

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "comm/departures.h"
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/shared_slots.h"
 #include "core/settings.h"
 #include "core/timeline.h"

@@ -173,7 +173,7 @@ class Communicator {
   SharedAllocations shared_allocations_;
   std::mutex leave_mutex_;
   bool left_ = false;
-  int exit_hook_ = 0;  ///< comm/mpi_runtime.h's handle; 0 without MPI
+  int exit_hook_ = 0;  ///< comm/bootstrap/mpi_runtime.h's handle; 0 without MPI
   Executor executor_;  // last: its queue is destroyed first, so queued calls still find everything above
 };
 

@@ -7,7 +7,7 @@
 #include <exception>
 #include <utility>
 
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/elementwise.h"
 

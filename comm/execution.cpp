@@ -8,7 +8,7 @@
 #include "comm/departures.h"
 #include "comm/envelope.h"
 #include "comm/fingerprint.h"
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/refused_alike.h"
 #include "comm/shared_slots.h"
 #include "core/debug_level.h"

@@ -28,7 +28,7 @@
 #include "comm/comm_options.h"
 #include "comm/envelope.h"
 #include "comm/fault.h"
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/position.h"
 #include "comm/routes.h"
 #include "comm/work.h"

@@ -11,7 +11,7 @@
 #include <optional>
 #include <thread>
 
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/mpi_transport.h"
 #include "core/settings.h"
 

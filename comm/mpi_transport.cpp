@@ -12,7 +12,7 @@
 
 #include "comm/envelope.h"
 #include "comm/idle_backoff.h"
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/mpi_wire.h"
 #include "comm/native_mpi.h"
 #include "comm/shared_slots.h"

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/native_nccl.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/elementwise.h"

@@ -20,7 +20,7 @@
 #include "autograd/layers.h"
 #include "autograd/optim/sgd.h"
 #include "comm/ddp/distributed_data_parallel.h"
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 
 using namespace ringdp;
 using namespace ringdp::autograd;

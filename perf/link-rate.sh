@@ -3,7 +3,7 @@
 # link's rate (issue #39 item 2; docs/lab/benchmarks.md, "The link's rate across hosts"). Per layout
 # (hosts x ranks per host), in each of ROUNDS interleaved rounds: ringdp-bench --algo all and
 # --algo auto at 16 and 64 MiB (float32 sum, out of place and in place) as users launch it (ringdp
-# then runs Open MPI's TCP transport without emulated RDMA, comm/open_mpi_defaults.h), and the
+# then runs Open MPI's TCP transport without emulated RDMA, comm/bootstrap/open_mpi_defaults.h), and the
 # same with btl_tcp_flags set back to Open MPI's own default by the launch; on 2 hosts x 1,
 # also the raw two-way exchange (perf/mpi_duplex.cpp) both ways. Prints, per algorithm and
 # size, medians out of place / in place of: `link`, the bytes one host's link carries each way by
@@ -32,8 +32,8 @@ case "$rate" in
 esac
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RINGDP_NET_PREFIX=rdpn-l
 open_mpi_default=send,put,inplace,need-ack,need-csum,hetero-rdma
-ringdp_flags=$(sed -n 's/.*kTcpFlags = "\(.*\)";/\1/p' comm/open_mpi_defaults.h)
-[ -n "$ringdp_flags" ] || { echo "link-rate.sh: kTcpFlags not found in comm/open_mpi_defaults.h" >&2; exit 2; }
+ringdp_flags=$(sed -n 's/.*kTcpFlags = "\(.*\)";/\1/p' comm/bootstrap/open_mpi_defaults.h)
+[ -n "$ringdp_flags" ] || { echo "link-rate.sh: kTcpFlags not found in comm/bootstrap/open_mpi_defaults.h" >&2; exit 2; }
 o=$(mktemp -d)
 trap 'rm -rf "$o"' EXIT
 first=${sizes%% *} last=${sizes##* }

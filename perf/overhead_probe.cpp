@@ -15,7 +15,7 @@
 #include <cstring>
 
 #include "comm/communicator.h"
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 
 using namespace ringdp;
 

@@ -16,7 +16,7 @@
 #include "apps/bench/report.h"
 #include "apps/bench/soak.h"
 #include "apps/bench/timed_row.h"
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "config.h"
 #include "kernels/device_memory.h"
 

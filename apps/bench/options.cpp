@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "config.h"
 #include "core/atomic_file.h"
 #include "core/error.h"

@@ -13,7 +13,7 @@
 #include "apps/train/explain.h"
 #include "apps/train/optimizer_setup.h"
 #include "apps/train/trainer.h"
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "core/atomic_file.h"
 #include "core/file_identity.h"
 #include "core/settings.h"

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "core/error.h"
 
 namespace ringdp_torch {

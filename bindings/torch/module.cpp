@@ -16,7 +16,7 @@
 #include "bindings/torch/completions.h"
 #include "bindings/torch/process_group.h"
 #include "bindings/torch/terminate_report.h"
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "core/error.h"
 
 namespace py = pybind11;
@@ -112,7 +112,7 @@ void record_uncaught(const py::object& type, const py::object& value) {
 // interpreter), then leaves every ringdp communicator alive, so that peers waiting for this rank
 // learn within seconds why it went, and MPI_Finalize later finds no peer inside a collective.
 void at_exit() {
-  // A child forked from a rank has no completion threads and is no rank (comm/mpi_runtime.h).
+  // A child forked from a rank has no completion threads and is no rank (comm/bootstrap/mpi_runtime.h).
   if (ringdp::comm::in_forked_child()) return;
   set_exit_phase("in ringdp's exit hook (stopping the completion threads)");
   py::gil_scoped_release no_gil;

@@ -13,7 +13,7 @@
 #include <thread>
 #include <utility>
 
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/native_mpi.h"
 #include "tests/support/mpi_test.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;

@@ -1,4 +1,4 @@
-// The Open MPI settings ringdp chooses before MPI_Init (comm/open_mpi_defaults.h), read back from
+// The Open MPI settings ringdp chooses before MPI_Init (comm/bootstrap/open_mpi_defaults.h), read back from
 // the library itself through MPI_T: what matters is the value Open MPI runs with, not what the
 // environment says. Registered in tests/mpi/meson.build twice, once as users launch (ringdp's
 // value) and once with OMPI_MCA_btl_tcp_flags set by the launch (the user's value must win);

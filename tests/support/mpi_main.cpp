@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 #include "tests/support/catch_session.h"
 #include "tests/support/mpi_test.h"
 

@@ -1,5 +1,5 @@
-// Implements comm/open_mpi_defaults.h (the why is there).
-#include "comm/open_mpi_defaults.h"
+// Implements comm/bootstrap/open_mpi_defaults.h (the why is there).
+#include "comm/bootstrap/open_mpi_defaults.h"
 
 #include <cstdlib>
 

@@ -1,6 +1,6 @@
-// Implements comm/mpi_runtime.h (the contract is documented there). Tested by tests/cli (error exits, rank
+// Implements comm/bootstrap/mpi_runtime.h (the contract is documented there). Tested by tests/cli (error exits, rank
 // failure).
-#include "comm/mpi_runtime.h"
+#include "comm/bootstrap/mpi_runtime.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "comm/open_mpi_defaults.h"
+#include "comm/bootstrap/open_mpi_defaults.h"
 #include "config.h"
 #include "core/error.h"
 #include "core/settings.h"

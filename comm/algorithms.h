@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "comm/position.h"
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 #include "core/dtype.h"
 #include "core/reduce_op.h"
 #include "core/timeline.h"
@@ -117,7 +117,7 @@ void exchange_segmented(CollectiveContext& ctx, int send_peer, const void* send,
 /// exchange_segmented for blocks whose length may differ between calls (the uneven all-to-all and
 /// all-gather): an empty block still travels, as a message of no bytes, so a peer that sends a
 /// block this rank expects empty (or the other way round) is caught by the receive's length check
-/// (comm/envelope.h) at this step, never matched by a later one.
+/// (comm/transport/envelope.h) at this step, never matched by a later one.
 void exchange_blocks(CollectiveContext& ctx, int send_peer, const void* send, int64_t send_count,
                      int recv_peer, void* recv, int64_t recv_count);
 

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "comm/algorithms.h"
-#include "comm/envelope.h"
+#include "comm/transport/envelope.h"
 #include "comm/refused_alike.h"
 #include "comm/shared_rounds.h"
 #include "comm/shared_slots.h"
@@ -29,7 +29,7 @@
 namespace ringdp::comm {
 
 namespace {
-// The envelope check of comm/envelope.h, on a part read from shared memory.
+// The envelope check of comm/transport/envelope.h, on a part read from shared memory.
 void check_part_envelope(const CollectiveContext& ctx, const SharedSlots& slots, int r, size_t bytes) {
   RINGDP_CHECK(slots.tag(r) == ctx.tag, "rank ", ctx.rank(), " is in ", describe_tag(ctx.tag), " but rank ",
                r, " published a part of ", describe_tag(slots.tag(r)),

@@ -31,7 +31,7 @@
 #endif
 
 #include "comm/algorithms.h"
-#include "comm/envelope.h"
+#include "comm/transport/envelope.h"
 #include "comm/refused_alike.h"
 #include "comm/shared_allocations.h"
 #include "comm/shared_rounds.h"

@@ -3,7 +3,7 @@
 // describes the others: a descriptor holds the Issue, the library call (`library`, one
 // BlockExchange for every pattern) and the body on the executor. Receives are sized from this
 // rank's own arguments only: with ringdp's algorithms a peer that sends more (or less) than they
-// say is an Error at the receive (comm/envelope.h), never a write past the output; the libraries'
+// say is an Error at the receive (comm/transport/envelope.h), never a write past the output; the libraries'
 // own calls (native) are only as strict as the library (comm/communicator.h, all_to_all). Tested by
 // tests/mpi/test_collectives.cpp
 // ([gather], [scatter], [all_to_all], [all_gather_v]) and tests/cli/bench.sh.

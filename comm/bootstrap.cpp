@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "comm/fingerprint.h"
-#include "comm/idle_backoff.h"
+#include "comm/transport/idle_backoff.h"
 #include "comm/mpi_departures.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/mpi_transport.h"

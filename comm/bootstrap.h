@@ -10,7 +10,7 @@
 #include <span>
 
 #include "comm/comm_options.h"
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 
 namespace ringdp::comm {
 

@@ -19,7 +19,7 @@
 // while another thread may be inside MPI or NCCL.
 #pragma once
 
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 #include "config.h"
 
 #if RINGDP_HAVE_CUDA || defined(RINGDP_CUDA_EMULATOR)

@@ -22,7 +22,7 @@
 #include <string>
 
 #include "comm/position.h"
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 #include "core/error.h"
 
 namespace ringdp::comm {

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "comm/departures.h"
-#include "comm/envelope.h"
+#include "comm/transport/envelope.h"
 #include "comm/fingerprint.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/refused_alike.h"

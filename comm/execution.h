@@ -26,7 +26,7 @@
 #include "comm/algorithms.h"
 #include "comm/call_queue.h"
 #include "comm/comm_options.h"
-#include "comm/envelope.h"
+#include "comm/transport/envelope.h"
 #include "comm/fault.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/position.h"
@@ -217,7 +217,7 @@ class Executor {
   uint64_t p2p_sequence_ = 0;  // sends and receives: between some ranks only, so numbered apart
   Departures* departures_ = nullptr;
   SharedSlots* host_slots_ = nullptr;  // the host transport's, where all ranks share one host
-  int sequence_bits_ = 16;  // of the sequence in a tag: what fits under MPI_TAG_UB (comm/envelope.h)
+  int sequence_bits_ = 16;  // of the sequence in a tag: what fits under MPI_TAG_UB (comm/transport/envelope.h)
   Position position_;
   StepObserver observer_;
   std::vector<Request> requests_;

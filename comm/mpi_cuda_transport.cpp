@@ -8,7 +8,7 @@
 #include <cstring>
 #include <thread>
 
-#include "comm/idle_backoff.h"
+#include "comm/transport/idle_backoff.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/reduce_into.h"
 

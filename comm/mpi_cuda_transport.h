@@ -18,7 +18,7 @@
 #pragma once
 
 #include "comm/cuda_stream_transport.h"
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 #include "config.h"
 
 #if RINGDP_HAVE_CUDA || defined(RINGDP_CUDA_EMULATOR)

@@ -10,8 +10,8 @@
 #include <exception>
 #include <thread>
 
-#include "comm/envelope.h"
-#include "comm/idle_backoff.h"
+#include "comm/transport/envelope.h"
+#include "comm/transport/idle_backoff.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/mpi_wire.h"
 #include "comm/native_mpi.h"

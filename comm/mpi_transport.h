@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 #include "config.h"
 
 #if RINGDP_HAVE_MPI

@@ -9,8 +9,8 @@
 #include <span>
 #include <thread>
 
-#include "comm/envelope.h"
-#include "comm/idle_backoff.h"
+#include "comm/transport/envelope.h"
+#include "comm/transport/idle_backoff.h"
 #include "comm/mpi_wire.h"
 
 namespace ringdp::comm {

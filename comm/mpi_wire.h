@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "comm/envelope.h"
-#include "comm/transport.h"
+#include "comm/transport/envelope.h"
+#include "comm/transport/transport.h"
 
 namespace ringdp::comm::mpi_wire {
 

@@ -10,7 +10,7 @@
 #if RINGDP_HAVE_MPI
 #include <mpi.h>
 
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 
 namespace ringdp::comm::native {
 

@@ -2,7 +2,7 @@
 // for host tensors. avg arrives as sum; the communicator divides.
 #pragma once
 
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 #include "config.h"
 #include "core/dtype.h"
 #include "core/reduce_op.h"

@@ -27,7 +27,7 @@
 #pragma once
 
 #include "comm/cuda_stream_transport.h"
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 #include "config.h"
 
 #if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/doubles/nccl

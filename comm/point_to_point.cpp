@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "comm/communicator.h"
-#include "comm/envelope.h"
-#include "comm/idle_backoff.h"
+#include "comm/transport/envelope.h"
+#include "comm/transport/idle_backoff.h"
 
 namespace ringdp::comm {
 

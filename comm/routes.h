@@ -10,7 +10,7 @@
 
 #include "comm/algorithm_choice.h"
 #include "comm/comm_options.h"
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 #include "core/device.h"
 #include "tensor/tensor.h"
 

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <new>
 
-#include "comm/envelope.h"
+#include "comm/transport/envelope.h"
 #include "core/error.h"
 
 namespace ringdp::comm {

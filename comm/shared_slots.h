@@ -11,7 +11,7 @@
 // a second publication, of the reduced chunk a rank wrote back into its own slot; a rank finishes
 // such a round only after every peer's, which that peer makes after its reads of the round before.
 //
-// Every part carries the collective's envelope (comm/envelope.h: kind, dtype, sequence) and its
+// Every part carries the collective's envelope (comm/transport/envelope.h: kind, dtype, sequence) and its
 // byte count, so ranks in different collectives are reported, as over MPI, instead of reading
 // each other's data. Tested by tests/mpi/test_collectives.cpp (algorithm shared_memory, np=1-4)
 // and tests/unit/test_shared_slots.cpp (forked processes over plain shared memory).

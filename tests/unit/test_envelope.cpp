@@ -1,4 +1,4 @@
-// The collective tags of comm/envelope.h: every (kind, dtype, op, algorithm, sequence mod 2^bits) its own
+// The collective tags of comm/transport/envelope.h: every (kind, dtype, op, algorithm, sequence mod 2^bits) its own
 // tag, every tag under the MPI_TAG_UB the bits were chosen for, and the sequence wrapping at 2^bits.
 #include <catch2/catch.hpp>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/envelope.h"
+#include "comm/transport/envelope.h"
 #include "core/error.h"
 
 using namespace ringdp;

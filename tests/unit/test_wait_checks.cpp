@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "comm/envelope.h"
+#include "comm/transport/envelope.h"
 #include "comm/shared_slots.h"
-#include "comm/transport.h"
+#include "comm/transport/transport.h"
 #include "core/error.h"
 
 using namespace ringdp;

@@ -1,5 +1,5 @@
-// Implements comm/transport.h (the contract is documented there). Tested by tests/mpi/.
-#include "comm/transport.h"
+// Implements comm/transport/transport.h (the contract is documented there). Tested by tests/mpi/.
+#include "comm/transport/transport.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,7 +1,7 @@
-// Implements comm/envelope.h (the contract and the tag budget are documented there). Tested by
+// Implements comm/transport/envelope.h (the contract and the tag budget are documented there). Tested by
 // tests/mpi (the suite again under RINGDP_TAG_UB=32767), tests/mpi/mismatch.sh and
 // tests/cli/bench.sh envelope; the encoding by tests/unit/test_envelope.cpp.
-#include "comm/envelope.h"
+#include "comm/transport/envelope.h"
 
 #include "core/error.h"
 

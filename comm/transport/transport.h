@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/idle_backoff.h"
+#include "comm/transport/idle_backoff.h"
 #include "kernels/reduce_into.h"
 
 namespace ringdp::comm {
@@ -39,7 +39,7 @@ class WaitWatch {
 };
 
 /// One posted send or receive: an opaque handle (MPI_Request underneath for MPI) and, for a
-/// receive, what it expects to arrive (the envelope check in comm/envelope.h).
+/// receive, what it expects to arrive (the envelope check in comm/transport/envelope.h).
 struct Request {
   uintptr_t handle = 0;
   int peer = -1;

@@ -1,6 +1,6 @@
-// Implements comm/idle_backoff.h. Measured by perf/wait-cost.sh (CPU during a long wait, small
+// Implements comm/transport/idle_backoff.h. Measured by perf/wait-cost.sh (CPU during a long wait, small
 // all-reduce latency, DDP's step beside busy processes).
-#include "comm/idle_backoff.h"
+#include "comm/transport/idle_backoff.h"
 
 #include <algorithm>
 #include <thread>

@@ -9,7 +9,7 @@
 #include "comm/transport/idle_backoff.h"
 #include "comm/mpi_departures.h"
 #include "comm/bootstrap/mpi_runtime.h"
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi/mpi_transport.h"
 #include "config.h"
 #include "core/error.h"
 #include "core/settings.h"

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "comm/bootstrap/mpi_runtime.h"
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi/mpi_transport.h"
 #include "core/settings.h"
 
 namespace ringdp::comm {

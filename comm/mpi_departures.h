@@ -1,7 +1,7 @@
 // MpiDepartures: comm/departures.h over MPI. Each rank keeps one receive posted from any rank on
 // the communicator of send/recv, under the one tag no user may take (MPI_TAG_UB: user receives
 // always name their tag, and collectives travel elsewhere); leaving sends every peer one small
-// notice there. That communicator is never freed (comm/mpi_transport.cpp says why), so a notice
+// notice there. That communicator is never freed (comm/transport/mpi/mpi_transport.cpp says why), so a notice
 // that no peer takes any more reaches no later communicator, and it costs no communicator of its
 // own. Every call is made by the thread
 // that holds its communicator's call queue's exec_mutex: check() from a collective's wait, the

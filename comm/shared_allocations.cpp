@@ -5,7 +5,7 @@
 #include <cstring>
 #include <exception>
 
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi/mpi_transport.h"
 #include "comm/shm_space.h"
 #include "core/error.h"
 #include "core/fnv1a.h"

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi/mpi_transport.h"
 #include "core/error.h"
 
 namespace ringdp::comm {

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi/mpi_transport.h"
 #include "tensor/ops.h"
 #include "tests/support/mpi_test.h"
 

@@ -23,7 +23,7 @@
 
 #include "comm/algorithms.h"
 #include "comm/mpi_cuda_transport.h"
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi/mpi_transport.h"
 #include "comm/native_nccl.h"
 #include "comm/nccl_transport.h"
 #include "comm/position.h"

@@ -1,7 +1,7 @@
-// Implements the two-part messages of comm/mpi_transport.h (the protocol is described there): a
+// Implements the two-part messages of comm/transport/mpi/mpi_transport.h (the protocol is described there): a
 // collective's message over kDirectMaxBytes goes as an envelope, then its payload once the
 // receiver has checked the envelope. Tested by tests/cli/bench.sh envelope and tests/mpi/mismatch.sh.
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi/mpi_transport.h"
 
 #if RINGDP_HAVE_MPI
 #include <climits>
@@ -11,7 +11,7 @@
 
 #include "comm/transport/envelope.h"
 #include "comm/transport/idle_backoff.h"
-#include "comm/mpi_wire.h"
+#include "comm/transport/mpi/mpi_wire.h"
 
 namespace ringdp::comm {
 

@@ -52,7 +52,7 @@ class MpiTransport final : public Transport {
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
 
-  // MPI_Allreduce and the rest (comm/native_mpi.h), on the collectives' communicator.
+  // MPI_Allreduce and the rest (comm/transport/mpi/native_mpi.h), on the collectives' communicator.
   void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
   void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                      int root) override;

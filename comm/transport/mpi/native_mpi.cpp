@@ -1,6 +1,6 @@
-// Implements comm/native_mpi.h (the contract is documented there). Tested by tests/mpi/test_collectives.cpp
+// Implements comm/transport/mpi/native_mpi.h (the contract is documented there). Tested by tests/mpi/test_collectives.cpp
 // (algorithm native).
-#include "comm/native_mpi.h"
+#include "comm/transport/mpi/native_mpi.h"
 
 #if RINGDP_HAVE_MPI
 #include <climits>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi/mpi_transport.h"
 
 namespace ringdp::comm::native {
 namespace {

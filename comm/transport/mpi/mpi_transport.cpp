@@ -1,6 +1,6 @@
-// Implements comm/mpi_transport.h (the contract is documented there). Tested by tests/mpi/ and
+// Implements comm/transport/mpi/mpi_transport.h (the contract is documented there). Tested by tests/mpi/ and
 // tests/cli/bench.sh envelope.
-#include "comm/mpi_transport.h"
+#include "comm/transport/mpi/mpi_transport.h"
 
 #if RINGDP_HAVE_MPI
 #include <algorithm>
@@ -13,8 +13,8 @@
 #include "comm/transport/envelope.h"
 #include "comm/transport/idle_backoff.h"
 #include "comm/bootstrap/mpi_runtime.h"
-#include "comm/mpi_wire.h"
-#include "comm/native_mpi.h"
+#include "comm/transport/mpi/mpi_wire.h"
+#include "comm/transport/mpi/native_mpi.h"
 #include "comm/shared_slots.h"
 #include "comm/shm_space.h"
 #include "core/settings.h"

@@ -3,8 +3,8 @@
 
 #include <cstdio>
 
-#include "comm/mpi_cuda_transport.h"
-#include "comm/nccl_transport.h"
+#include "comm/transport/cuda/mpi_cuda_transport.h"
+#include "comm/transport/cuda/nccl_transport.h"
 #include "config.h"
 #include "core/debug_level.h"
 #include "core/error.h"

@@ -1,7 +1,7 @@
 // The point-to-point interface every algorithm in comm/ is written against: post nonblocking
 // sends and receives to peers, wait for a group of them, reduce and copy locally. Transports:
 // MpiTransport (MPI_Isend/Irecv/Testall), LocalTransport (a world of one), and for CUDA tensors
-// NcclTransport and MpiCudaTransport (comm/cuda_stream_transport.h). The communicator sees only
+// NcclTransport and MpiCudaTransport (comm/transport/cuda/cuda_stream_transport.h). The communicator sees only
 // this interface (as gloo's core sees only its transport): the libraries' own collectives (the
 // `native` baseline) and the device-stream hooks live here too, with host defaults.
 // Every wait has a deadline; passing it calls the communicator's expiry handler, which reports

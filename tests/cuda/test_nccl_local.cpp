@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/nccl_transport.h"
+#include "comm/transport/cuda/nccl_transport.h"
 #include "kernels/device_memory.h"
 #include "tests/support/catch_session.h"
 

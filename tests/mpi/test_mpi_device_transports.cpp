@@ -1,10 +1,10 @@
 // The two transports of CUDA tensors, checked without a GPU: real MPI between real processes,
 // with "device" memory, copies, events and the reduction kernel from the CPU emulator in its
 // asynchronous mode, where stream work runs only as the host polls.
-//   - MpiCudaTransport, staged through pinned host memory (comm/mpi_cuda_transport.h): a send
+//   - MpiCudaTransport, staged through pinned host memory (comm/transport/cuda/mpi_cuda_transport.h): a send
 //     posted before its device-to-host copy has finished, or a reduction that reads a segment
 //     before its host-to-device copy, gives wrong results here every time;
-//   - NcclTransport (comm/nccl_transport.h) over the NCCL stand-in of tests/doubles/nccl, which
+//   - NcclTransport (comm/transport/cuda/nccl_transport.h) over the NCCL stand-in of tests/doubles/nccl, which
 //     runs each NCCL group as one item of the emulated stream: several ranks, which the one-GPU
 //     machine cannot give NCCL.
 // Every algorithm of comm/ runs on device pointers against independently computed references,
@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "comm/algorithms.h"
-#include "comm/mpi_cuda_transport.h"
+#include "comm/transport/cuda/mpi_cuda_transport.h"
 #include "comm/transport/mpi/mpi_transport.h"
-#include "comm/native_nccl.h"
-#include "comm/nccl_transport.h"
+#include "comm/transport/cuda/native_nccl.h"
+#include "comm/transport/cuda/nccl_transport.h"
 #include "comm/position.h"
 #include "kernels/elementwise.h"
 #include "tests/doubles/cuda/cuda_emu.h"

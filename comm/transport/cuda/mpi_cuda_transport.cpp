@@ -1,7 +1,7 @@
-// Implements comm/mpi_cuda_transport.h (the contract is documented there). Tested by
+// Implements comm/transport/cuda/mpi_cuda_transport.h (the contract is documented there). Tested by
 // tests/mpi/test_mpi_device_transports.cpp (under mpirun, on the CPU emulator's asynchronous streams)
 // and tests/gpu/device_check.sh (the mpi suite on CUDA tensors, on a GPU).
-#include "comm/mpi_cuda_transport.h"
+#include "comm/transport/cuda/mpi_cuda_transport.h"
 
 #if RINGDP_HAVE_CUDA || defined(RINGDP_CUDA_EMULATOR)
 #include <cstdlib>

@@ -17,7 +17,7 @@
 // The inner transport is the communicator's host transport (MPI, or a world of one).
 #pragma once
 
-#include "comm/cuda_stream_transport.h"
+#include "comm/transport/cuda/cuda_stream_transport.h"
 #include "comm/transport/transport.h"
 #include "config.h"
 

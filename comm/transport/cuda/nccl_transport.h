@@ -26,7 +26,7 @@
 // round trip per group (the enqueue by NCCL's thread, microseconds), not a wait for the transfer.
 #pragma once
 
-#include "comm/cuda_stream_transport.h"
+#include "comm/transport/cuda/cuda_stream_transport.h"
 #include "comm/transport/transport.h"
 #include "config.h"
 
@@ -63,7 +63,7 @@ class NcclTransport final : public CudaStreamTransport {
   void copy(void* dst, const void* src, size_t bytes) override;
   void corrupt_byte(void* p) override;  // on the reduction stream, where the segment is read next
 
-  // NCCL's own collectives (comm/native_nccl.h) on the transfer stream; at world size 1 too.
+  // NCCL's own collectives (comm/transport/cuda/native_nccl.h) on the transfer stream; at world size 1 too.
   void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
   void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                      int root) override;

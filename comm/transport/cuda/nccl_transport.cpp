@@ -1,7 +1,7 @@
-// Implements comm/nccl_transport.h (the contract is documented there). Tested by
+// Implements comm/transport/cuda/nccl_transport.h (the contract is documented there). Tested by
 // tests/mpi/test_mpi_device_transports.cpp (several ranks, NCCL stand-in), tests/cuda/test_nccl_local.cpp and
 // tests/gpu/device_check.sh (on a GPU).
-#include "comm/nccl_transport.h"
+#include "comm/transport/cuda/nccl_transport.h"
 
 #include "core/debug_level.h"
 #include "core/settings.h"
@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "comm/bootstrap/mpi_runtime.h"
-#include "comm/native_nccl.h"
+#include "comm/transport/cuda/native_nccl.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/elementwise.h"
 

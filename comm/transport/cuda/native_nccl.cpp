@@ -1,9 +1,9 @@
-// Implements comm/native_nccl.h (the contract is documented there). Tested by
+// Implements comm/transport/cuda/native_nccl.h (the contract is documented there). Tested by
 // tests/mpi/test_mpi_device_transports.cpp (NCCL stand-in) and tests/cuda/test_nccl_local.cpp (on a GPU).
-#include "comm/native_nccl.h"
+#include "comm/transport/cuda/native_nccl.h"
 
 #if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/doubles/nccl
-#include "comm/nccl_transport.h"
+#include "comm/transport/cuda/nccl_transport.h"
 
 namespace ringdp::comm::native_nccl {
 namespace {

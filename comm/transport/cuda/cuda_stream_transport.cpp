@@ -1,6 +1,6 @@
-// Implements comm/cuda_stream_transport.h (the contract is documented there). Tested through its
+// Implements comm/transport/cuda/cuda_stream_transport.h (the contract is documented there). Tested through its
 // two transports: tests/mpi/test_mpi_device_transports.cpp (emulator) and tests/gpu/device_check.sh.
-#include "comm/cuda_stream_transport.h"
+#include "comm/transport/cuda/cuda_stream_transport.h"
 
 #if RINGDP_HAVE_CUDA || defined(RINGDP_CUDA_EMULATOR)
 #include <cstdio>

@@ -23,7 +23,7 @@
 
 namespace ringdp::comm {
 
-class SharedAllocations;  // comm/shared_allocations.h
+class SharedAllocations;  // comm/transport/shm/shared_allocations.h
 struct SharedPlace;
 
 struct CollectiveContext {

@@ -1,4 +1,4 @@
-// Shared-memory all-reduce, for ranks that all run on one host (comm/shared_slots.h). In each
+// Shared-memory all-reduce, for ranks that all run on one host (comm/transport/shm/shared_slots.h). In each
 // round every rank copies up to SharedSlots::slot_bytes() of its input into its slot and publishes
 // it. No message and no MPI call. Then one of two ways, chosen per round by its byte count
 // (every rank sees the same count, or the envelope check stops them first):
@@ -23,7 +23,7 @@
 #include "comm/transport/envelope.h"
 #include "comm/refused_alike.h"
 #include "comm/shared_rounds.h"
-#include "comm/shared_slots.h"
+#include "comm/transport/shm/shared_slots.h"
 #include "core/error.h"
 
 namespace ringdp::comm {

@@ -36,7 +36,7 @@ struct CommOptions {
   /// ranks: docs/lab/benchmarks.md, "Rabenseifner"); RINGDP_RABENSEIFNER_MAX_BYTES overrides, 0 = never.
   size_t rabenseifner_max_bytes = 2 * 1024 * 1024;
   /// Before all of those: with every rank on one host, `auto` reduces out of shared memory
-  /// (comm/shared_slots.h) up to this many bytes (host tensors): by default at every size, where it
+  /// (comm/transport/shm/shared_slots.h) up to this many bytes (host tensors): by default at every size, where it
   /// beat the others from 8 B to 64 MiB on 2 and 4 ranks (docs/benchmarks.md, "Shared memory for
   /// large messages"). RINGDP_SHM_MAX_BYTES overrides, 0 = never.
   size_t shared_memory_max_bytes = std::numeric_limits<size_t>::max();

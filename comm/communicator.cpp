@@ -12,7 +12,7 @@
 
 #include "comm/departures.h"
 #include "comm/bootstrap/mpi_runtime.h"
-#include "comm/shared_slots.h"
+#include "comm/transport/shm/shared_slots.h"
 #include "core/settings.h"
 #include "core/timeline.h"
 

@@ -19,7 +19,7 @@
 #include "comm/execution.h"
 #include "comm/position.h"
 #include "comm/routes.h"
-#include "comm/shared_allocations.h"
+#include "comm/transport/shm/shared_allocations.h"
 #include "comm/types.h"
 #include "comm/work.h"
 #include "tensor/tensor.h"

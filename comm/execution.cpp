@@ -10,7 +10,7 @@
 #include "comm/fingerprint.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/refused_alike.h"
-#include "comm/shared_slots.h"
+#include "comm/transport/shm/shared_slots.h"
 #include "core/debug_level.h"
 #include "core/settings.h"
 

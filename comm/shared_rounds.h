@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "comm/algorithms.h"
-#include "comm/shared_slots.h"
+#include "comm/transport/shm/shared_slots.h"
 
 namespace ringdp::comm {
 

@@ -23,7 +23,7 @@
 
 namespace ringdp::comm {
 
-class SharedSlots;  // comm/shared_slots.h
+class SharedSlots;  // comm/transport/shm/shared_slots.h
 
 /// irecv's peer for a user message from any rank (send/recv's tags only): MPI_ANY_SOURCE. Once the
 /// receive completes (test() true, or wait), the Request's peer is the rank it came from.
@@ -143,7 +143,7 @@ class Transport {
   /// Copies rank 0's `bytes` at `data` to every rank: how another transport bootstraps over this
   /// one (NCCL's unique id). A world of one has nothing to send.
   virtual void bootstrap_broadcast(void* data, size_t bytes);
-  /// Shared-memory slots over every rank of the job (all on one host, comm/shared_slots.h), or
+  /// Shared-memory slots over every rank of the job (all on one host, comm/transport/shm/shared_slots.h), or
   /// null where there are none.
   virtual SharedSlots* shared_slots() { return nullptr; }
   /// Lets the library move messages already under way while this rank waits outside it. MPI may

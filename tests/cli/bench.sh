@@ -221,7 +221,7 @@ case "$case_name" in
     RINGDP_FAULT=count:rank=1:op=8:delta=-100 run 3 all_reduce -b 1K -e 1K --algo ring
     [ $rc -ne 0 ] || fail "a count mismatch ended with exit 0"
     grep -qE "expected [0-9]+ bytes of all_reduce #8 \(float32, sum, ring\) from rank [0-9] and got" <<<"$out" || fail "no count report: $out"
-    # The same check on parts read from shared memory (comm/shared_slots.h): each part carries
+    # The same check on parts read from shared memory (comm/transport/shm/shared_slots.h): each part carries
     # the envelope, and a reader compares it before it reduces.
     RINGDP_FAULT=count:rank=1:op=8:delta=-100 run 3 all_reduce -b 1K -e 1K --algo shared_memory
     [ $rc -ne 0 ] || fail "a count mismatch over shared memory ended with exit 0"

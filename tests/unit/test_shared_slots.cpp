@@ -1,4 +1,4 @@
-// SharedSlots (comm/shared_slots.h) between real processes: forked children over an anonymous
+// SharedSlots (comm/transport/shm/shared_slots.h) between real processes: forked children over an anonymous
 // shared mapping stand in for MPI's shared window, which is the same thing underneath. Every
 // child checks every peer's part of every round: its envelope, its length and its values.
 #include <sys/mman.h>
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/shared_slots.h"
+#include "comm/transport/shm/shared_slots.h"
 
 using ringdp::comm::SharedSlots;
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "comm/transport/envelope.h"
-#include "comm/shared_slots.h"
+#include "comm/transport/shm/shared_slots.h"
 #include "comm/transport/transport.h"
 #include "core/error.h"
 

@@ -15,8 +15,8 @@
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/mpi/mpi_wire.h"
 #include "comm/transport/mpi/native_mpi.h"
-#include "comm/shared_slots.h"
-#include "comm/shm_space.h"
+#include "comm/transport/shm/shared_slots.h"
+#include "comm/transport/shm/shm_space.h"
 #include "core/settings.h"
 
 namespace ringdp::comm {

@@ -72,7 +72,7 @@ class MpiTransport final : public Transport {
   /// with 3 ranks on 2 cores under MPICH, whose ch4 device has no yield setting of its own).
   void set_yield_when_idle(bool yield) { yield_when_idle_ = yield; }
   /// Creates the shared-memory slots over `node` (collective over it; every rank of the job on
-  /// one host), where MPI's shared windows allow them (comm/shared_slots.h).
+  /// one host), where MPI's shared windows allow them (comm/transport/shm/shared_slots.h).
   void enable_shared_slots(MPI_Comm node, size_t slot_bytes, bool yield_while_waiting);
   SharedSlots* shared_slots() override { return slots_.get(); }
   void progress() override;

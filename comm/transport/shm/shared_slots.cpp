@@ -1,5 +1,5 @@
-// Implements comm/shared_slots.h (the contract is documented there).
-#include "comm/shared_slots.h"
+// Implements comm/transport/shm/shared_slots.h (the contract is documented there).
+#include "comm/transport/shm/shared_slots.h"
 
 #include <atomic>
 #include <new>

@@ -1,12 +1,12 @@
-// Implements comm/shared_allocations.h (the contract is documented there). Every MPI call of an
+// Implements comm/transport/shm/shared_allocations.h (the contract is documented there). Every MPI call of an
 // allocation is here. Tested by tests/mpi/test_shared_allocation.cpp.
-#include "comm/shared_allocations.h"
+#include "comm/transport/shm/shared_allocations.h"
 
 #include <cstring>
 #include <exception>
 
 #include "comm/transport/mpi/mpi_transport.h"
-#include "comm/shm_space.h"
+#include "comm/transport/shm/shm_space.h"
 #include "core/error.h"
 #include "core/fnv1a.h"
 

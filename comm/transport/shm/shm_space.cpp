@@ -1,6 +1,6 @@
-// Implements comm/shm_space.h. Tested by tests/mpi/small_shm.sh (a 1 MiB /dev/shm in a mount
+// Implements comm/transport/shm/shm_space.h. Tested by tests/mpi/small_shm.sh (a 1 MiB /dev/shm in a mount
 // namespace of its own).
-#include "comm/shm_space.h"
+#include "comm/transport/shm/shm_space.h"
 
 #if RINGDP_HAVE_MPI
 #include <sys/statvfs.h>

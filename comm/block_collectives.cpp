@@ -12,7 +12,7 @@
 
 #include "comm/collective_checks.h"
 #include "comm/communicator.h"
-#include "comm/fingerprint.h"
+#include "comm/algorithms/fingerprint.h"
 
 namespace ringdp::comm {
 

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/fingerprint.h"
+#include "comm/algorithms/fingerprint.h"
 #include "comm/transport/idle_backoff.h"
 #include "comm/mpi_departures.h"
 #include "comm/bootstrap/mpi_runtime.h"

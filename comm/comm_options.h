@@ -41,7 +41,7 @@ struct CommOptions {
   /// large messages"). RINGDP_SHM_MAX_BYTES overrides, 0 = never.
   size_t shared_memory_max_bytes = std::numeric_limits<size_t>::max();
   /// A shared-memory round (up to shared_memory_slot_bytes) of at least this many bytes is scattered: each
-  /// rank reduces one chunk and copies the others' (comm/all_reduce_shared.cpp); smaller rounds have every
+  /// rank reduces one chunk and copies the others' (comm/algorithms/all_reduce_shared.cpp); smaller rounds have every
   /// rank reduce everything. RINGDP_SHM_SCATTER_MIN_BYTES overrides.
   size_t shared_memory_scatter_min_bytes = 16 * 1024;
   /// The most one rank's part holds in one shared-memory round (each rank maps two such slots);

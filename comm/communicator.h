@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "comm/algorithm_choice.h"
+#include "comm/algorithms/algorithm_choice.h"
 #include "comm/bootstrap.h"
 #include "comm/comm_options.h"
 #include "comm/execution.h"
-#include "comm/position.h"
+#include "comm/algorithms/position.h"
 #include "comm/routes.h"
 #include "comm/transport/shm/shared_allocations.h"
 #include "comm/types.h"
@@ -27,7 +27,7 @@
 namespace ringdp::comm {
 
 /// The front door: checks each call's arguments before any message moves (so bad input is an
-/// Error on every rank, not a hang), chooses its algorithm (comm/algorithm_choice.h) and hands the
+/// Error on every rank, not a hang), chooses its algorithm (comm/algorithms/algorithm_choice.h) and hands the
 /// described collective to the executor (comm/execution.h). Creating one is bootstrap
 /// (comm/bootstrap.h); the transports of CUDA tensors are routes (comm/routes.h).
 ///
@@ -125,7 +125,7 @@ class Communicator {
   Tensor allocate_shared(Shape shape, DType dtype);
 
   /// The algorithm `requested` resolves to for this collective and size on host tensors (auto → a
-  /// concrete one); an error when the collective has no such algorithm (comm/algorithm_choice.h).
+  /// concrete one); an error when the collective has no such algorithm (comm/algorithms/algorithm_choice.h).
   Algorithm resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const;
   /// Why resolve() picks what it picks, for a learner: "44 B <= 32 KiB (recursive doubling up
   /// to RINGDP_RD_MAX_BYTES): recursive_doubling". Host tensors; built from the same decision.

@@ -7,7 +7,7 @@
 
 #include "comm/departures.h"
 #include "comm/transport/envelope.h"
-#include "comm/fingerprint.h"
+#include "comm/algorithms/fingerprint.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/refused_alike.h"
 #include "comm/transport/shm/shared_slots.h"

@@ -22,14 +22,14 @@
 #include <string>
 #include <vector>
 
-#include "comm/algorithm_choice.h"
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithm_choice.h"
+#include "comm/algorithms/algorithms.h"
 #include "comm/call_queue.h"
 #include "comm/comm_options.h"
 #include "comm/transport/envelope.h"
 #include "comm/fault.h"
 #include "comm/bootstrap/mpi_runtime.h"
-#include "comm/position.h"
+#include "comm/algorithms/position.h"
 #include "comm/routes.h"
 #include "comm/work.h"
 #include "core/timeline.h"

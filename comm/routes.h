@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "comm/algorithm_choice.h"
+#include "comm/algorithms/algorithm_choice.h"
 #include "comm/comm_options.h"
 #include "comm/transport/transport.h"
 #include "core/device.h"

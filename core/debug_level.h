@@ -1,6 +1,6 @@
 // RINGDP_DEBUG as one typed level, read once per process (as c10d's DebugLevel): OFF; INFO, which
 // says at start-up what ringdp chose (the CUDA transport, NCCL's version); DETAIL, which also
-// compares every collective's arguments across ranks before it runs (comm/fingerprint.h). The
+// compares every collective's arguments across ranks before it runs (comm/algorithms/fingerprint.h). The
 // words are the ones users set; a bad one is refused by the settings table (core/settings.h).
 // Tested by tests/unit/test_settings.cpp.
 #pragma once

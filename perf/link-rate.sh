@@ -70,7 +70,7 @@ def link_bytes(algorithm, hosts, per_host, size):
     """Bytes one host's link carries each way in one all-reduce of `size`, where the schedule says
     (ranks placed host by host, as the harness does); None where it depends on the library."""
     n = hosts * per_host
-    if algorithm == "auto":  # what auto picks at these sizes (comm/algorithm_choice.cpp)
+    if algorithm == "auto":  # what auto picks at these sizes (comm/algorithms/algorithm_choice.cpp)
         algorithm = "hierarchical" if per_host > 1 else "ring"
     if algorithm == "hierarchical" and per_host == 1:
         algorithm = "ring"  # one rank per host: its cross-host stage is the whole job

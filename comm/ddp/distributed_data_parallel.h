@@ -74,7 +74,7 @@ struct DdpOptions {
   bool find_unused_parameters = false;
   /// true: each bucket's buffer comes from Communicator::allocate_shared (CPU parameters, every
   /// rank on one host), so its all-reduce reads and writes the peers' buckets directly
-  /// (comm/all_reduce_shared_direct.cpp) instead of copying through slots. The memory stays until
+  /// (comm/algorithms/all_reduce_shared_direct.cpp) instead of copying through slots. The memory stays until
   /// the communicator is destroyed (docs/library.md, "Shared allocations"): each wrapper built
   /// with it adds its buckets' size for the communicator's life. Ignored in a world of one.
   bool shared_buckets = false;

@@ -21,12 +21,12 @@
 #include <utility>
 #include <vector>
 
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 #include "comm/transport/cuda/mpi_cuda_transport.h"
 #include "comm/transport/mpi/mpi_transport.h"
 #include "comm/transport/cuda/native_nccl.h"
 #include "comm/transport/cuda/nccl_transport.h"
-#include "comm/position.h"
+#include "comm/algorithms/position.h"
 #include "kernels/elementwise.h"
 #include "tests/doubles/cuda/cuda_emu.h"
 #include "tests/support/catch_session.h"

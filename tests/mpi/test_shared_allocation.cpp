@@ -1,5 +1,5 @@
 // Communicator::allocate_shared and the direct all-reduce over its tensors
-// (comm/all_reduce_shared_direct.cpp): every dtype with every op that applies, counts 0, 1, N−1,
+// (comm/algorithms/all_reduce_shared_direct.cpp): every dtype with every op that applies, counts 0, 1, N−1,
 // N+1, 1031 and 1,000,003, in place and out of place, `auto` and shared_memory, against
 // tests/support/mpi_test.h's reference; the same bits on every rank; and the refusals: shapes
 // that differ across ranks, shared tensors on some ranks and plain ones on others, places and

@@ -81,7 +81,7 @@ TEST_CASE("every rank numbers the same round with the same step", "[steps]") {
       }
     const std::vector<int64_t> all = gather(comm, first_round);
     CAPTURE(all);
-    // Who takes part in the rounds (comm/power_of_two_fold.cpp): with P the largest power of two
+    // Who takes part in the rounds (comm/algorithms/power_of_two_fold.cpp): with P the largest power of two
     // <= N and E = N - P, the even rank of each of the first E pairs hands its buffer over and
     // sits them out; every other rank sees the first round as step 2, after the fold-in, or as
     // step 1 when there is no fold-in. A world of one has no rounds.

@@ -1,9 +1,9 @@
-// comm/algorithm_choice.h without MPI: what `auto` picks for each size, world and route, what may
+// comm/algorithms/algorithm_choice.h without MPI: what `auto` picks for each size, world and route, what may
 // be asked for by name, and that the words of explain() follow the choice.
 #include <catch2/catch.hpp>
 #include <limits>
 
-#include "comm/algorithm_choice.h"
+#include "comm/algorithms/algorithm_choice.h"
 #include "core/error.h"
 
 using namespace ringdp;

@@ -1,4 +1,4 @@
-// The RINGDP_DEBUG=DETAIL call check (comm/fingerprint.h): how a call is described, and what
+// The RINGDP_DEBUG=DETAIL call check (comm/algorithms/fingerprint.h): how a call is described, and what
 // compare_fingerprints reports, run as rank 0 of two against a peer whose words are scripted
 // (ScriptedPeer below), so the exchange needs no MPI.
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "comm/fingerprint.h"
+#include "comm/algorithms/fingerprint.h"
 #include "core/error.h"
 
 using namespace ringdp;

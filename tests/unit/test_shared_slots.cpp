@@ -24,7 +24,7 @@ int chunk(int n, int N, int r) { return n * r / N; }
 uint32_t reduced_value(int rank, int round, int i) { return ~value(rank, round, i); }
 
 // One rank's run; returns the number of wrong things it saw (the child's exit status). Scattered
-// rounds as comm/all_reduce_shared.cpp runs them: rank r reads only chunk r of every part, writes
+// rounds as comm/algorithms/all_reduce_shared.cpp runs them: rank r reads only chunk r of every part, writes
 // its "reduced" values over chunk r of its own part and publishes them; every rank then reads each
 // peer's reduced chunk. A peer that overwrote a chunk too early, or a slot reused while a peer
 // still reads it, shows as a wrong value.

@@ -1,7 +1,7 @@
 // SharedAllocations: the memory behind Communicator::allocate_shared. Each allocation is an MPI-3
 // shared window over every rank of a job that runs on one host; rank r's tensor is its own
 // segment, and every rank can load and store every peer's segment (MPI_Win_shared_query gives
-// their bases). The direct all-reduce (comm/all_reduce_shared_direct.cpp) asks find() whether a
+// their bases). The direct all-reduce (comm/algorithms/all_reduce_shared_direct.cpp) asks find() whether a
 // buffer lies in one, and reads and writes the peers' buffers at the same offset.
 //
 // Lifetime: freeing a window (MPI_Win_free) is collective, and ranks drop their tensors at their

@@ -3,11 +3,11 @@
 // its part into its slot and publishes the round number (a release store); the others wait for
 // that number (acquire loads) and read the part in place. One cache-line handoff per peer
 // instead of MPI's message path: 0.11 us per exchange against MPI_Allreduce's 0.4 us on 2 ranks
-// here (docs/benchmarks.md). comm/all_reduce_shared.cpp is the algorithm on top.
+// here (docs/benchmarks.md). comm/algorithms/all_reduce_shared.cpp is the algorithm on top.
 //
 // Why two slots suffice: a rank writes round k + 2 into the slot of round k only after it has
 // finished round k + 1, which needs every peer's part of round k + 1, and a peer publishes that
-// only after it has finished reading round k. A scattered round (comm/all_reduce_shared.cpp) adds
+// only after it has finished reading round k. A scattered round (comm/algorithms/all_reduce_shared.cpp) adds
 // a second publication, of the reduced chunk a rank wrote back into its own slot; a rank finishes
 // such a round only after every peer's, which that peer makes after its reads of the round before.
 //
@@ -62,7 +62,7 @@ class SharedSlots {
   void publish(int tag, size_t bytes);
   /// Whether rank r has published its part of the current round.
   bool published(int r) const;
-  /// The second half of a scattered round (comm/all_reduce_shared.cpp): this rank has written
+  /// The second half of a scattered round (comm/algorithms/all_reduce_shared.cpp): this rank has written
   /// its reduced chunk back into its own slot, where the others copy it from.
   void publish_reduced();
   /// Whether rank r has published its reduced chunk of the current round.

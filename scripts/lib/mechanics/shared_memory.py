@@ -1,7 +1,7 @@
 """The shared-memory all-reduce on 4 ranks (docs/collectives.md): each rank copies its part into
 its slot; in a scattered round rank r reduces chunk r of every slot, writes the sum back into its
 own slot, and the others copy it from there. Which rank reduces which elements, and who copies
-what from whom, as RINGDP_TRACE prints it (comm/all_reduce_shared.cpp)."""
+what from whom, as RINGDP_TRACE prints it (comm/algorithms/all_reduce_shared.cpp)."""
 import re
 
 from mechanics import runs

@@ -19,7 +19,7 @@
 // Traffic per rank: it reads n/N from each of N inputs and writes n/N to each of N outputs: n read
 // and n written, one memcpy of the buffer, the DRAM floor of docs/benchmarks.md. Each element is
 // reduced once, by one rank, in rank order: every rank holds the same bits, the same the slotted
-// all-reduce (comm/all_reduce_shared.cpp) gives. In place the inputs are the outputs: a block is
+// all-reduce (comm/algorithms/all_reduce_shared.cpp) gives. In place the inputs are the outputs: a block is
 // read in full before it is written, and no other rank touches that block. Out of place the
 // inputs are left as they were. Tested by tests/mpi/test_shared_allocation.cpp.
 #include <algorithm>
@@ -30,11 +30,11 @@
 #include <emmintrin.h>
 #endif
 
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 #include "comm/transport/envelope.h"
 #include "comm/refused_alike.h"
 #include "comm/transport/shm/shared_allocations.h"
-#include "comm/shared_rounds.h"
+#include "comm/algorithms/shared_rounds.h"
 #include "comm/transport/shm/shared_slots.h"
 #include "core/error.h"
 #include "kernels/reduce_into.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/position.h"
+#include "comm/algorithms/position.h"
 #include "comm/transport/transport.h"
 #include "core/dtype.h"
 #include "core/reduce_op.h"

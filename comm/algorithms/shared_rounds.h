@@ -1,12 +1,12 @@
-// What both shared-memory all-reduces (comm/all_reduce_shared.cpp and
-// comm/all_reduce_shared_direct.cpp) share: where each rank's chunk begins, and the wait on a peer.
+// What both shared-memory all-reduces (comm/algorithms/all_reduce_shared.cpp and
+// comm/algorithms/all_reduce_shared_direct.cpp) share: where each rank's chunk begins, and the wait on a peer.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 #include "comm/transport/shm/shared_slots.h"
 
 namespace ringdp::comm {

@@ -1,6 +1,6 @@
-// Implements comm/fingerprint.h (the contract is documented there). Tested by tests/cli/bench.sh
+// Implements comm/algorithms/fingerprint.h (the contract is documented there). Tested by tests/cli/bench.sh
 // mismatch and tests/unit/test_fingerprint.cpp.
-#include "comm/fingerprint.h"
+#include "comm/algorithms/fingerprint.h"
 
 #include <cstring>
 #include <sstream>

@@ -1,5 +1,5 @@
 // Ring all-gather over uneven blocks (all_gather with counts): the even ring's steps
-// (comm/all_gather_ring.cpp), each block of its own length. In step s rank r sends block
+// (comm/algorithms/all_gather_ring.cpp), each block of its own length. In step s rank r sends block
 // (r−s+1) mod N to its right neighbour and receives block (r−s) mod N from its left one,
 // straight into the output at that block's offset.
 //   N = 3, counts 2,0,3:  s=1  r0: b0(2)→r1  r1: b1(0)→r2  r2: b2(3)→r0
@@ -7,7 +7,7 @@
 // N−1 steps; a step lasts as long as its longest block, so the ring pays for unevenness. Empty
 // blocks still travel as messages of no bytes (exchange_blocks): a rank whose counts differ
 // from its neighbour's is stopped at the step where they differ.
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

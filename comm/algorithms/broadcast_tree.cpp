@@ -3,8 +3,8 @@
 // below its lowest set bit (largest first), so the informed set doubles every round.
 //   N = 5, root 0:  round 1: 0→4   round 2: 0→2   round 3: 0→1, 2→3
 // ⌈log2 N⌉ rounds of the whole message: latency-optimal; large messages take the pipelined
-// chain instead (comm/broadcast_chain.cpp; `auto` from RINGDP_CHAIN_MIN_BYTES).
-#include "comm/algorithms.h"
+// chain instead (comm/algorithms/broadcast_chain.cpp; `auto` from RINGDP_CHAIN_MIN_BYTES).
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

@@ -19,10 +19,10 @@
 #include <cstring>
 #include <string>
 
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 #include "comm/transport/envelope.h"
 #include "comm/refused_alike.h"
-#include "comm/shared_rounds.h"
+#include "comm/algorithms/shared_rounds.h"
 #include "comm/transport/shm/shared_slots.h"
 #include "core/error.h"
 

@@ -8,7 +8,7 @@
 // climbs (log2 N times at most). A leaf sends its input as it is; inner ranks collect in scratch
 // slot 0; the root collects straight into its output when it is rank 0, else in scratch, then
 // turns vrank order into rank order with two copies: vranks [0, N−root) are ranks [root, N).
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

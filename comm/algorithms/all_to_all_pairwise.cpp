@@ -7,7 +7,7 @@
 // form may differ in length (counts and offsets in the BlockExchange); each travels as a message
 // even when empty, so a peer whose count differs from what this rank expects is an error at that
 // step (exchange_blocks).
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

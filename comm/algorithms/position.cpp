@@ -1,6 +1,6 @@
-// Implements comm/position.h (the contract is documented there). Tested by the watchdog report in
+// Implements comm/algorithms/position.h (the contract is documented there). Tested by the watchdog report in
 // tests/cli/bench.sh hang.
-#include "comm/position.h"
+#include "comm/algorithms/position.h"
 
 #include <sstream>
 

@@ -10,7 +10,7 @@
 //   mask 1: (0,1) (2,3)   mask 2: (0,2) (1,3)   unfold: 1→0, 3→2
 // Bit-identical results: both partners of a round combine the same two values, and every
 // reduce_into op is commutative bit for bit (kernels/reduce_into.h), so they get the same bits.
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

@@ -1,7 +1,7 @@
-// Implements PowerOfTwoFold (comm/algorithms.h): recursive doubling's and Rabenseifner's way of
+// Implements PowerOfTwoFold (comm/algorithms/algorithms.h): recursive doubling's and Rabenseifner's way of
 // running on N ranks that are not a power of two. Tested through both algorithms' matrices in
 // tests/mpi/test_collectives.cpp (3 ranks; 5 and 6 by hand).
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

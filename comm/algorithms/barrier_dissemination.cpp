@@ -2,7 +2,7 @@
 // for (r − 2^k) mod N with zero-byte messages. After round k every rank has heard, directly or
 // through others, from the 2^(k+1) − 1 ranks before it, so after the last round from all.
 //   N = 5:  k=0: r→r+1   k=1: r→r+2   k=2: r→r+4
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

@@ -10,7 +10,7 @@
 // Every host must cut the buffer alike for step 2 to pair equal ranges, so equal host sizes are
 // required; with uneven hosts it is reduce (tree) to each host's first rank, an all-reduce among
 // those first ranks, and a broadcast (tree) back inside each host.
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 namespace {

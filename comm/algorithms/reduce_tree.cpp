@@ -5,7 +5,7 @@
 //   N = 5, root 0:  k=0: 1→0, 3→2   k=1: 2→0   k=2: 4→0
 // The input is never modified: the root accumulates in `out`, inner ranks in scratch slot 1,
 // leaves send their input as it is. Partials always combine as (lower vranks) op (higher vranks).
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

@@ -1,7 +1,7 @@
 // What the algorithms share: the chunk layout, segment size and step bookkeeping.
 #include <cstdio>
 
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 #include "kernels/elementwise.h"
 

@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

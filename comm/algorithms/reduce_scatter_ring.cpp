@@ -6,8 +6,8 @@
 //           s=2  r0 sends in[c1]+in[c0]... each rank ends with its own chunk fully reduced.
 // Partials alternate between scratch slots 0 and 1 (send one while receiving the other), so
 // the input is never written and nothing is copied except when the output overlaps it.
-// The steps are ring_reduce_scatter_phase's, written once in comm/all_reduce_ring.cpp.
-#include "comm/algorithms.h"
+// The steps are ring_reduce_scatter_phase's, written once in comm/algorithms/all_reduce_ring.cpp.
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 
@@ -17,7 +17,7 @@ void reduce_scatter_ring(CollectiveContext& ctx, const void* input, void* out, i
     ctx.transport.copy(out, ctx.at(input, r * chunk_count), chunk_count * ctx.element_bytes());
     return;
   }
-  // The all-reduce's reduce-scatter (comm/all_reduce_ring.cpp) on N equal chunks, ending on chunk r
+  // The all-reduce's reduce-scatter (comm/algorithms/all_reduce_ring.cpp) on N equal chunks, ending on chunk r
   // rather than r + 1, with only that chunk for an output.
   ring_reduce_scatter_phase(ctx, input, out, RingOut::owned_chunk, ChunkLayout{N * chunk_count, N}, r, 1,
                             N - 1);

@@ -1,6 +1,6 @@
-// Implements comm/algorithm_choice.h (the contract is documented there). The thresholds were
+// Implements comm/algorithms/algorithm_choice.h (the contract is documented there). The thresholds were
 // measured, not guessed: docs/collectives.md and docs/benchmarks.md say where each comes from.
-#include "comm/algorithm_choice.h"
+#include "comm/algorithms/algorithm_choice.h"
 
 #include <limits>
 

@@ -4,7 +4,7 @@
 // about (N − 1 + S − 1) segment transfers for S segments, against the binomial tree's
 // ⌈log2 N⌉ whole-buffer transfers: the chain wins once S is large.
 //   N = 4, 3 segments:   t1: 0→1 s0   t2: 0→1 s1, 1→2 s0   t3: 0→1 s2, 1→2 s1, 2→3 s0   ...
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

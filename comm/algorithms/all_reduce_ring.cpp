@@ -28,7 +28,7 @@
 // avg: the last reduce-scatter step completes the rank's own chunk, segment by segment; each
 // segment is divided by N right after its reduction, while it is still in cache (ctx.scale), and
 // the all-gather then copies the divided values.
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

@@ -12,7 +12,7 @@
 // whole buffer. Every element is reduced on one rank only and copied from there: all ranks end
 // with the same bits.
 //
-// Non-powers of two: the fold-in and unfold of comm/all_reduce_recursive_doubling.cpp (the
+// Non-powers of two: the fold-in and unfold of comm/algorithms/all_reduce_recursive_doubling.cpp (the
 // even rank of each of the first N − P pairs hands its buffer to the odd one and receives the
 // result at the end), two extra messages of the whole buffer for those ranks.
 //   N = 4, count 8:  mask 2: 0↔2, 1↔3 (0,1 keep [0,4); 2,3 keep [4,8))
@@ -20,7 +20,7 @@
 //                    then mask 1 and mask 2 again, exchanging what each holds.
 #include <array>
 
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

@@ -6,7 +6,7 @@
 // ⌈log2 N⌉ rounds. The root sends from its input when it is rank 0 (vrank order is rank order),
 // else from scratch slot 0 holding the input turned into vrank order (two copies); inner ranks
 // receive into scratch slot 0, a leaf straight into its output.
-#include "comm/algorithms.h"
+#include "comm/algorithms/algorithms.h"
 
 namespace ringdp::comm {
 

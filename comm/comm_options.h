@@ -26,7 +26,7 @@ struct CommOptions {
   /// Ring pipelining unit; 0 = automatic: 1 MiB when this node's ranks each have a core,
   /// 64 KiB when they share cores (measured: docs/benchmarks.md). RINGDP_SEGMENT_BYTES overrides.
   /// Under MPI this and every threshold below are agreed at init: the minimum over ranks
-  /// (comm/bootstrap.cpp).
+  /// (comm/world/discovery.cpp).
   size_t segment_bytes = 0;
   /// all_reduce with `auto` uses recursive doubling up to this many bytes, Rabenseifner's or the
   /// ring above (measured: docs/collectives.md); RINGDP_RD_MAX_BYTES overrides.

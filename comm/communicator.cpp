@@ -10,7 +10,7 @@
 #include <string_view>
 #include <thread>
 
-#include "comm/departures.h"
+#include "comm/world/departures.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/shm/shared_slots.h"
 #include "core/settings.h"

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "comm/algorithms/algorithm_choice.h"
-#include "comm/bootstrap.h"
+#include "comm/world/discovery.h"
 #include "comm/comm_options.h"
 #include "comm/execution.h"
 #include "comm/algorithms/position.h"
-#include "comm/routes.h"
+#include "comm/world/routes.h"
 #include "comm/transport/shm/shared_allocations.h"
 #include "comm/types.h"
 #include "comm/work.h"
@@ -29,7 +29,7 @@ namespace ringdp::comm {
 /// The front door: checks each call's arguments before any message moves (so bad input is an
 /// Error on every rank, not a hang), chooses its algorithm (comm/algorithms/algorithm_choice.h) and hands the
 /// described collective to the executor (comm/execution.h). Creating one is bootstrap
-/// (comm/bootstrap.h); the transports of CUDA tensors are routes (comm/routes.h).
+/// (comm/world/discovery.h); the transports of CUDA tensors are routes (comm/world/routes.h).
 ///
 /// Threading: one thread at a time issues calls on a communicator (as with an MPI communicator
 /// under MPI_THREAD_SERIALIZED); asynchronous calls run on its worker thread, and Work::wait()
@@ -140,7 +140,7 @@ class Communicator {
   /// `whole_job`: the communicator of every rank, which also checks the job-wide settings.
   Communicator(DiscoveredWorld world, CommOptions options, bool whole_job);
   /// Leaves the job, once: waits for this communicator's calls, tells the peers `why` and, for the
-  /// world's, waits for them all and frees the shared windows (comm/departures.h). Run by the
+  /// world's, waits for them all and frees the shared windows (comm/world/departures.h). Run by the
   /// destructor or, for a communicator still alive then, when the process exits (leave_job).
   void leave(const std::string& why);
   /// leave()'s wait for every peer's notice; `exec_lock` holds the execution lock, let go between

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "comm/departures.h"
+#include "comm/world/departures.h"
 #include "comm/transport/envelope.h"
 #include "comm/algorithms/fingerprint.h"
 #include "comm/bootstrap/mpi_runtime.h"

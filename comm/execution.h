@@ -30,14 +30,14 @@
 #include "comm/fault.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/algorithms/position.h"
-#include "comm/routes.h"
+#include "comm/world/routes.h"
 #include "comm/work.h"
 #include "core/timeline.h"
 #include "tensor/tensor.h"
 
 namespace ringdp::comm {
 
-class Departures;  // comm/departures.h
+class Departures;  // comm/world/departures.h
 class Executor;
 
 /// One collective as issued: what DETAIL compares across ranks and the watchdog names.
@@ -149,9 +149,9 @@ class Executor {
   void check_pairwise_counts(std::span<const int64_t> send_counts, std::span<const int64_t> recv_counts,
                              int tag);
   /// Collectives this rank finished before its first failure, or issued if none failed: what a
-  /// rank that leaves tells its peers (comm/departures.h).
+  /// rank that leaves tells its peers (comm/world/departures.h).
   uint64_t finished() const { return std::min(sequence_, first_failed_); }
-  /// Where this rank is: the collective running or last run, its step (comm/departures.h reads it).
+  /// Where this rank is: the collective running or last run, its step (comm/world/departures.h reads it).
   const Position& position() const { return position_; }
   /// Throws, naming `what`, once close() has been called.
   void check_open(const char* what) const {
@@ -163,7 +163,7 @@ class Executor {
     closed_why_ = std::move(state);
     closed_.store(true, std::memory_order_release);
   }
-  /// Where a collective that fails here is told to the peers (comm/departures.h); not owned.
+  /// Where a collective that fails here is told to the peers (comm/world/departures.h); not owned.
   void set_departures(Departures* departures) { departures_ = departures; }
   /// Sends and receives are numbered apart: they involve some ranks only.
   uint64_t last_p2p_sequence() const { return p2p_sequence_ - 1; }

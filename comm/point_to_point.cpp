@@ -34,7 +34,7 @@ void check_peer_and_tag(CollectiveKind kind, const Tensor& tensor, int peer, int
       (peer >= 0 && peer < size && peer != rank) || (peer == kAnySource && kind == CollectiveKind::recv),
       what, ": peer ", peer, " is not another rank (rank ", rank, " of ", size, "; expected 0..", size - 1,
       " other than ", rank, ")");
-  // MPI_TAG_UB itself carries ringdp's departure notices (comm/mpi_departures.h).
+  // MPI_TAG_UB itself carries ringdp's departure notices (comm/world/mpi_departures.h).
   const int max_tag = std::min(tag_upper_bound - 1, kUserTagBase - 1);
   RINGDP_CHECK(tag >= 0 && tag <= max_tag, what, ": tag ", tag, " out of range (expected 0 to ", max_tag,
                ", one below MPI's tag upper bound MPI_TAG_UB here)");

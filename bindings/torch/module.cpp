@@ -94,7 +94,7 @@ c10::intrusive_ptr<BackendBase> create(const ::c10d::DistributedBackendOptions& 
       create_group(o.global_ranks_in_group, o.group_rank, o.group_size, o.timeout));
 }
 
-// Why this process leaves, as its peers are told (comm/departures.h): an uncaught exception's type
+// Why this process leaves, as its peers are told (comm/world/departures.h): an uncaught exception's type
 // and message, recorded by the sys.excepthook below, which runs before Python's exit hooks.
 std::mutex g_why_mutex;
 std::string g_why = "its Python process is exiting";

@@ -9,7 +9,7 @@
 // at a time. A bad argument is a RuntimeError from the call; a ringdp error while the collective
 // runs (a mismatched call) is a RuntimeError from wait() and the future, carrying ringdp's message;
 // the watchdog's timeout raises its report the same way and breaks the group (as gloo; ringdp's
-// programs end the job instead); a peer that leaves raises naming it (comm/departures.h); a peer
+// programs end the job instead); a peer that leaves raises naming it (comm/world/departures.h); a peer
 // killed ends the job through the launcher.
 //
 // torch's list forms (all_gather, gather, scatter, all_to_all, allgather_coalesced) travel as one

@@ -30,7 +30,7 @@ class SharedSlots;  // comm/transport/shm/shared_slots.h
 constexpr int kAnySource = -1;
 
 /// What a wait that has gone on a while looks at besides its deadline: whether a peer it waits
-/// for has left (comm/departures.h).
+/// for has left (comm/world/departures.h).
 class WaitWatch {
  public:
   virtual ~WaitWatch() = default;

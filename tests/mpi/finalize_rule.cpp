@@ -1,6 +1,6 @@
 // A check linked into tests/mpi/rank_leaves through MPI's profiling interface: it wraps the calls
 // that start and complete ringdp's departure notices (the sends under MPI_TAG_UB,
-// comm/mpi_departures.h) and, at MPI_Finalize, fails the rank if one of them is not known to have
+// comm/world/mpi_departures.h) and, at MPI_Finalize, fails the rank if one of them is not known to have
 // completed. The MPI standard requires every send to complete before MPI_Finalize; a send let go
 // with MPI_Request_free can never be shown to have completed, so it counts as not complete. Over
 // TCP such a send killed a rank with SIGPIPE when a peer closed its connection first (the net

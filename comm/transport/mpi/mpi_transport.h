@@ -42,7 +42,7 @@ class MpiTransport final : public Transport {
   int size() const override { return size_; }
   MPI_Comm comm() const { return comm_; }
   /// send/recv's communicator (MPI_COMM_NULL without user messages); its largest tag,
-  /// tag_upper_bound(), is no user's: the departure notices travel there (comm/mpi_departures.h).
+  /// tag_upper_bound(), is no user's: the departure notices travel there (comm/world/mpi_departures.h).
   MPI_Comm user_comm() const { return user_comm_; }
 
   Request isend(int peer, const void* data, size_t bytes, int tag) override;

@@ -57,7 +57,7 @@ class SharedAllocations {
   bool empty() const { return windows_.empty(); }
 
   /// Frees every window: collective over the ranks that allocated them (each calls it once, in
-  /// the same place: the communicator's leaving, comm/departures.h). Skipped while an exception
+  /// the same place: the communicator's leaving, comm/world/departures.h). Skipped while an exception
   /// unwinds (the rank is on its way to MPI_Abort and its peers may never come), after
   /// MPI_Finalize, and with `free` false (a peer will not free its part: the windows stay to
   /// MPI_Finalize or the abort). Either way no allocation is left to find.

@@ -1,5 +1,5 @@
-// Implements comm/bootstrap.h (the contract is documented there).
-#include "comm/bootstrap.h"
+// Implements comm/world/discovery.h (the contract is documented there).
+#include "comm/world/discovery.h"
 
 #include <algorithm>
 #include <thread>
@@ -7,7 +7,7 @@
 
 #include "comm/algorithms/fingerprint.h"
 #include "comm/transport/idle_backoff.h"
-#include "comm/mpi_departures.h"
+#include "comm/world/mpi_departures.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/mpi/mpi_transport.h"
 #include "config.h"

@@ -15,7 +15,7 @@
 // will not). Any other leaving is local: torch drops a group at each rank's own time, while its
 // peers may be inside another collective that needs this rank. Not watched: send/recv (some
 // ranks only), MPI's own collectives (they block inside MPI). The implementation over MPI:
-// comm/mpi_departures.h. Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
+// comm/world/mpi_departures.h. Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
 #pragma once
 
 #include <cstdint>

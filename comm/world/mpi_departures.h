@@ -1,4 +1,4 @@
-// MpiDepartures: comm/departures.h over MPI. Each rank keeps one receive posted from any rank on
+// MpiDepartures: comm/world/departures.h over MPI. Each rank keeps one receive posted from any rank on
 // the communicator of send/recv, under the one tag no user may take (MPI_TAG_UB: user receives
 // always name their tag, and collectives travel elsewhere); leaving sends every peer one small
 // notice there. That communicator is never freed (comm/transport/mpi/mpi_transport.cpp says why), so a notice
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/departures.h"
+#include "comm/world/departures.h"
 #include "config.h"
 
 #if RINGDP_HAVE_MPI

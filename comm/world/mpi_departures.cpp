@@ -1,6 +1,6 @@
-// Implements comm/mpi_departures.h (the contract is documented there and in comm/departures.h).
+// Implements comm/world/mpi_departures.h (the contract is documented there and in comm/world/departures.h).
 // Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
-#include "comm/mpi_departures.h"
+#include "comm/world/mpi_departures.h"
 
 #if RINGDP_HAVE_MPI
 #include <algorithm>

@@ -14,7 +14,7 @@
 
 namespace ringdp::comm {
 
-class Departures;  // comm/departures.h: not installed, so not included by the installed headers
+class Departures;  // comm/world/departures.h: not installed, so not included by the installed headers
 
 struct DiscoveredWorld {
   std::unique_ptr<Transport> transport;  ///< every rank: MpiTransport, or LocalTransport alone
@@ -25,7 +25,7 @@ struct DiscoveredWorld {
   int hosts = 1;
   bool uniform_hosts = true;  ///< every host holds as many ranks
   const char* bootstrap = "local";  ///< "mpi" under an MPI launcher
-  /// How its ranks learn that one has left (comm/departures.h); null without MPI.
+  /// How its ranks learn that one has left (comm/world/departures.h); null without MPI.
   std::unique_ptr<Departures> departures;
 };
 

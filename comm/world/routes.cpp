@@ -1,5 +1,5 @@
-// Implements comm/routes.h (the contract is documented there).
-#include "comm/routes.h"
+// Implements comm/world/routes.h (the contract is documented there).
+#include "comm/world/routes.h"
 
 #include <cstdio>
 

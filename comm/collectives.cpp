@@ -1,7 +1,7 @@
 // The collectives of comm/communicator.h, each described once: a descriptor checks the call's
 // arguments and holds its Issue, its library call (`library`), what follows the reduction
 // (`finish`: avg's division) and its body on the executor (`operator()`). The direct path (no
-// watcher: comm/execution.h) and the queued body both use the same library call and finish, so
+// watcher: comm/execution/execution.h) and the queued body both use the same library call and finish, so
 // neither is written twice. Tested by tests/mpi/test_collectives.cpp (every collective, in and
 // out of place, every dtype and op, 1-4 ranks) and tests/cli/bench.sh.
 #include <algorithm>

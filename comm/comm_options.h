@@ -61,7 +61,7 @@ struct CommOptions {
   bool blocking_wait = false;
   /// The thread level ringdp asks for when it initialises MPI (a program that initialised MPI
   /// itself keeps its own). multiple gives each communicator its own worker and lets independent
-  /// groups progress independently (comm/call_queue.h); an MPI that provides only serialized is
+  /// groups progress independently (comm/execution/call_queue.h); an MPI that provides only serialized is
   /// taken, with one queue for all. serialized asks for no more than that. single is for programs
   /// that issue no asynchronous call: Open MPI then takes no locks, about 0.45 us less per small
   /// call on 2 ranks here (docs/benchmarks.md), and every call, an async one too, runs on the

@@ -154,12 +154,12 @@ Communicator::~Communicator() {
     shared_allocations_.release(false);
     routes_.abandon();
     new DiscoveredWorld(std::move(world_));
-    return;  // the executor's queue drains nothing in a child (comm/call_queue.h)
+    return;  // the executor's queue drains nothing in a child (comm/execution/call_queue.h)
   }
   if (exit_hook_) drop_exit_hook(exit_hook_);
   leave("its communicator was destroyed");
   // Freeing the transports' MPI communicators must not run while another communicator's call is
-  // inside MPI where one queue serves them all (comm/call_queue.h).
+  // inside MPI where one queue serves them all (comm/execution/call_queue.h).
   std::lock_guard lock(executor_.queue().exec_mutex());
   routes_.release();
   world_.cross_transport.reset();

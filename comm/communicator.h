@@ -16,7 +16,7 @@
 #include "comm/algorithms/algorithm_choice.h"
 #include "comm/world/discovery.h"
 #include "comm/comm_options.h"
-#include "comm/execution.h"
+#include "comm/execution/execution.h"
 #include "comm/algorithms/position.h"
 #include "comm/world/routes.h"
 #include "comm/transport/shm/shared_allocations.h"
@@ -28,7 +28,7 @@ namespace ringdp::comm {
 
 /// The front door: checks each call's arguments before any message moves (so bad input is an
 /// Error on every rank, not a hang), chooses its algorithm (comm/algorithms/algorithm_choice.h) and hands the
-/// described collective to the executor (comm/execution.h). Creating one is bootstrap
+/// described collective to the executor (comm/execution/execution.h). Creating one is bootstrap
 /// (comm/world/discovery.h); the transports of CUDA tensors are routes (comm/world/routes.h).
 ///
 /// Threading: one thread at a time issues calls on a communicator (as with an MPI communicator

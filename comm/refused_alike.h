@@ -3,7 +3,7 @@
 // paths, where every rank reads every rank's announcement: shared tensors on some ranks only,
 // another place, another count). Any other error in a collective leaves the ranks out of step
 // (one rank of a ring finds a count that differs while the others wait on it): the communicator
-// is then broken and its peers are told (comm/execution.cpp, comm/world/departures.h).
+// is then broken and its peers are told (comm/execution/execution.cpp, comm/world/departures.h).
 #pragma once
 
 #include <string>

@@ -27,7 +27,7 @@ void add_cpu(const void* a, const void* b, void* out, int64_t n, DType dtype, do
 void add_cuda(const void* a, const void* b, void* out, int64_t n, DType dtype, double alpha,
               Stream stream = nullptr);
 
-/// p[0] ^= mask: one byte, in stream order (the corrupt fault of comm/fault.h).
+/// p[0] ^= mask: one byte, in stream order (the corrupt fault of comm/execution/fault.h).
 void xor_byte_cpu(void* p, unsigned char mask, Stream stream = nullptr);
 void xor_byte_cuda(void* p, unsigned char mask, Stream stream = nullptr);
 

@@ -177,7 +177,7 @@ void check_launcher_matches_library() {
 
 namespace {
 // RINGDP_MPI_THREAD: multiple (the default) gives each communicator its own worker thread;
-// serialized shares one between them (comm/call_queue.h); single skips Open MPI's locking on
+// serialized shares one between them (comm/execution/call_queue.h); single skips Open MPI's locking on
 // every call (any level above single turns it on) at the price of running every collective on the
 // caller's thread.
 int requested_thread_level(MpiThread level) {
@@ -224,7 +224,7 @@ void mpi_ensure_initialized(MpiThread level) {
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, requested, &provided);
     g_thread_level = provided;
-    // Without MPI_THREAD_MULTIPLE, the communicators share one queue (comm/call_queue.h).
+    // Without MPI_THREAD_MULTIPLE, the communicators share one queue (comm/execution/call_queue.h).
     g_independent_threads = requested == MPI_THREAD_MULTIPLE && provided == MPI_THREAD_MULTIPLE;
     const int needed = std::min(requested, static_cast<int>(MPI_THREAD_SERIALIZED));
     RINGDP_CHECK(provided >= needed, "the MPI library provides thread level ", provided, "; ringdp needs ",

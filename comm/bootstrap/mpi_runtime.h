@@ -41,11 +41,11 @@ const char* mpi_thread_level_name();
 /// Whether another thread may call MPI while the caller's thread is not: MPI provides
 /// MPI_THREAD_SERIALIZED or more, or is not in use. False when a program initialised MPI itself
 /// at a lower level, or with RINGDP_MPI_THREAD=single: then every communicator runs all its calls,
-/// asynchronous ones too, on the caller's thread (comm/call_queue.h).
+/// asynchronous ones too, on the caller's thread (comm/execution/call_queue.h).
 bool mpi_allows_worker_thread();
 /// Whether threads may call MPI at once and ringdp asked for that: MPI provides
 /// MPI_THREAD_MULTIPLE (and RINGDP_MPI_THREAD did not ask for less), or is not in use. Then each
-/// communicator has a call queue of its own (comm/call_queue.h).
+/// communicator has a call queue of its own (comm/execution/call_queue.h).
 bool mpi_allows_independent_threads();
 
 /// Prints nothing; ends every rank of the job with `code` (MPI_Abort), or this process alone

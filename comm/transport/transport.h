@@ -88,7 +88,7 @@ class Transport {
   /// dst = dst op src over count elements, where the transport's buffers live.
   virtual void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) = 0;
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
-  /// The corrupt fault (comm/fault.h): flips bit 0x40 of the byte at p, which a receive just
+  /// The corrupt fault (comm/execution/fault.h): flips bit 0x40 of the byte at p, which a receive just
   /// waited for has written, before anything enqueued later reads it. On the host now; the
   /// transports of CUDA tensors do it on the device, in stream order.
   virtual void corrupt_byte(void* p);

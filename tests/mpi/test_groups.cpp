@@ -158,7 +158,7 @@ TEST_CASE("group: bad rank lists are refused with the bad value named", "[groups
 }
 
 TEST_CASE("group: the world's asynchronous calls and a group's, each group in its own order", "[groups]") {
-  // Under MPI_THREAD_MULTIPLE each communicator has its own queue (comm/call_queue.h): a group's
+  // Under MPI_THREAD_MULTIPLE each communicator has its own queue (comm/execution/call_queue.h): a group's
   // blocking call issued while the world's are in flight may finish first, and both are right.
   // Where one queue serves them all (RINGDP_MPI_THREAD=serialized, registered apart in
   // tests/mpi/meson.build), the group's call runs after them, on every rank alike.

@@ -1,4 +1,4 @@
-// RINGDP_FAULT's grammar (comm/fault.h): what a valid plan asks of which rank at which
+// RINGDP_FAULT's grammar (comm/execution/fault.h): what a valid plan asks of which rank at which
 // collective, and an Error quoting the offending text for every malformed form, so a typo in a
 // drill is refused instead of silently rehearsing nothing.
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "comm/fault.h"
+#include "comm/execution/fault.h"
 #include "core/error.h"
 
 using namespace ringdp;

@@ -1,5 +1,5 @@
-// Implements comm/call_queue.h (the contract is documented there). Tested by tests/mpi/test_comm_async.cpp.
-#include "comm/call_queue.h"
+// Implements comm/execution/call_queue.h (the contract is documented there). Tested by tests/mpi/test_comm_async.cpp.
+#include "comm/execution/call_queue.h"
 
 #include <exception>
 #include <utility>

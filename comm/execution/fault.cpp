@@ -1,6 +1,6 @@
-// Implements comm/fault.h (the contract is documented there). Tested by tests/cli/bench.sh and
+// Implements comm/execution/fault.h (the contract is documented there). Tested by tests/cli/bench.sh and
 // tests/cli/train.sh (every fault kind), the grammar by tests/unit/test_fault_plan.cpp.
-#include "comm/fault.h"
+#include "comm/execution/fault.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -1,5 +1,5 @@
-// Implements comm/execution.h (the contract is documented there).
-#include "comm/execution.h"
+// Implements comm/execution/execution.h (the contract is documented there).
+#include "comm/execution/execution.h"
 
 #include <csignal>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Execution: how one described collective runs, once the front door (comm/communicator.h) has
 // checked it and chosen its algorithm. Numbers it, applies RINGDP_FAULT's plan, orders it behind
-// earlier calls (comm/call_queue.h), runs it with a deadline over its route's transport, and lets
+// earlier calls (comm/execution/call_queue.h), runs it with a deadline over its route's transport, and lets
 // the watchers see it: the DETAIL check, the fault plan, the timeline and the step observer.
 // With no watcher, a blocking call of the library's own collective on host tensors runs the
 // library call in place (run_direct): one question decides it. Never calls back into the
@@ -10,7 +10,7 @@
 // threads need the caller's own ordering (every rank must issue collectives in one order
 // anyway); the queue's worker runs asynchronous calls, holding exec_mutex() while it does. The
 // queue is this communicator's own, or the process's where MPI lacks MPI_THREAD_MULTIPLE
-// (comm/call_queue.h).
+// (comm/execution/call_queue.h).
 #pragma once
 
 #include <algorithm>
@@ -24,10 +24,10 @@
 
 #include "comm/algorithms/algorithm_choice.h"
 #include "comm/algorithms/algorithms.h"
-#include "comm/call_queue.h"
+#include "comm/execution/call_queue.h"
 #include "comm/comm_options.h"
 #include "comm/transport/envelope.h"
-#include "comm/fault.h"
+#include "comm/execution/fault.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/algorithms/position.h"
 #include "comm/world/routes.h"
@@ -204,7 +204,7 @@ class Executor {
 
   Routes& routes_;
   const CommOptions& options_;
-  /// RINGDP_FAULT's plan, read once (comm/fault.h): empty in any run that injects nothing.
+  /// RINGDP_FAULT's plan, read once (comm/execution/fault.h): empty in any run that injects nothing.
   const FaultPlan& faults_ = FaultPlan::from_environment();
   int rank_ = 0, size_ = 1;
   bool trace_ = false;
@@ -221,7 +221,7 @@ class Executor {
   Position position_;
   StepObserver observer_;
   std::vector<Request> requests_;
-  std::shared_ptr<CallQueue> queue_ = CallQueue::for_communicator();  // comm/call_queue.h
+  std::shared_ptr<CallQueue> queue_ = CallQueue::for_communicator();  // comm/execution/call_queue.h
   std::string label_;  // set_label()
 };
 
@@ -232,7 +232,7 @@ Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F
   // the ranks that took part one collective ahead of the others in every later tag.
   const bool p2p = issue.kind == CollectiveKind::send || issue.kind == CollectiveKind::recv;
   const uint64_t sequence = p2p ? p2p_sequence_++ : sequence_++;
-  // RINGDP_FAULT numbers collectives only (see comm/fault.h).
+  // RINGDP_FAULT numbers collectives only (see comm/execution/fault.h).
   const FaultAction fault = p2p || faults_.empty() ? FaultAction{} : faults_.action(rank_, sequence);
   if (fault.kill) kill(issue, sequence);
   if (fault.skip) return issue.async ? Work::completed() : Work::returned();

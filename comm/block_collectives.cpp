@@ -10,9 +10,9 @@
 #include <numeric>
 #include <vector>
 
+#include "comm/algorithms/fingerprint.h"
 #include "comm/collective_checks.h"
 #include "comm/communicator.h"
-#include "comm/algorithms/fingerprint.h"
 
 namespace ringdp::comm {
 

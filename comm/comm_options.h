@@ -36,13 +36,13 @@ struct CommOptions {
   /// ranks: docs/lab/benchmarks.md, "Rabenseifner"); RINGDP_RABENSEIFNER_MAX_BYTES overrides, 0 = never.
   size_t rabenseifner_max_bytes = 2 * 1024 * 1024;
   /// Before all of those: with every rank on one host, `auto` reduces out of shared memory
-  /// (comm/transport/shm/shared_slots.h) up to this many bytes (host tensors): by default at every size, where it
-  /// beat the others from 8 B to 64 MiB on 2 and 4 ranks (docs/benchmarks.md, "Shared memory for
+  /// (comm/transport/shm/shared_slots.h) up to this many bytes (host tensors): by default at every size,
+  /// where it beat the others from 8 B to 64 MiB on 2 and 4 ranks (docs/benchmarks.md, "Shared memory for
   /// large messages"). RINGDP_SHM_MAX_BYTES overrides, 0 = never.
   size_t shared_memory_max_bytes = std::numeric_limits<size_t>::max();
   /// A shared-memory round (up to shared_memory_slot_bytes) of at least this many bytes is scattered: each
-  /// rank reduces one chunk and copies the others' (comm/algorithms/all_reduce_shared.cpp); smaller rounds have every
-  /// rank reduce everything. RINGDP_SHM_SCATTER_MIN_BYTES overrides.
+  /// rank reduces one chunk and copies the others' (comm/algorithms/all_reduce_shared.cpp); smaller rounds
+  /// have every rank reduce everything. RINGDP_SHM_SCATTER_MIN_BYTES overrides.
   size_t shared_memory_scatter_min_bytes = 16 * 1024;
   /// The most one rank's part holds in one shared-memory round (each rank maps two such slots);
   /// a multiple of 64. RINGDP_SHM_SLOT_BYTES overrides.

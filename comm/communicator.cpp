@@ -10,9 +10,9 @@
 #include <string_view>
 #include <thread>
 
-#include "comm/world/departures.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/shm/shared_slots.h"
+#include "comm/world/departures.h"
 #include "core/settings.h"
 #include "core/timeline.h"
 

@@ -14,14 +14,14 @@
 #include <vector>
 
 #include "comm/algorithms/algorithm_choice.h"
-#include "comm/world/discovery.h"
+#include "comm/algorithms/position.h"
 #include "comm/comm_options.h"
 #include "comm/execution/execution.h"
-#include "comm/algorithms/position.h"
-#include "comm/world/routes.h"
 #include "comm/transport/shm/shared_allocations.h"
 #include "comm/types.h"
 #include "comm/work.h"
+#include "comm/world/discovery.h"
+#include "comm/world/routes.h"
 #include "tensor/tensor.h"
 
 namespace ringdp::comm {

@@ -15,8 +15,8 @@
 #include "apps/train/comm_hook_setup.h"
 #include "autograd/layers.h"
 #include "autograd/optim/sgd.h"
-#include "comm/ddp/distributed_data_parallel.h"
 #include "comm/bootstrap/mpi_runtime.h"
+#include "comm/ddp/distributed_data_parallel.h"
 
 using namespace ringdp;
 using namespace ringdp::autograd;

@@ -19,8 +19,8 @@
 
 #include "autograd/layers.h"
 #include "autograd/optim/sgd.h"
-#include "comm/ddp/distributed_data_parallel.h"
 #include "comm/bootstrap/mpi_runtime.h"
+#include "comm/ddp/distributed_data_parallel.h"
 
 using namespace ringdp;
 using namespace ringdp::autograd;

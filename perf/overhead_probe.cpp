@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "comm/communicator.h"
 #include "comm/bootstrap/mpi_runtime.h"
+#include "comm/communicator.h"
 
 using namespace ringdp;
 

@@ -22,7 +22,8 @@ enum class Route : uint8_t { host, nccl, mpi_cuda };
 struct Topology {
   int size = 1;
   int hosts = 1;
-  bool shared_slots = false;  ///< every rank on one host, with MPI shared windows (comm/transport/shm/shared_slots.h)
+  bool shared_slots =
+      false;  ///< every rank on one host, with MPI shared windows (comm/transport/shm/shared_slots.h)
   /// Several hosts, at least one with several ranks: where the hierarchical all-reduce helps.
   bool spans_hosts() const { return hosts > 1 && hosts < size; }
 };

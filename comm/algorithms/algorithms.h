@@ -1,3 +1,7 @@
+// Folder comm/algorithms/: the algorithms, on a Transport and nothing above it (no world, no
+// queue, no communicator), the pure choice among them (algorithm_choice.h), the position a
+// collective reports and DETAIL's fingerprint.
+//
 // The collective algorithms, written once against Transport on raw buffers of `dtype`.
 // Each lives in its own file (<collective>_<algorithm>.cpp) with its step table; this header
 // declares them and the context they share. All counts are in elements.

@@ -20,9 +20,9 @@
 #include <string>
 
 #include "comm/algorithms/algorithms.h"
-#include "comm/transport/envelope.h"
-#include "comm/refused_alike.h"
 #include "comm/algorithms/shared_rounds.h"
+#include "comm/refused_alike.h"
+#include "comm/transport/envelope.h"
 #include "comm/transport/shm/shared_slots.h"
 #include "core/error.h"
 

@@ -1,8 +1,9 @@
 // The direct all-reduce, for buffers that lie in one of the communicator's shared allocations
-// (comm/transport/shm/shared_allocations.h) at the same offset on every rank: no copy into slots, no copy out.
-// Every rank can load and store every peer's buffer, so:
+// (comm/transport/shm/shared_allocations.h) at the same offset on every rank: no copy into slots, no copy
+// out. Every rank can load and store every peer's buffer, so:
 //
-//   step 1 (announce, the first barrier): each rank publishes, in its slot (comm/transport/shm/shared_slots.h),
+//   step 1 (announce, the first barrier): each rank publishes, in its slot
+//   (comm/transport/shm/shared_slots.h),
 //          where its input and output lie and how many elements it reduces, behind the byte-count
 //          mark kDirectPartBit. Publishing is a release store made after the caller's last write
 //          to its input, so a peer that sees it sees the input. Every rank checks every peer's
@@ -31,10 +32,10 @@
 #endif
 
 #include "comm/algorithms/algorithms.h"
-#include "comm/transport/envelope.h"
-#include "comm/refused_alike.h"
-#include "comm/transport/shm/shared_allocations.h"
 #include "comm/algorithms/shared_rounds.h"
+#include "comm/refused_alike.h"
+#include "comm/transport/envelope.h"
+#include "comm/transport/shm/shared_allocations.h"
 #include "comm/transport/shm/shared_slots.h"
 #include "core/error.h"
 #include "kernels/reduce_into.h"

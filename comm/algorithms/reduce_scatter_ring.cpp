@@ -17,8 +17,8 @@ void reduce_scatter_ring(CollectiveContext& ctx, const void* input, void* out, i
     ctx.transport.copy(out, ctx.at(input, r * chunk_count), chunk_count * ctx.element_bytes());
     return;
   }
-  // The all-reduce's reduce-scatter (comm/algorithms/all_reduce_ring.cpp) on N equal chunks, ending on chunk r
-  // rather than r + 1, with only that chunk for an output.
+  // The all-reduce's reduce-scatter (comm/algorithms/all_reduce_ring.cpp) on N equal chunks, ending on chunk
+  // r rather than r + 1, with only that chunk for an output.
   ring_reduce_scatter_phase(ctx, input, out, RingOut::owned_chunk, ChunkLayout{N * chunk_count, N}, r, 1,
                             N - 1);
 }

@@ -1,5 +1,6 @@
 // What both shared-memory all-reduces (comm/algorithms/all_reduce_shared.cpp and
-// comm/algorithms/all_reduce_shared_direct.cpp) share: where each rank's chunk begins, and the wait on a peer.
+// comm/algorithms/all_reduce_shared_direct.cpp) share: where each rank's chunk begins, and the wait on a
+// peer.
 #pragma once
 
 #include <algorithm>

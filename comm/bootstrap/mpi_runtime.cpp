@@ -1,5 +1,5 @@
-// Implements comm/bootstrap/mpi_runtime.h (the contract is documented there). Tested by tests/cli (error exits, rank
-// failure).
+// Implements comm/bootstrap/mpi_runtime.h (the contract is documented there). Tested by tests/cli (error
+// exits, rank failure).
 #include "comm/bootstrap/mpi_runtime.h"
 
 #include <pthread.h>

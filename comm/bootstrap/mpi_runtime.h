@@ -1,3 +1,8 @@
+// Folder comm/bootstrap/: the job's runtime, the lowest layer of comm/ above its public words.
+// What every transport and the call queue consult about the process (MPI's life, its thread
+// level, fork) and, in time, the out-of-band exchange a transport is built from. Nothing here
+// knows a transport, an algorithm or a communicator (tests/lint/layers.py).
+//
 // The process-wide MPI state: initialised once (MPI_THREAD_MULTIPLE, so that each communicator's
 // worker thread calls MPI beside the others; MPI_THREAD_SERIALIZED or SINGLE when
 // RINGDP_MPI_THREAD asks), finalised once at exit, and the one place that can end the whole job.

@@ -1,4 +1,5 @@
-// Implements comm/execution/call_queue.h (the contract is documented there). Tested by tests/mpi/test_comm_async.cpp.
+// Implements comm/execution/call_queue.h (the contract is documented there). Tested by
+// tests/mpi/test_comm_async.cpp.
 #include "comm/execution/call_queue.h"
 
 #include <exception>

@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <thread>
 
-#include "comm/world/departures.h"
-#include "comm/transport/envelope.h"
 #include "comm/algorithms/fingerprint.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/refused_alike.h"
+#include "comm/transport/envelope.h"
 #include "comm/transport/shm/shared_slots.h"
+#include "comm/world/departures.h"
 #include "core/debug_level.h"
 #include "core/settings.h"
 

@@ -1,3 +1,6 @@
+// Folder comm/execution/: running the calls the front door described: this Executor, the call
+// queue and its worker, planted faults. Below only the front door (comm/communicator.h).
+//
 // Execution: how one described collective runs, once the front door (comm/communicator.h) has
 // checked it and chosen its algorithm. Numbers it, applies RINGDP_FAULT's plan, orders it behind
 // earlier calls (comm/execution/call_queue.h), runs it with a deadline over its route's transport, and lets
@@ -24,14 +27,14 @@
 
 #include "comm/algorithms/algorithm_choice.h"
 #include "comm/algorithms/algorithms.h"
-#include "comm/execution/call_queue.h"
-#include "comm/comm_options.h"
-#include "comm/transport/envelope.h"
-#include "comm/execution/fault.h"
-#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/algorithms/position.h"
-#include "comm/world/routes.h"
+#include "comm/bootstrap/mpi_runtime.h"
+#include "comm/comm_options.h"
+#include "comm/execution/call_queue.h"
+#include "comm/execution/fault.h"
+#include "comm/transport/envelope.h"
 #include "comm/work.h"
+#include "comm/world/routes.h"
 #include "core/timeline.h"
 #include "tensor/tensor.h"
 
@@ -217,7 +220,8 @@ class Executor {
   uint64_t p2p_sequence_ = 0;  // sends and receives: between some ranks only, so numbered apart
   Departures* departures_ = nullptr;
   SharedSlots* host_slots_ = nullptr;  // the host transport's, where all ranks share one host
-  int sequence_bits_ = 16;  // of the sequence in a tag: what fits under MPI_TAG_UB (comm/transport/envelope.h)
+  int sequence_bits_ =
+      16;  // of the sequence in a tag: what fits under MPI_TAG_UB (comm/transport/envelope.h)
   Position position_;
   StepObserver observer_;
   std::vector<Request> requests_;

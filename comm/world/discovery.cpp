@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "comm/algorithms/fingerprint.h"
-#include "comm/transport/idle_backoff.h"
-#include "comm/world/mpi_departures.h"
 #include "comm/bootstrap/mpi_runtime.h"
+#include "comm/transport/idle_backoff.h"
 #include "comm/transport/mpi/mpi_transport.h"
+#include "comm/world/mpi_departures.h"
 #include "config.h"
 #include "core/error.h"
 #include "core/settings.h"

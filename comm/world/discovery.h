@@ -1,3 +1,7 @@
+// Folder comm/world/: who the ranks are and what connects them: discovery (below), the routes
+// that pick a transport per device, the departure notices. Above the transports and algorithms,
+// since it builds the one and agrees the options that pick the other; below execution.
+//
 // World discovery and option agreement (DiscoveredWorld): where a communicator learns who it is. Under an MPI
 // launcher it initialises MPI, finds which ranks share a host (for shared memory, `auto` and the
 // hierarchical all-reduce), and makes every rank take the same value of each option that shapes

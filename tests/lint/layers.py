@@ -1,7 +1,11 @@
 """The layering of DESIGN.md, checked on the sources: no file includes a layer above its own.
 
 Layers, bottom to top: core < kernels < tensor < autograd, comm (peers: neither includes the
-other) < comm/ddp < apps < perf, examples, tests (the top, which may include anything). The test
+other) < comm/ddp < apps < perf, examples, tests (the top, which may include anything). Inside
+comm, by folder (README.md's layout table): its public words (types, work, options, RefusedAlike
+in comm/ itself) < bootstrap/ (the job's runtime) < transport/ (its kinds in subfolders, one
+layer) < algorithms/ < world/ (discovery, routes, departures) < execution/ < the front door
+(comm/communicator.h and the files that implement it); every one of them a peer of autograd. The test
 doubles (tests/doubles/) are test code: product code, everything outside tests/, never includes
 them; it reaches them only through the real headers they shadow (<cuda_runtime.h>, <nccl.h>).
 The Meson libraries enforce the link order, but a header-only include crosses a layer unseen by
@@ -17,21 +21,36 @@ import sys
 import tempfile
 
 # folder prefix -> (layer, rank); the longest prefix wins, so comm/ddp/ is not comm/.
+# A whole file's path counts as a prefix too: comm/'s front door shares its folder with the public
+# words below everything else in comm.
+FRONT_DOOR = ["comm/communicator.h", "comm/communicator.cpp", "comm/collectives.cpp",
+              "comm/block_collectives.cpp", "comm/point_to_point.cpp", "comm/collective_checks.h",
+              "comm/collective_checks.cpp"]
 LAYERS = {
     "core": ("core", 0),
     "kernels": ("kernels", 1),
     "tensor": ("tensor", 2),
     "autograd": ("autograd", 3),
     "comm": ("comm", 3),
-    "comm/ddp": ("comm/ddp", 4),
-    "apps": ("apps", 5),
-    "bindings": ("bindings", 5),
-    "perf": ("perf", 6),
-    "examples": ("examples", 6),
-    "tests": ("tests", 6),
-    "tests/doubles": ("doubles", 6),
+    "comm/bootstrap": ("comm/bootstrap", 4),
+    "comm/transport": ("comm/transport", 5),
+    "comm/algorithms": ("comm/algorithms", 6),
+    "comm/world": ("comm/world", 7),
+    "comm/execution": ("comm/execution", 8),
+    **{path: ("comm's front door", 9) for path in FRONT_DOOR},
+    "comm/ddp": ("comm/ddp", 10),
+    "apps": ("apps", 11),
+    "bindings": ("bindings", 11),
+    "perf": ("perf", 12),
+    "examples": ("examples", 12),
+    "tests": ("tests", 12),
+    "tests/doubles": ("doubles", 12),
 }
-TOP = 6
+TOP = 12
+# Layers that never include each other whatever their ranks: the tensor-and-autograd side and the
+# communication side meet only in comm/ddp.
+PEERS = [{"autograd"}, {"comm", "comm/bootstrap", "comm/transport", "comm/algorithms", "comm/world",
+                        "comm/execution", "comm's front door"}]
 DOUBLES = "doubles"
 # The files read: every layer below the top, the top's product code, and the doubles themselves.
 SCANNED = ["core", "kernels", "tensor", "autograd", "comm", "apps", "bindings", "perf", "examples",
@@ -65,7 +84,11 @@ def refuse(layer, rank, product, to_layer, to_rank):
     if product and to_layer == DOUBLES:
         return (f"product code (layer {layer}) may not include a test double (layer {to_layer}); "
                 "include the real header it shadows")
-    if rank == TOP or to_layer == layer or to_rank < rank:
+    if rank == TOP or to_layer == layer:
+        return None
+    if layer in PEERS[0] and to_layer in PEERS[1] or layer in PEERS[1] and to_layer in PEERS[0]:
+        return f"layer {layer} may not include its peer layer {to_layer}"
+    if to_rank < rank:
         return None
     if to_rank == rank:
         return f"layer {layer} may not include its peer layer {to_layer}"
@@ -115,7 +138,15 @@ CLEAN_TREE = {
     "tensor/tensor.h": ['"kernels/relu.h"', '"core/error.h"'],
     "autograd/module.h": ['"tensor/tensor.h"'],
     "autograd/optim/sgd.h": ['"autograd/module.h"'],
-    "comm/communicator.h": ['"tensor/tensor.h"', "<cuda_runtime.h>", "<nccl.h>"],
+    "comm/types.h": ['"tensor/tensor.h"'],
+    "comm/bootstrap/runtime.h": ['"comm/types.h"'],
+    "comm/transport/transport.h": ['"comm/bootstrap/runtime.h"', '"comm/types.h"'],
+    "comm/transport/mpi/mpi.h": ['"comm/transport/transport.h"', '"comm/transport/shm/slots.h"'],
+    "comm/transport/shm/slots.h": ['"comm/transport/transport.h"'],
+    "comm/algorithms/ring.h": ['"comm/transport/mpi/mpi.h"'],
+    "comm/world/routes.h": ['"comm/algorithms/ring.h"'],
+    "comm/execution/executor.h": ['"comm/world/routes.h"'],
+    "comm/communicator.h": ['"comm/execution/executor.h"', '"tensor/tensor.h"', "<cuda_runtime.h>", "<nccl.h>"],
     "comm/ddp/ddp.h": ['"comm/communicator.h"', '"autograd/module.h"'],
     "apps/train/main.cpp": ['"comm/ddp/ddp.h"', '"apps/train/trainer.h"'],
     "apps/train/trainer.h": ['"autograd/optim/sgd.h"'],
@@ -130,9 +161,18 @@ CLEAN_TREE = {
 PLANTED = {
     "kernels/relu.h": ('"tensor/tensor.h"', "layer kernels may not include layer tensor"),
     "comm/communicator.h": ('"tests/doubles/cuda/cuda_emu.h"',
-                            "product code (layer comm) may not include a test double"),
+                            "product code (layer comm's front door) may not include a test double"),
     "autograd/module.h": ('"comm/communicator.h"',
-                          "layer autograd may not include its peer layer comm"),
+                          "layer autograd may not include its peer layer comm's front door"),
+    "comm/types.h": ('"comm/bootstrap/runtime.h"', "layer comm may not include layer comm/bootstrap"),
+    "comm/transport/shm/slots.h": ('"comm/algorithms/ring.h"',
+                                   "layer comm/transport may not include layer comm/algorithms"),
+    "comm/algorithms/ring.h": ('"autograd/module.h"',
+                               "layer comm/algorithms may not include its peer layer autograd"),
+    "comm/world/routes.h": ('"comm/execution/executor.h"',
+                            "layer comm/world may not include layer comm/execution"),
+    "comm/execution/executor.h": ('"comm/communicator.h"',
+                                  "layer comm/execution may not include layer comm's front door"),
     "comm/ddp/ddp.h": ('"apps/train/trainer.h"', "layer comm/ddp may not include layer apps"),
     "examples/hello.cpp": ('"tests/doubles/nccl/nccl.h"',
                            "product code (layer examples) may not include a test double"),

@@ -528,7 +528,8 @@ TEST_CASE("8-bit sums and products wrap on overflow with every algorithm, native
           "[collectives][all_reduce][wrap]") {
   // Open MPI 4.1.4's op/avx saturates 8-bit MPI_SUM from 16 elements up (and MPICH 4.0.2 compares
   // MPI_UINT8_T as signed in MPI_MIN/MPI_MAX, which the matrix above catches); ringdp's native
-  // algorithm must still give C's answer (comm/transport/mpi/native_mpi.cpp reduces 8-bit types with ringdp's kernel).
+  // algorithm must still give C's answer (comm/transport/mpi/native_mpi.cpp reduces 8-bit types with ringdp's
+  // kernel).
   auto& comm = world();
   const int N = comm.size();
   std::vector<std::pair<std::string, int64_t>> results;

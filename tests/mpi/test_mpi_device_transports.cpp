@@ -4,7 +4,8 @@
 //   - MpiCudaTransport, staged through pinned host memory (comm/transport/cuda/mpi_cuda_transport.h): a send
 //     posted before its device-to-host copy has finished, or a reduction that reads a segment
 //     before its host-to-device copy, gives wrong results here every time;
-//   - NcclTransport (comm/transport/cuda/nccl_transport.h) over the NCCL stand-in of tests/doubles/nccl, which
+//   - NcclTransport (comm/transport/cuda/nccl_transport.h) over the NCCL stand-in of tests/doubles/nccl,
+//   which
 //     runs each NCCL group as one item of the emulated stream: several ranks, which the one-GPU
 //     machine cannot give NCCL.
 // Every algorithm of comm/ runs on device pointers against independently computed references,
@@ -22,11 +23,11 @@
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
+#include "comm/algorithms/position.h"
 #include "comm/transport/cuda/mpi_cuda_transport.h"
-#include "comm/transport/mpi/mpi_transport.h"
 #include "comm/transport/cuda/native_nccl.h"
 #include "comm/transport/cuda/nccl_transport.h"
-#include "comm/algorithms/position.h"
+#include "comm/transport/mpi/mpi_transport.h"
 #include "kernels/elementwise.h"
 #include "tests/doubles/cuda/cuda_emu.h"
 #include "tests/support/catch_session.h"

@@ -16,8 +16,8 @@
 
 #include "autograd/layers.h"
 #include "autograd/optim/sgd.h"
-#include "comm/ddp/distributed_data_parallel.h"
 #include "comm/bootstrap/mpi_runtime.h"
+#include "comm/ddp/distributed_data_parallel.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;

@@ -1,5 +1,5 @@
-// The collective tags of comm/transport/envelope.h: every (kind, dtype, op, algorithm, sequence mod 2^bits) its own
-// tag, every tag under the MPI_TAG_UB the bits were chosen for, and the sequence wrapping at 2^bits.
+// The collective tags of comm/transport/envelope.h: every (kind, dtype, op, algorithm, sequence mod 2^bits)
+// its own tag, every tag under the MPI_TAG_UB the bits were chosen for, and the sequence wrapping at 2^bits.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
-// Implements comm/transport/cuda/cuda_stream_transport.h (the contract is documented there). Tested through its
-// two transports: tests/mpi/test_mpi_device_transports.cpp (emulator) and tests/gpu/device_check.sh.
+// Implements comm/transport/cuda/cuda_stream_transport.h (the contract is documented there). Tested through
+// its two transports: tests/mpi/test_mpi_device_transports.cpp (emulator) and tests/gpu/device_check.sh.
 #include "comm/transport/cuda/cuda_stream_transport.h"
 
 #if RINGDP_HAVE_CUDA || defined(RINGDP_CUDA_EMULATOR)

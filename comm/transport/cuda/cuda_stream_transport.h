@@ -1,3 +1,6 @@
+// Folder comm/transport/cuda/: the transports of CUDA tensors (NCCL's point-to-point, CUDA
+// memory over MPI), what they share (this header), and NCCL's own collectives.
+//
 // What the two transports of CUDA tensors (NcclTransport, MpiCudaTransport) share: a device, a
 // stream of their own, and how a collective on that stream is joined to the caller's.
 //

@@ -10,9 +10,9 @@
 #include <exception>
 #include <thread>
 
+#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/envelope.h"
 #include "comm/transport/idle_backoff.h"
-#include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/mpi/mpi_wire.h"
 #include "comm/transport/mpi/native_mpi.h"
 #include "comm/transport/shm/shared_slots.h"

@@ -1,3 +1,6 @@
+// Folder comm/transport/mpi/: the transport over MPI point-to-point, its two-part protocol and
+// wire words, and MPI's own collectives (the `native` baseline).
+//
 // Transport over MPI point-to-point: MPI_Isend, MPI_Irecv and MPI_Testall only. The wait polls
 // MPI_Testall so it can check the deadline, yielding the core between polls where ranks share
 // cores (set_yield_when_idle).

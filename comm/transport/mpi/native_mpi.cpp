@@ -1,5 +1,5 @@
-// Implements comm/transport/mpi/native_mpi.h (the contract is documented there). Tested by tests/mpi/test_collectives.cpp
-// (algorithm native).
+// Implements comm/transport/mpi/native_mpi.h (the contract is documented there). Tested by
+// tests/mpi/test_collectives.cpp (algorithm native).
 #include "comm/transport/mpi/native_mpi.h"
 
 #if RINGDP_HAVE_MPI

@@ -1,3 +1,6 @@
+// Folder comm/transport/shm/: memory shared by the ranks of one host (MPI-3 shared windows):
+// these slots, the shared allocations behind Communicator::allocate_shared, the /dev/shm check.
+//
 // SharedSlots: an MPI-3 shared-memory window over the ranks of a job that runs on one host, in
 // which every rank owns two slots and uses them in alternate rounds. A round: each rank copies
 // its part into its slot and publishes the round number (a release store); the others wait for

@@ -1,6 +1,6 @@
 // A stand-in for NCCL's header, for tests only: the calls comm/transport/cuda/nccl_transport.cpp and
-// comm/transport/cuda/native_nccl.cpp make, carried out over MPI on the CPU emulator's streams (nccl_emu.cpp).
-// It lets the mpi suite run NcclTransport with several real ranks, which the one-GPU machine
+// comm/transport/cuda/native_nccl.cpp make, carried out over MPI on the CPU emulator's streams
+// (nccl_emu.cpp). It lets the mpi suite run NcclTransport with several real ranks, which the one-GPU machine
 // cannot (NCCL before 2.30 refuses two ranks on one device). It says nothing about NCCL's
 // speed or its own protocols; it checks how ringdp drives NCCL: groups, ordering on the stream,
 // device-memory buffers, the barrier's one-byte signals, and, as NCCL documents them:

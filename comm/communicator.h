@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "comm/algorithms/algorithm_choice.h"
-#include "comm/algorithms/position.h"
 #include "comm/comm_options.h"
 #include "comm/execution/execution.h"
+#include "comm/position.h"
 #include "comm/transport/shm/shared_allocations.h"
 #include "comm/types.h"
 #include "comm/work.h"

@@ -1,6 +1,6 @@
 // Folder comm/algorithms/: the algorithms, on a Transport and nothing above it (no world, no
-// queue, no communicator), the pure choice among them (algorithm_choice.h), the position a
-// collective reports and DETAIL's fingerprint.
+// queue, no communicator), the pure choice among them (algorithm_choice.h) and DETAIL's
+// fingerprint.
 //
 // The collective algorithms, written once against Transport on raw buffers of `dtype`.
 // Each lives in its own file (<collective>_<algorithm>.cpp) with its step table; this header
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/algorithms/position.h"
+#include "comm/position.h"
 #include "comm/transport/transport.h"
 #include "core/dtype.h"
 #include "core/reduce_op.h"

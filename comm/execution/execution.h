@@ -27,11 +27,11 @@
 
 #include "comm/algorithms/algorithm_choice.h"
 #include "comm/algorithms/algorithms.h"
-#include "comm/algorithms/position.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/comm_options.h"
 #include "comm/execution/call_queue.h"
 #include "comm/execution/fault.h"
+#include "comm/position.h"
 #include "comm/transport/envelope.h"
 #include "comm/work.h"
 #include "comm/world/routes.h"

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <string>
 
-#include "comm/algorithms/position.h"
+#include "comm/position.h"
 #include "comm/transport/transport.h"
 #include "core/error.h"
 

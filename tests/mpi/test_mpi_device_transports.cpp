@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "comm/algorithms/algorithms.h"
-#include "comm/algorithms/position.h"
+#include "comm/position.h"
 #include "comm/transport/cuda/mpi_cuda_transport.h"
 #include "comm/transport/cuda/native_nccl.h"
 #include "comm/transport/cuda/nccl_transport.h"

@@ -6,7 +6,7 @@ import re
 import subprocess
 
 TRACE = "ringdp trace: "
-# comm/algorithms/position.cpp's phase_name(), the phases these pictures meet; two words in "shared memory".
+# comm/position.cpp's phase_name(), the phases these pictures meet; two words in "shared memory".
 PHASES = ("reduce-scatter", "all-gather", "exchange", "fold-in", "unfold", "shared memory", "signal")
 # One step of a collective: "rank 0 all_reduce #1 ring step 1/6 reduce-scatter <what happened>".
 STEP = re.compile(r"rank (\d+) (\w+) #(\d+) (\w+) step (\d+)/(\d+) (" + "|".join(PHASES) + r")\b\s*(.*)$")

@@ -1,6 +1,6 @@
-// Implements comm/algorithms/position.h (the contract is documented there). Tested by the watchdog report in
+// Implements comm/position.h (the contract is documented there). Tested by the watchdog report in
 // tests/cli/bench.sh hang.
-#include "comm/algorithms/position.h"
+#include "comm/position.h"
 
 #include <sstream>
 

@@ -12,7 +12,7 @@
 
 #include "comm/algorithms/fingerprint.h"
 #include "comm/collective_checks.h"
-#include "comm/communicator.h"
+#include "comm/communicator_state.h"
 
 namespace ringdp::comm {
 
@@ -178,6 +178,7 @@ struct AllGatherUneven {
 }  // namespace
 
 Work Communicator::gather(const Tensor& input, Tensor& output, int root, CollectiveOptions opts) {
+  State& state = *state_;
   check_root(root, size_, "gather");
   RINGDP_CHECK(input.defined(), "gather: undefined input");
   const int64_t n = input.numel();
@@ -193,17 +194,18 @@ Work Communicator::gather(const Tensor& input, Tensor& output, int root, Collect
                 .count = n,
                 .algorithm = resolve(CollectiveKind::gather, input.nbytes(), opts.algorithm),
                 .root = root,
-                .route = routes_.route_for(input),
+                .route = state.routes_.route_for(input),
                 .async = opts.async},
       .rank = rank_,
       .blocks = rooted_blocks(true, rank_, root, size_, n)};
-  if (executor_.run_direct(collective.issue,
-                           [&] { collective.library(routes_.host(), input, data_or_null(output)); }))
+  if (state.executor_.run_direct(
+          collective.issue, [&] { collective.library(state.routes_.host(), input, data_or_null(output)); }))
     return Work::returned();
-  return run(collective, input, output);
+  return state.run(collective, input, output);
 }
 
 Work Communicator::scatter(const Tensor& input, Tensor& output, int root, CollectiveOptions opts) {
+  State& state = *state_;
   check_root(root, size_, "scatter");
   RINGDP_CHECK(output.defined(), "scatter: undefined output");
   const int64_t n = output.numel();
@@ -219,17 +221,18 @@ Work Communicator::scatter(const Tensor& input, Tensor& output, int root, Collec
                 .count = n,
                 .algorithm = resolve(CollectiveKind::scatter, output.nbytes(), opts.algorithm),
                 .root = root,
-                .route = routes_.route_for(output),
+                .route = state.routes_.route_for(output),
                 .async = opts.async},
       .rank = rank_,
       .blocks = rooted_blocks(false, rank_, root, size_, n)};
-  if (executor_.run_direct(collective.issue,
-                           [&] { collective.library(routes_.host(), data_or_null(input), output); }))
+  if (state.executor_.run_direct(
+          collective.issue, [&] { collective.library(state.routes_.host(), data_or_null(input), output); }))
     return Work::returned();
-  return run(collective, input, output);
+  return state.run(collective, input, output);
 }
 
 Work Communicator::all_to_all(const Tensor& input, Tensor& output, CollectiveOptions opts) {
+  State& state = *state_;
   check_pair(input, output, "all_to_all");
   RINGDP_CHECK(input.numel() == output.numel(), "all_to_all: input has ", input.numel(), " elements, output ",
                output.numel());
@@ -243,20 +246,22 @@ Work Communicator::all_to_all(const Tensor& input, Tensor& output, CollectiveOpt
                 .dtype = input.dtype(),
                 .count = n,
                 .algorithm = resolve(CollectiveKind::all_to_all, input.nbytes(), opts.algorithm),
-                .route = routes_.route_for(input),
+                .route = state.routes_.route_for(input),
                 .async = opts.async},
       .blocks = {.send_counts = counts,
                  .send_offsets = offsets,
                  .recv_counts = counts,
                  .recv_offsets = offsets},
       .block = n};
-  if (executor_.run_direct(collective.issue, [&] { collective.library(routes_.host(), input, output); }))
+  if (state.executor_.run_direct(collective.issue,
+                                 [&] { collective.library(state.routes_.host(), input, output); }))
     return Work::returned();
-  return run(collective, input, output);
+  return state.run(collective, input, output);
 }
 
 Work Communicator::all_to_all(const Tensor& input, std::span<const int64_t> send_counts, Tensor& output,
                               std::span<const int64_t> recv_counts, CollectiveOptions opts) {
+  State& state = *state_;
   check_pair(input, output, "all_to_all");
   const int64_t sent = check_counts(send_counts, size_, "all_to_all", "send_counts");
   const int64_t received = check_counts(recv_counts, size_, "all_to_all", "recv_counts");
@@ -277,19 +282,21 @@ Work Communicator::all_to_all(const Tensor& input, std::span<const int64_t> send
                 .dtype = input.dtype(),
                 .count = sent,
                 .algorithm = resolve(CollectiveKind::all_to_all, input.nbytes(), opts.algorithm),
-                .route = routes_.route_for(input),
+                .route = state.routes_.route_for(input),
                 .async = opts.async,
                 .layout = 1,  // uneven: never equal to an even all_to_all's 0
                 .per_rank_count = true},
       .blocks = std::move(blocks),
       .block = -1};
-  if (executor_.run_direct(collective.issue, [&] { collective.library(routes_.host(), input, output); }))
+  if (state.executor_.run_direct(collective.issue,
+                                 [&] { collective.library(state.routes_.host(), input, output); }))
     return Work::returned();
-  return run(collective, input, output);
+  return state.run(collective, input, output);
 }
 
 Work Communicator::all_gather(const Tensor& input, Tensor& output, std::span<const int64_t> counts,
                               CollectiveOptions opts) {
+  State& state = *state_;
   check_pair(input, output, "all_gather");
   const int64_t total = check_counts(counts, size_, "all_gather", "counts");
   RINGDP_CHECK(input.numel() == counts[rank_], "all_gather: rank ", rank_, "'s input has ", input.numel(),
@@ -303,7 +310,7 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, std::span<con
                 .dtype = input.dtype(),
                 .count = total,
                 .algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm),
-                .route = routes_.route_for(input),
+                .route = state.routes_.route_for(input),
                 .async = opts.async,
                 .layout = counts_hash(counts)},
       .rank = rank_,
@@ -311,9 +318,10 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, std::span<con
                  .send_offsets = std::vector<int64_t>(size_, 0),
                  .recv_counts = {counts.begin(), counts.end()},
                  .recv_offsets = std::move(offsets)}};
-  if (executor_.run_direct(collective.issue, [&] { collective.library(routes_.host(), input, output); }))
+  if (state.executor_.run_direct(collective.issue,
+                                 [&] { collective.library(state.routes_.host(), input, output); }))
     return Work::returned();
-  return run(collective, input, output);
+  return state.run(collective, input, output);
 }
 
 }  // namespace ringdp::comm

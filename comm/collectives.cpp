@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "comm/collective_checks.h"
-#include "comm/communicator.h"
+#include "comm/communicator_state.h"
 #include "tensor/ops.h"
 
 namespace ringdp::comm {
@@ -250,23 +250,24 @@ Work Communicator::all_reduce(Tensor& tensor, ReduceOp op, CollectiveOptions opt
 }
 
 Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, CollectiveOptions opts) {
+  State& state = *state_;
   check_pair(input, output, "all_reduce");
   check_overlap(input, output, "all_reduce", input, output, 0);
   check_same_numel(input, output, "all_reduce");
   check_op(op, input.dtype());
-  const Route route = routes_.route_for(input);
+  const Route route = state.routes_.route_for(input);
   // A look over a few address ranges, and none at all until allocate_shared was called.
   std::optional<SharedPlace> input_place, output_place;
-  if (route == Route::host && !shared_allocations_.empty()) {
-    input_place = shared_allocations_.find(input.data_ptr(), input.nbytes());
-    output_place = shared_allocations_.find(output.data_ptr(), output.nbytes());
+  if (route == Route::host && !state.shared_allocations_.empty()) {
+    input_place = state.shared_allocations_.find(input.data_ptr(), input.nbytes());
+    output_place = state.shared_allocations_.find(output.data_ptr(), output.nbytes());
   }
   const bool shared_buffers = input_place && output_place;
   const Algorithm algorithm =
       opts.algorithm == Algorithm::native
           ? Algorithm::native
-          : choose_algorithm(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm, route, topology(),
-                             options_, shared_buffers)
+          : choose_algorithm(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm, route,
+                             state.topology(), options_, shared_buffers)
                 .algorithm;
   const AllReduce collective{.issue = {.kind = CollectiveKind::all_reduce,
                                        .dtype = input.dtype(),
@@ -279,18 +280,18 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
                              .size = size_,
                              .scatter_min_bytes = options_.shared_memory_scatter_min_bytes,
                              .rd_max_bytes = options_.recursive_doubling_max_bytes,
-                             .uniform_hosts = world_.uniform_hosts,
-                             .host_transport = world_.host_transport.get(),
-                             .cross_transport = world_.cross_transport.get(),
-                             .allocations = &shared_allocations_,
+                             .uniform_hosts = state.world_.uniform_hosts,
+                             .host_transport = state.world_.host_transport.get(),
+                             .cross_transport = state.world_.cross_transport.get(),
+                             .allocations = &state.shared_allocations_,
                              .input_place = shared_buffers ? input_place : std::nullopt,
                              .output_place = shared_buffers ? output_place : std::nullopt};
-  if (executor_.run_direct(collective.issue, [&] {
-        collective.library(routes_.host(), input, output, input.numel());
+  if (state.executor_.run_direct(collective.issue, [&] {
+        collective.library(state.routes_.host(), input, output, input.numel());
         collective.finish(output);
       }))
     return Work::returned();
-  return run(collective, input, output);
+  return state.run(collective, input, output);
 }
 
 Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptions opts) {
@@ -299,6 +300,7 @@ Work Communicator::reduce(Tensor& tensor, int root, ReduceOp op, CollectiveOptio
 
 Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceOp op,
                           CollectiveOptions opts) {
+  State& state = *state_;
   check_pair(input, output, "reduce");
   check_overlap(input, output, "reduce", input, output, 0);
   check_root(root, size_, "reduce");
@@ -311,18 +313,18 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
                 .algorithm = resolve(CollectiveKind::reduce, input.nbytes(), opts.algorithm),
                 .op = op,
                 .root = root,
-                .route = routes_.route_for(input),
+                .route = state.routes_.route_for(input),
                 .async = opts.async,
                 .shape = ShapeNote::of(input.shape())},
       .rank = rank_,
       .size = size_};
-  if (executor_.run_direct(collective.issue, [&] {
+  if (state.executor_.run_direct(collective.issue, [&] {
         const Tensor& out = collective.destination(input, output, output.is_same(input));
-        collective.library(routes_.host(), input, out);
+        collective.library(state.routes_.host(), input, out);
         collective.finish(output);
       }))
     return Work::returned();
-  return run(collective, input, output);
+  return state.run(collective, input, output);
 }
 
 Work Communicator::broadcast(Tensor& tensor, int root, CollectiveOptions opts) {
@@ -330,6 +332,7 @@ Work Communicator::broadcast(Tensor& tensor, int root, CollectiveOptions opts) {
 }
 
 Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, CollectiveOptions opts) {
+  State& state = *state_;
   check_pair(input, output, "broadcast");
   check_overlap(input, output, "broadcast", input, output, 0);
   check_root(root, size_, "broadcast");
@@ -340,19 +343,20 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
                 .count = input.numel(),
                 .algorithm = resolve(CollectiveKind::broadcast, input.nbytes(), opts.algorithm),
                 .root = root,
-                .route = routes_.route_for(input),
+                .route = state.routes_.route_for(input),
                 .async = opts.async,
                 .shape = ShapeNote::of(input.shape())},
       .rank = rank_};
-  if (executor_.run_direct(collective.issue, [&] {
-        collective.prepare(routes_.host(), input, output, output.is_same(input));
-        collective.library(routes_.host(), output);
+  if (state.executor_.run_direct(collective.issue, [&] {
+        collective.prepare(state.routes_.host(), input, output, output.is_same(input));
+        collective.library(state.routes_.host(), output);
       }))
     return Work::returned();
-  return run(collective, input, output);
+  return state.run(collective, input, output);
 }
 
 Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOptions opts) {
+  State& state = *state_;
   check_pair(input, output, "all_gather");
   check_overlap(input, output, "all_gather", output, input, rank_ * input.nbytes());
   RINGDP_CHECK(output.numel() == input.numel() * size_, "all_gather: output has ", output.numel(),
@@ -362,15 +366,17 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
                 .dtype = input.dtype(),
                 .count = input.numel(),
                 .algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm),
-                .route = routes_.route_for(input),
+                .route = state.routes_.route_for(input),
                 .async = opts.async,
                 .shape = ShapeNote::of(input.shape())}};
-  if (executor_.run_direct(collective.issue, [&] { collective.library(routes_.host(), input, output); }))
+  if (state.executor_.run_direct(collective.issue,
+                                 [&] { collective.library(state.routes_.host(), input, output); }))
     return Work::returned();
-  return run(collective, input, output);
+  return state.run(collective, input, output);
 }
 
 Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op, CollectiveOptions opts) {
+  State& state = *state_;
   check_pair(input, output, "reduce_scatter");
   check_overlap(input, output, "reduce_scatter", input, output, rank_ * output.nbytes());
   RINGDP_CHECK(input.numel() == output.numel() * size_, "reduce_scatter: input has ", input.numel(),
@@ -382,26 +388,27 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
                 .count = output.numel(),
                 .algorithm = resolve(CollectiveKind::reduce_scatter, input.nbytes(), opts.algorithm),
                 .op = op,
-                .route = routes_.route_for(input),
+                .route = state.routes_.route_for(input),
                 .async = opts.async,
                 .shape = ShapeNote::of(output.shape())},
       .size = size_};
-  if (executor_.run_direct(collective.issue, [&] {
-        collective.library(routes_.host(), input, output);
+  if (state.executor_.run_direct(collective.issue, [&] {
+        collective.library(state.routes_.host(), input, output);
         collective.finish(output);
       }))
     return Work::returned();
-  return run(collective, input, output);
+  return state.run(collective, input, output);
 }
 
 Work Communicator::barrier(CollectiveOptions opts) {
+  State& state = *state_;
   const Barrier collective{.issue = {.kind = CollectiveKind::barrier,
                                      .algorithm = resolve(CollectiveKind::barrier, 0, opts.algorithm),
                                      .async = opts.async}};
-  if (executor_.run_direct(collective.issue, [&] { collective.library(routes_.host()); }))
+  if (state.executor_.run_direct(collective.issue, [&] { collective.library(state.routes_.host()); }))
     return Work::returned();
   Tensor none;
-  return run(collective, none, none);
+  return state.run(collective, none, none);
 }
 
 }  // namespace ringdp::comm

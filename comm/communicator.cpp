@@ -2,7 +2,7 @@
 // available); the collectives themselves are in comm/collectives.cpp. Tested by tests/mpi/
 // (collectives, async, errors) and tests/cli/bench.sh; the choice itself by
 // tests/unit/test_algorithm_choice.cpp.
-#include "comm/communicator.h"
+#include "comm/communicator_state.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -39,7 +39,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks,
     RINGDP_CHECK(!seen[static_cast<size_t>(r)], "group: rank ", r, " is listed twice");
     seen[static_cast<size_t>(r)] = true;
   }
-  executor_.check_open("group");
+  state_->executor_.check_open("group");
   RINGDP_CHECK(seen[static_cast<size_t>(rank_)], "group: this rank (", rank_,
                ") is not in the list; only a group's members create it, the others call nothing");
   CommOptions options = options_;
@@ -50,14 +50,14 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks,
   // Its MPI calls run as a call of this communicator: after what was issued before it (an
   // asynchronous all-reduce, then new_group).
   std::shared_ptr<Communicator> group;
-  executor_.queue().run(
+  state_->executor_.queue().run(
       [&] {
-        DiscoveredWorld members = bootstrap_group(options, *world_.transport, ranks);
+        DiscoveredWorld members = bootstrap_group(options, *state_->world_.transport, ranks);
         group.reset(new Communicator(std::move(members), options, false));
       },
       false);
   for (const int r : ranks) group->world_ranks_.push_back(world_ranks_.empty() ? r : world_ranks_[r]);
-  group->executor_.set_label(group_label(group->world_ranks_));
+  group->state_->executor_.set_label(group_label(group->world_ranks_));
   return group;
 }
 
@@ -78,42 +78,42 @@ std::string Communicator::group_label(const std::vector<int>& world_ranks) {
 
 Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whole_job)
     : options_(options),
-      world_(std::move(world)),
-      rank_(world_.transport->rank()),
-      size_(world_.transport->size()),
+      rank_(world.transport->rank()),
+      size_(world.transport->size()),
+      local_rank_(world.local_rank),
+      local_size_(world.local_size),
       whole_job_(whole_job),
-      shared_slots_(world_.transport->shared_slots()),
-      routes_(*world_.transport, options_, world_.local_rank),
-      executor_(routes_, options_, rank_, size_, world_.transport->tag_upper_bound()) {
+      state_(std::make_unique<State>(std::move(world), options_)) {
   if (whole_job) {
     if (rank_ == 0) settings::warn_unknown_variables();
     FaultPlan::from_environment().check_ranks(size_);
     timeline::start_from_environment(rank_);
   }
   // Last: a constructor that throws runs no destructor, which would leave the hook behind.
-  if (world_.departures) {
-    world_.departures->watch_position(&executor_.position());
-    executor_.set_departures(world_.departures.get());
-    exit_hook_ = add_exit_hook([this](const std::string& why) { leave(why); });
+  if (state_->world_.departures) {
+    state_->world_.departures->watch_position(&state_->executor_.position());
+    state_->executor_.set_departures(state_->world_.departures.get());
+    state_->exit_hook_ = add_exit_hook([this](const std::string& why) { leave(why); });
   }
 }
 
 void Communicator::leave(const std::string& why) {
-  std::lock_guard guard(leave_mutex_);
-  if (left_) return;
-  left_ = true;
+  State& state = *state_;
+  std::lock_guard guard(state.leave_mutex_);
+  if (state.left_) return;
+  state.left_ = true;
   // Telling the peers and freeing the windows must wait for this communicator's calls, and must not
   // run while another communicator's call is inside MPI where one queue serves them all.
-  CallQueue& queue = executor_.queue();
+  CallQueue& queue = state.executor_.queue();
   queue.drain();
   std::unique_lock lock(queue.exec_mutex());
-  executor_.close("has left the job (" + why + ")");
-  Departures* departures = world_.departures.get();
+  state.executor_.close("has left the job (" + why + ")");
+  Departures* departures = state.world_.departures.get();
   if (!departures || !mpi_is_initialized()) return;  // a program may have finalized MPI itself
   // Only the shared windows need every rank at teardown; every rank has the same ones.
-  const bool shared = shared_slots_ || !shared_allocations_.empty();
+  const bool shared = state.shared_slots_ || !state.shared_allocations_.empty();
   const bool unwinding = std::uncaught_exceptions() > 0;
-  departures->announce(why, executor_.finished(), shared && !unwinding);
+  departures->announce(why, state.executor_.finished(), shared && !unwinding);
   bool free = false;
   if (shared && !unwinding) {
     await_peers(lock);
@@ -121,18 +121,19 @@ void Communicator::leave(const std::string& why) {
   }
   departures->stop_listening();
   // Collective when `free`: every rank is here, and each frees in the same order.
-  shared_allocations_.release(free);
-  if (shared_slots_) shared_slots_->release(free);
+  state.shared_allocations_.release(free);
+  if (state.shared_slots_) state.shared_slots_->release(free);
 }
 
 void Communicator::await_peers(std::unique_lock<std::mutex>& exec_lock) {
+  State& state = *state_;
   // Waiting here may last (a peer still computing, or inside a collective that has yet to see
   // this rank's notice): sleep between looks, growing to 10 ms, without the execution lock, so
   // that another communicator's calls go on meanwhile.
   const auto since = std::chrono::steady_clock::now();
   auto pause = std::chrono::microseconds(20);
   bool said = false;
-  while (!world_.departures->everyone_left()) {
+  while (!state.world_.departures->everyone_left()) {
     exec_lock.unlock();
     std::this_thread::sleep_for(pause);
     exec_lock.lock();
@@ -141,7 +142,7 @@ void Communicator::await_peers(std::unique_lock<std::mutex>& exec_lock) {
       std::fprintf(stderr,
                    "ringdp: rank %d: has left the job and waits for rank(s) %s to leave too before freeing "
                    "the shared memory (longer than the collective timeout already)\n",
-                   rank_, world_.departures->missing().c_str());
+                   rank_, state.world_.departures->missing().c_str());
       said = true;
     }
   }
@@ -151,70 +152,77 @@ Communicator::~Communicator() {
   if (in_forked_child()) {
     // MPI, the shared windows and the worker thread are the parent's: freeing any of them here
     // would free the parent's (or wait for a thread this process does not have). Let them go.
-    shared_allocations_.release(false);
-    routes_.abandon();
-    new DiscoveredWorld(std::move(world_));
+    state_->shared_allocations_.release(false);
+    state_->routes_.abandon();
+    new DiscoveredWorld(std::move(state_->world_));
     return;  // the executor's queue drains nothing in a child (comm/execution/call_queue.h)
   }
-  if (exit_hook_) drop_exit_hook(exit_hook_);
+  if (state_->exit_hook_) drop_exit_hook(state_->exit_hook_);
   leave("its communicator was destroyed");
   // Freeing the transports' MPI communicators must not run while another communicator's call is
   // inside MPI where one queue serves them all (comm/execution/call_queue.h).
-  std::lock_guard lock(executor_.queue().exec_mutex());
-  routes_.release();
-  world_.cross_transport.reset();
-  world_.host_transport.reset();
-  world_.transport.reset();
+  std::lock_guard lock(state_->executor_.queue().exec_mutex());
+  state_->routes_.release();
+  state_->world_.cross_transport.reset();
+  state_->world_.host_transport.reset();
+  state_->world_.transport.reset();
 }
 
+Device Communicator::device() const { return state_->routes_.device(); }
+
 const char* Communicator::backend_name() const {
-  return routes_.route_for(device()) == Route::nccl ? "nccl" : world_.bootstrap;
+  State& state = *state_;
+  return state.routes_.route_for(device()) == Route::nccl ? "nccl" : state.world_.bootstrap;
 }
 
 std::string Communicator::shared_refusal() const {
+  State& state = *state_;
   const std::string why = "allocate_shared: a shared window needs ";
-  if (std::string_view(world_.bootstrap) != "mpi")
+  if (std::string_view(state.world_.bootstrap) != "mpi")
     return why + "ranks started by an MPI launcher (mpirun); this is a world of one without MPI";
-  if (world_.local_size != size_)
-    return detail::concat(why, "every rank on one host; these ", size_, " ranks run on ", world_.hosts,
-                          " hosts (", world_.local_size, " on this one)");
+  if (state.world_.local_size != size_)
+    return detail::concat(why, "every rank on one host; these ", size_, " ranks run on ", state.world_.hosts,
+                          " hosts (", state.world_.local_size, " on this one)");
   if (!whole_job_)
     return why +
            "the whole job's communicator: a group has none, because torch frees groups at each "
            "rank's own time and freeing a window is collective";
-  if (!shared_slots_)
+  if (!state.shared_slots_)
     return why + "MPI shared windows in the unified memory model, which this MPI did not give";
   return {};
 }
 
 Tensor Communicator::allocate_shared(Shape shape, DType dtype) {
+  State& state = *state_;
   // Every rank reaches the same answer: the world's shape and MPI's window model are the same
   // for all, so none waits below for a rank that was refused.
-  executor_.check_open("allocate_shared");
+  state.executor_.check_open("allocate_shared");
   const std::string refusal = shared_refusal();
   RINGDP_CHECK(refusal.empty(), refusal);
   void* data = nullptr;
   // MPI calls of this communicator: after what was issued before, never beside a queued call.
-  executor_.queue().run([&] { data = shared_allocations_.allocate(*world_.transport, shape, dtype); }, false);
+  state.executor_.queue().run(
+      [&] { data = state.shared_allocations_.allocate(*state.world_.transport, shape, dtype); }, false);
   return Tensor::borrow(data, std::move(shape), dtype);
 }
 
 Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const {
-  return choose_algorithm(kind, bytes, requested, Route::host, topology(), options_).algorithm;
+  return choose_algorithm(kind, bytes, requested, Route::host, state_->topology(), options_).algorithm;
 }
 
 std::string Communicator::explain_choice(CollectiveKind kind, size_t bytes, Algorithm requested) const {
-  const Topology world = topology();
+  const Topology world = state_->topology();
   return explain(choose_algorithm(kind, bytes, requested, Route::host, world, options_), bytes, world,
                  options_);
 }
 
 AlgorithmSet Communicator::available(CollectiveKind kind, Device device) const {
-  return comm::available(kind, routes_.route_for(device), topology());
+  State& state = *state_;
+  return comm::available(kind, state.routes_.route_for(device), state.topology());
 }
 
 void Communicator::set_step_observer(StepObserver observer) {
-  executor_.set_step_observer(std::move(observer));
+  state_->executor_.set_step_observer(std::move(observer));
 }
 
 }  // namespace ringdp::comm

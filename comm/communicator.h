@@ -13,18 +13,16 @@
 #include <string>
 #include <vector>
 
-#include "comm/algorithms/algorithm_choice.h"
 #include "comm/comm_options.h"
-#include "comm/execution/execution.h"
 #include "comm/position.h"
-#include "comm/transport/shm/shared_allocations.h"
 #include "comm/types.h"
 #include "comm/work.h"
-#include "comm/world/discovery.h"
-#include "comm/world/routes.h"
+#include "core/reduce_op.h"
 #include "tensor/tensor.h"
 
 namespace ringdp::comm {
+
+struct DiscoveredWorld;  // comm/world/discovery.h
 
 /// The front door: checks each call's arguments before any message moves (so bad input is an
 /// Error on every rank, not a hang), chooses its algorithm (comm/algorithms/algorithm_choice.h) and hands the
@@ -44,13 +42,13 @@ class Communicator {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  int local_rank() const { return world_.local_rank; }
-  int local_size() const { return world_.local_size; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
   /// Where this rank's tensors belong: cuda:(local_rank % visible GPUs) when a GPU is visible,
   /// else cpu. Decided here only: the CUDA transports run on this GPU, and the trainer, the
   /// bench and the tests ask for it, so no rank computes on one GPU and communicates on another.
   /// A CUDA tensor on any other GPU is refused by every collective, naming both.
-  Device device() const { return routes_.device(); }
+  Device device() const;
   /// What carries this rank's tensors: "nccl", "mpi" or "local" (a world of one without MPI).
   const char* backend_name() const;
   const CommOptions& options() const { return options_; }
@@ -148,39 +146,23 @@ class Communicator {
   void await_peers(std::unique_lock<std::mutex>& exec_lock);
   /// Why allocate_shared() cannot be served here, or an empty string.
   std::string shared_refusal() const;
-  /// Runs a described collective (comm/collectives.cpp): the library call in place when nothing
-  /// watches, else the executor's full path.
-  template <typename D>
-  Work run(const D& collective, const Tensor& input, Tensor& output);
   /// Posts one send or receive; the async form completes it outside the ordered queue.
   /// `source`: a receive from any rank (peer kAnySource) writes its sender there.
   Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async,
                       int* source = nullptr);
   /// "group #2 of world ranks 0, 1": the second group of those members made by this process.
   static std::string group_label(const std::vector<int>& world_ranks);
-  Topology topology() const {
-    return {.size = size_, .hosts = world_.hosts, .shared_slots = shared_slots_ != nullptr};
-  }
+  /// Everything behind the front door: the world, its routes, the shared allocations and the
+  /// executor (comm/communicator_state.h, which only the files implementing this class include),
+  /// so that installing this header installs none of them (docs/library.md).
+  struct State;
 
   CommOptions options_;
-  DiscoveredWorld world_;
   int rank_ = 0, size_ = 1;
+  int local_rank_ = 0, local_size_ = 1;
   bool whole_job_ = true;  ///< the world's communicator, not a group
   std::vector<int> world_ranks_;  ///< a group's members as world ranks, in its order; empty for the world
-  SharedSlots* shared_slots_ = nullptr;  ///< the world transport's, read once: every all_reduce asks
-  Routes routes_;
-  /// allocate_shared()'s windows, freed by leave() with the slots' (both collective).
-  SharedAllocations shared_allocations_;
-  std::mutex leave_mutex_;
-  bool left_ = false;
-  int exit_hook_ = 0;  ///< comm/bootstrap/mpi_runtime.h's handle; 0 without MPI
-  Executor executor_;  // last: its queue is destroyed first, so queued calls still find everything above
+  std::unique_ptr<State> state_;  // last: destroyed first, its queue with it, while the rest is intact
 };
-
-// Defined here: comm/collectives.cpp and comm/block_collectives.cpp both run their collectives.
-template <typename D>
-Work Communicator::run(const D& collective, const Tensor& input, Tensor& output) {
-  return executor_.submit(collective.issue, input, output, collective);
-}
 
 }  // namespace ringdp::comm

@@ -4,7 +4,7 @@
 #include <exception>
 #include <thread>
 
-#include "comm/communicator.h"
+#include "comm/communicator_state.h"
 #include "comm/transport/envelope.h"
 #include "comm/transport/idle_backoff.h"
 
@@ -67,7 +67,8 @@ struct Pending {
 
 Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async,
                                   int* source) {
-  Transport& transport = routes_.host();
+  State& state = *state_;
+  Transport& transport = state.routes_.host();
   check_peer_and_tag(kind, tensor, peer, tag, rank_, size_, transport.tag_upper_bound());
   // A posted message must not wait in the ordered queue for its partner, or an asynchronous
   // send followed by a receive (the usual ring exchange) would deadlock: the queued part only
@@ -86,18 +87,18 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
     transport.wait(pending->request);
     pending->deliver(kind, tensor);
   };
-  Work posted = executor_.submit(issue, tensor, tensor, post);
+  Work posted = state.executor_.submit(issue, tensor, tensor, post);
   if (!async) return posted;
   // Finishing polls, taking the execution lock for one test at a time: blocking in a wait while
   // holding it would keep a collective queued behind this call from starting, and the peer may
   // send only after that collective (a receive, an all_reduce, then wait() on the receive).
   Position where{.kind = kind,
-                 .sequence = executor_.last_p2p_sequence(),
+                 .sequence = state.executor_.last_p2p_sequence(),
                  .algorithm = Algorithm::native,
                  .count = tensor.numel(),
                  .dtype = tensor.dtype(),
                  .waiting_for_rank = peer};
-  Executor& executor = executor_;
+  Executor& executor = state.executor_;
   auto finish = [&executor, &transport, kind, tensor, pending, where]() mutable {
     const auto deadline = Transport::Clock::now() + executor.options().timeout;
     IdleBackoff backoff(true);  // it polls beside the worker, which needs the execution lock and a core

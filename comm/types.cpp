@@ -72,4 +72,12 @@ Algorithm parse_algorithm(std::string_view name) {
               "hierarchical");
 }
 
+std::string AlgorithmSet::names() const {
+  std::string out;
+  for (unsigned a = 0; a < 32; ++a)
+    if (bits_ >> a & 1u)
+      out += std::string(out.empty() ? "" : ", ") + algorithm_name(static_cast<Algorithm>(a));
+  return out;
+}
+
 }  // namespace ringdp::comm

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 #include <string_view>
 
 namespace ringdp::comm {
@@ -54,5 +56,22 @@ const char* algorithm_name(CollectiveKind kind, Algorithm algorithm);
 /// Parses auto, ring, recursive_doubling (or rd), rabenseifner, shared_memory (or shm), tree,
 /// native, hierarchical.
 Algorithm parse_algorithm(std::string_view name);
+
+/// A set of algorithms, one bit per Algorithm value.
+class AlgorithmSet {
+ public:
+  constexpr AlgorithmSet() = default;
+  constexpr AlgorithmSet(std::initializer_list<Algorithm> algorithms) {
+    for (Algorithm a : algorithms) bits_ |= bit(a);
+  }
+  constexpr bool contains(Algorithm a) const { return (bits_ & bit(a)) != 0; }
+  constexpr void remove(Algorithm a) { bits_ &= ~bit(a); }
+  /// "ring, recursive_doubling, native" (Algorithm order).
+  std::string names() const;
+
+ private:
+  static constexpr uint32_t bit(Algorithm a) { return 1u << static_cast<unsigned>(a); }
+  uint32_t bits_ = 0;
+};
 
 }  // namespace ringdp::comm

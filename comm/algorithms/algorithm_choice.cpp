@@ -8,14 +8,6 @@
 
 namespace ringdp::comm {
 
-std::string AlgorithmSet::names() const {
-  std::string out;
-  for (unsigned a = 0; a < 32; ++a)
-    if (bits_ >> a & 1u)
-      out += std::string(out.empty() ? "" : ", ") + algorithm_name(static_cast<Algorithm>(a));
-  return out;
-}
-
 AlgorithmSet available(CollectiveKind kind, Route route, const Topology& topology) {
   using enum Algorithm;
   switch (kind) {

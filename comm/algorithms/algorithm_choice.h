@@ -28,23 +28,6 @@ struct Topology {
   bool spans_hosts() const { return hosts > 1 && hosts < size; }
 };
 
-/// A set of algorithms, one bit per Algorithm value.
-class AlgorithmSet {
- public:
-  constexpr AlgorithmSet() = default;
-  constexpr AlgorithmSet(std::initializer_list<Algorithm> algorithms) {
-    for (Algorithm a : algorithms) bits_ |= bit(a);
-  }
-  constexpr bool contains(Algorithm a) const { return (bits_ & bit(a)) != 0; }
-  constexpr void remove(Algorithm a) { bits_ &= ~bit(a); }
-  /// "ring, recursive_doubling, native" (Algorithm order).
-  std::string names() const;
-
- private:
-  static constexpr uint32_t bit(Algorithm a) { return 1u << static_cast<unsigned>(a); }
-  uint32_t bits_ = 0;
-};
-
 /// Why `auto` chose what it chose (or that it was asked for by name).
 enum class Reason : uint8_t {
   asked,  ///< named by the caller

@@ -23,9 +23,9 @@ import tempfile
 # folder prefix -> (layer, rank); the longest prefix wins, so comm/ddp/ is not comm/.
 # A whole file's path counts as a prefix too: comm/'s front door shares its folder with the public
 # words below everything else in comm.
-FRONT_DOOR = ["comm/communicator.h", "comm/communicator.cpp", "comm/collectives.cpp",
-              "comm/block_collectives.cpp", "comm/point_to_point.cpp", "comm/collective_checks.h",
-              "comm/collective_checks.cpp"]
+FRONT_DOOR = ["comm/communicator.h", "comm/communicator_state.h", "comm/communicator.cpp",
+              "comm/collectives.cpp", "comm/block_collectives.cpp", "comm/point_to_point.cpp",
+              "comm/collective_checks.h", "comm/collective_checks.cpp"]
 LAYERS = {
     "core": ("core", 0),
     "kernels": ("kernels", 1),

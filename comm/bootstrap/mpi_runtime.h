@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "comm/job.h"
 #include "comm/types.h"
 
 namespace ringdp::comm {
@@ -63,10 +64,6 @@ bool mpi_allows_independent_threads();
 /// of the job, as Open MPI's mpirun and MPICH's hydra do for a rank that exits without
 /// MPI_Finalize.
 [[noreturn]] void abort_job_from_thread(int code);
-
-/// Prints "<prefix>: error: <message>" (rank-prefixed when the job has several ranks) on stderr
-/// and ends the whole job with `code`: what each app's main does with an escaped exception.
-[[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code);
 
 /// Records that this process owns the job's state (MPI, the communicators' threads): the first
 /// call wins. Communicator creation calls it.

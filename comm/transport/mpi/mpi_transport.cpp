@@ -56,6 +56,7 @@ MpiTransport::MpiTransport(MPI_Comm comm, bool user_messages) {
   if (found && bound) tag_ub_ = *bound;
   if (const auto forced = settings::number(settings::Id::tag_ub))
     tag_ub_ = static_cast<int>(std::min<uint64_t>(*forced, static_cast<uint64_t>(tag_ub_)));
+  two_part_ = std::make_unique<TwoPartMessages>(comm_, payload_comm_, rank_);
 }
 
 MpiTransport::~MpiTransport() {
@@ -131,7 +132,7 @@ void MpiTransport::wait_all(std::span<Request> requests) {
     if (done) break;
     if (late) expire();
     // A payload this rank's peer is sending may wait for an envelope this rank has not checked yet.
-    if (!receives_in_order_.empty()) advance_two_part();
+    if (two_part_->receiving()) two_part_->advance();
     const bool slept = backoff.pause();  // MPI_Testall is MPI's progress: nothing to call after a sleep
     // Reading the clock costs ~20 ns; every 256th poll keeps it off the fast path. A sleeping wait
     // polls about once a millisecond: it reads the clock each time, and looks at its peers' calls
@@ -234,7 +235,7 @@ void MpiTransport::check_not_cut(int rc, const Request& request) const {
 
 bool MpiTransport::test(Request& request) {
   if (request.two_part) {
-    advance_two_part();
+    two_part_->advance();
     return finish_two_part(request);
   }
   if (to_mpi(request) == MPI_REQUEST_NULL) return true;  // completed by an earlier test
@@ -319,6 +320,35 @@ bool MpiTransport::reads_device_memory() const { return mpi_cuda_aware(); }
 
 void MpiTransport::bootstrap_broadcast(void* data, size_t bytes) {
   RINGDP_MPI_CHECK(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, 0, comm_));
+}
+
+Request MpiTransport::post_two_part(int peer, void* data, size_t bytes, int tag, bool receive) {
+  Request request{0, peer, tag, bytes, receive, true};
+  request.handle = two_part_->post(peer, data, bytes, tag, wire_tag(tag), receive);
+  return request;
+}
+
+bool MpiTransport::finish_two_part(Request& request) {
+  if (!two_part_->finish(request.handle)) return false;
+  request = from_mpi(MPI_REQUEST_NULL);
+  return true;
+}
+
+// The general wait, for a set with a two-part message in it: one test per request per poll, and
+// the envelopes that arrived turned into posted payload receives, in order.
+void MpiTransport::wait_two_part(std::span<Request> requests) {
+  bool late = false;  // as in wait_all
+  IdleBackoff backoff(yield_when_idle_);
+  for (uint32_t polls = 0;; ++polls) {
+    two_part_->advance();
+    bool all_done = true;
+    for (Request& r : requests) all_done = (r.two_part ? finish_two_part(r) : test_one(r)) && all_done;
+    if (all_done) return;
+    if (late) expire();
+    const bool slept = backoff.pause();
+    if (slept || (polls & 255u) == 255u) late = deadline_passed();
+    if ((slept && (polls & 15u) == 15u) || (polls & 1023u) == 1023u) check_peers_calls(requests);
+  }
 }
 
 }  // namespace ringdp::comm

@@ -18,10 +18,10 @@
 // mismatched counts and algorithms) and tests/mpi.
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <vector>
 
+#include "comm/transport/mpi/two_part_messages.h"
 #include "comm/transport/transport.h"
 #include "config.h"
 
@@ -88,31 +88,12 @@ class MpiTransport final : public Transport {
   /// On one host: throws if a peer this rank waits to receive from announced the same collective
   /// by another algorithm, op or dtype (SharedSlots::check_same_call), which may send nothing.
   void check_peers_calls(std::span<const Request> requests) const;
-  /// What travels ahead of a two-part message, and the record of one in flight.
-  struct Envelope {
-    uint64_t bytes = 0;
-    int32_t tag = 0;
-    uint32_t magic = 0;
-  };
-  struct TwoPart {
-    Envelope envelope{};
-    MPI_Request envelope_request = MPI_REQUEST_NULL;
-    MPI_Request payload_request = MPI_REQUEST_NULL;
-    void* data = nullptr;
-    size_t bytes = 0;
-    int peer = -1;
-    int tag = 0;
-    bool payload_posted = false;
-  };
+  /// Posts a collective's message longer than kDirectMaxBytes through two_part_.
   Request post_two_part(int peer, void* data, size_t bytes, int tag, bool receive);
-  /// Posts the payload receive of every two-part receive whose envelope has arrived, in the order
-  /// their envelopes were posted (payloads of one collective share a tag, so a later receive
-  /// posted first would take an earlier payload); checks each envelope before posting.
-  void advance_two_part();
-  /// True once both parts are done; releases the record.
-  bool finish_two_part(Request& request);
+  /// The general wait, for a set with a two-part message in it.
   void wait_two_part(std::span<Request> requests);
-  void check_envelope(const TwoPart& part, const MPI_Status& status) const;
+  /// True once a two-part request is done; released then.
+  bool finish_two_part(Request& request);
   /// Tests one single-part request; true (and the request released) when it is done.
   bool test_one(Request& request);
   /// One MPI_Test of a direct (not two-part) request, not yet null: written back at once, then
@@ -133,10 +114,8 @@ class MpiTransport final : public Transport {
   std::vector<MPI_Request> waiting_;  // reused by wait_all: no allocation per wait
   std::vector<MPI_Status> statuses_;
   std::vector<char> in_place_copy_;  // native_reduce_scatter's input, when the output lies inside it
-  /// Two-part messages in flight, receives in the order posted; records are reused.
-  std::deque<TwoPart*> receives_in_order_;
-  std::vector<std::unique_ptr<TwoPart>> two_part_records_;
-  std::vector<TwoPart*> free_records_;
+  /// The two-part messages in flight (made once both communicators exist).
+  std::unique_ptr<TwoPartMessages> two_part_;
 };
 
 /// Throws ringdp::Error naming the call, the rank and MPI's error string when rc != MPI_SUCCESS.

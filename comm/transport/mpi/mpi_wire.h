@@ -1,6 +1,6 @@
 // What MpiTransport's messages carry on the wire and what a message that does not fit its
 // receive means: shared by the transport (comm/transport/mpi/mpi_transport.cpp) and its two-part protocol
-// (comm/transport/mpi/mpi_two_part.cpp). Internal to those two files.
+// (comm/transport/mpi/two_part_messages.cpp). Internal to those two files.
 #pragma once
 
 #include "config.h"

@@ -1,30 +1,26 @@
-// Implements the two-part messages of comm/transport/mpi/mpi_transport.h (the protocol is described there): a
-// collective's message over kDirectMaxBytes goes as an envelope, then its payload once the
-// receiver has checked the envelope. Tested by tests/cli/bench.sh envelope and tests/mpi/mismatch.sh.
-#include "comm/transport/mpi/mpi_transport.h"
+// Implements comm/transport/mpi/two_part_messages.h (the protocol is described in
+// comm/transport/mpi/mpi_transport.h). Tested by tests/cli/bench.sh envelope and tests/mpi/mismatch.sh.
+#include "comm/transport/mpi/two_part_messages.h"
 
 #if RINGDP_HAVE_MPI
 #include <climits>
-#include <memory>
-#include <span>
-#include <thread>
 
 #include "comm/transport/envelope.h"
-#include "comm/transport/idle_backoff.h"
+#include "comm/transport/mpi/mpi_transport.h"  // RINGDP_MPI_CHECK
 #include "comm/transport/mpi/mpi_wire.h"
 
 namespace ringdp::comm {
 
 using namespace mpi_wire;
 
-Request MpiTransport::post_two_part(int peer, void* data, size_t bytes, int tag, bool receive) {
-  if (free_records_.empty()) {
-    two_part_records_.push_back(std::make_unique<TwoPart>());
-    free_records_.push_back(two_part_records_.back().get());
+uintptr_t TwoPartMessages::post(int peer, void* data, size_t bytes, int tag, int wire_tag, bool receive) {
+  if (free_.empty()) {
+    records_.push_back(std::make_unique<Record>());
+    free_.push_back(records_.back().get());
   }
-  TwoPart* part = free_records_.back();
-  free_records_.pop_back();
-  *part = TwoPart{.data = data, .bytes = bytes, .peer = peer, .tag = tag};
+  Record* part = free_.back();
+  free_.pop_back();
+  *part = Record{.data = data, .bytes = bytes, .peer = peer, .tag = tag, .wire_tag = wire_tag};
   if (receive) {
     RINGDP_MPI_CHECK(MPI_Irecv(&part->envelope, sizeof(Envelope), MPI_BYTE, peer, MPI_ANY_TAG, comm_,
                                &part->envelope_request));
@@ -33,16 +29,14 @@ Request MpiTransport::post_two_part(int peer, void* data, size_t bytes, int tag,
     part->envelope = Envelope{.bytes = bytes, .tag = tag, .magic = kEnvelopeMagic};
     RINGDP_MPI_CHECK(MPI_Isend(&part->envelope, sizeof(Envelope), MPI_BYTE, peer, kEnvelopeTag, comm_,
                                &part->envelope_request));
-    RINGDP_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag(tag), payload_comm_,
+    RINGDP_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, wire_tag, payload_comm_,
                                &part->payload_request));
     part->payload_posted = true;
   }
-  Request request{0, peer, tag, bytes, receive, true};
-  request.handle = reinterpret_cast<uintptr_t>(part);
-  return request;
+  return reinterpret_cast<uintptr_t>(part);
 }
 
-void MpiTransport::check_envelope(const TwoPart& part, const MPI_Status& status) const {
+void TwoPartMessages::check_envelope(const Record& part, const MPI_Status& status) const {
   int received = 0;
   MPI_Get_count(&status, MPI_BYTE, &received);
   RINGDP_CHECK(status.MPI_TAG == kEnvelopeTag, "rank ", rank_, " expected ", part.bytes, " bytes of ",
@@ -58,9 +52,9 @@ void MpiTransport::check_envelope(const TwoPart& part, const MPI_Status& status)
                part.envelope.bytes, " (stopped before any of it moved): ", kLengthWhy);
 }
 
-void MpiTransport::advance_two_part() {
+void TwoPartMessages::advance() {
   while (!receives_in_order_.empty()) {
-    TwoPart* part = receives_in_order_.front();
+    Record* part = receives_in_order_.front();
     int arrived = 0;
     MPI_Status status;
     const int rc = MPI_Test(&part->envelope_request, &arrived, &status);
@@ -72,14 +66,14 @@ void MpiTransport::advance_two_part() {
     if (!arrived) return;
     check_envelope(*part, status);
     RINGDP_MPI_CHECK(MPI_Irecv(part->data, static_cast<int>(part->bytes), MPI_BYTE, part->peer,
-                               wire_tag(part->tag), payload_comm_, &part->payload_request));
+                               part->wire_tag, payload_comm_, &part->payload_request));
     part->payload_posted = true;
     receives_in_order_.pop_front();
   }
 }
 
-bool MpiTransport::finish_two_part(Request& request) {
-  auto* part = reinterpret_cast<TwoPart*>(request.handle);
+bool TwoPartMessages::finish(uintptr_t handle) {
+  auto* part = reinterpret_cast<Record*>(handle);
   if (!part->payload_posted) return false;
   MPI_Request both[2] = {part->envelope_request, part->payload_request};
   int done = 0;
@@ -87,26 +81,8 @@ bool MpiTransport::finish_two_part(Request& request) {
   part->envelope_request = both[0];
   part->payload_request = both[1];
   if (!done) return false;
-  free_records_.push_back(part);
-  request = from_mpi(MPI_REQUEST_NULL);
+  free_.push_back(part);
   return true;
-}
-
-// The general wait, for a set with a two-part message in it: one test per request per poll, and
-// the envelopes that arrived turned into posted payload receives, in order.
-void MpiTransport::wait_two_part(std::span<Request> requests) {
-  bool late = false;  // as in wait_all
-  IdleBackoff backoff(yield_when_idle_);
-  for (uint32_t polls = 0;; ++polls) {
-    advance_two_part();
-    bool all_done = true;
-    for (Request& r : requests) all_done = (r.two_part ? finish_two_part(r) : test_one(r)) && all_done;
-    if (all_done) return;
-    if (late) expire();
-    const bool slept = backoff.pause();
-    if (slept || (polls & 255u) == 255u) late = deadline_passed();
-    if ((slept && (polls & 15u) == 15u) || (polls & 1023u) == 1023u) check_peers_calls(requests);
-  }
 }
 
 }  // namespace ringdp::comm

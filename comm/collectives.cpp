@@ -177,7 +177,7 @@ struct Broadcast {
       prepare(call.ctx.transport, call.view(input), out, false);
     if (call.native())
       library(call.ctx.transport, out);
-    else if (call.algorithm == Algorithm::ring)
+    else if (call.algorithm == Algorithm::chain)
       broadcast_chain(call.ctx, out.data_ptr(), call.effective(out.numel()), issue.root);
     else
       broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), issue.root);

@@ -53,8 +53,8 @@ std::string ShapeNote::suffix() const {
 
 std::string Position::describe() const {
   std::ostringstream out;
-  out << kind_name(kind) << " #" << sequence << " (" << algorithm_name(kind, algorithm) << ", " << count
-      << " x " << dtype_name(dtype);
+  out << kind_name(kind) << " #" << sequence << " (" << algorithm_name(algorithm) << ", " << count << " x "
+      << dtype_name(dtype);
   out << shape.suffix();
   if (steps > 0) out << ", step " << step << "/" << steps;
   if (phase != Phase::none) out << " " << phase_name(phase);

@@ -32,14 +32,11 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::hierarchical: return "hierarchical";
     case Algorithm::rabenseifner: return "rabenseifner";
     case Algorithm::shared_memory: return "shared_memory";
+    case Algorithm::pairwise: return "pairwise";
+    case Algorithm::chain: return "chain";
+    case Algorithm::dissemination: return "dissemination";
   }
   return "unknown";
-}
-
-const char* algorithm_name(CollectiveKind kind, Algorithm algorithm) {
-  if (kind == CollectiveKind::barrier && algorithm == Algorithm::recursive_doubling) return "dissemination";
-  if (kind == CollectiveKind::all_to_all && algorithm == Algorithm::ring) return "pairwise";
-  return algorithm_name(algorithm);
 }
 
 const char* backend_name(Backend backend) {
@@ -67,16 +64,22 @@ Algorithm parse_algorithm(std::string_view name) {
   if (name == "hierarchical") return Algorithm::hierarchical;
   if (name == "rabenseifner") return Algorithm::rabenseifner;
   if (name == "shared_memory" || name == "shm") return Algorithm::shared_memory;
+  if (name == "pairwise") return Algorithm::pairwise;
+  if (name == "chain") return Algorithm::chain;
+  if (name == "dissemination") return Algorithm::dissemination;
   RINGDP_FAIL("unknown algorithm '", name,
-              "'; expected auto, ring, recursive_doubling, rabenseifner, shared_memory, tree, native or "
-              "hierarchical");
+              "'; expected auto, ring, recursive_doubling, rabenseifner, shared_memory, tree, native, "
+              "hierarchical, pairwise, chain or dissemination");
 }
 
 std::string AlgorithmSet::names() const {
   std::string out;
+  // The library's own last: it is the baseline, the others are ringdp's.
+  const auto native = static_cast<unsigned>(Algorithm::native);
   for (unsigned a = 0; a < 32; ++a)
-    if (bits_ >> a & 1u)
+    if (a != native && (bits_ >> a & 1u))
       out += std::string(out.empty() ? "" : ", ") + algorithm_name(static_cast<Algorithm>(a));
+  if (bits_ >> native & 1u) out += std::string(out.empty() ? "" : ", ") + "native";
   return out;
 }
 

@@ -26,8 +26,9 @@ enum class CollectiveKind : uint8_t {
 /// The MPI thread level ringdp asks for (CommOptions::mpi_thread).
 enum class MpiThread : uint8_t { serialized, single, multiple };
 
-/// How a collective is computed. `native` is the transport library's own collective
-/// (MPI_Allreduce, ...), kept as the baseline ours are measured against.
+/// How a collective is computed: the names users type. `native` is the transport library's own
+/// collective (MPI_Allreduce, ...), kept as the baseline ours are measured against. Which
+/// collective has which, and each one's code in a message tag, is comm/algorithm_table.h.
 enum class Algorithm : uint8_t {
   automatic,
   ring,
@@ -36,7 +37,10 @@ enum class Algorithm : uint8_t {
   native,
   hierarchical,
   rabenseifner,
-  shared_memory
+  shared_memory,
+  pairwise,  ///< all_to_all: each rank exchanges with rank + k and rank - k in step k
+  chain,  ///< broadcast: a pipelined chain from the root
+  dissemination  ///< barrier: rank r signals r + 2^k in round k
 };
 
 /// Which transport carries CUDA tensors (host tensors always travel over MPI): NCCL when built
@@ -49,12 +53,8 @@ const char* backend_name(Backend backend);
 /// Parses auto, mpi, nccl; anything else is an Error naming it.
 Backend parse_backend(std::string_view name);
 const char* algorithm_name(Algorithm algorithm);
-/// The name a report gives an algorithm of one collective: the barrier runs under the
-/// recursive_doubling id (the tag has 3 bits for the algorithm, all taken) but is a dissemination
-/// barrier, and all_to_all's `ring` is the pairwise exchange; traces, timeouts and envelopes say so.
-const char* algorithm_name(CollectiveKind kind, Algorithm algorithm);
 /// Parses auto, ring, recursive_doubling (or rd), rabenseifner, shared_memory (or shm), tree,
-/// native, hierarchical.
+/// native, hierarchical, pairwise, chain, dissemination.
 Algorithm parse_algorithm(std::string_view name);
 
 /// A set of algorithms, one bit per Algorithm value.
@@ -65,8 +65,9 @@ class AlgorithmSet {
     for (Algorithm a : algorithms) bits_ |= bit(a);
   }
   constexpr bool contains(Algorithm a) const { return (bits_ & bit(a)) != 0; }
+  constexpr void add(Algorithm a) { bits_ |= bit(a); }
   constexpr void remove(Algorithm a) { bits_ &= ~bit(a); }
-  /// "ring, recursive_doubling, native" (Algorithm order).
+  /// "ring, recursive_doubling, native": Algorithm order, native last.
   std::string names() const;
 
  private:

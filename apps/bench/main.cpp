@@ -16,6 +16,7 @@
 #include "apps/bench/report.h"
 #include "apps/bench/soak.h"
 #include "apps/bench/timed_row.h"
+#include "comm/algorithm_table.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "config.h"
 #include "kernels/device_memory.h"
@@ -32,11 +33,8 @@ std::vector<comm::Algorithm> algorithms_for(const CollectiveSpec& spec, const Op
   std::vector<comm::Algorithm> algorithms;
   const comm::AlgorithmSet available = comm.available(spec.kind, Device::parse(o.device));
   if (o.algo == "all") {
-    for (auto a : {comm::Algorithm::ring, comm::Algorithm::recursive_doubling, comm::Algorithm::rabenseifner,
-                   comm::Algorithm::shared_memory, comm::Algorithm::tree, comm::Algorithm::hierarchical,
-                   comm::Algorithm::native}) {
-      if (available.contains(a)) algorithms.push_back(a);
-    }
+    for (const comm::AlgorithmRow& row : comm::algorithm_table(spec.kind))
+      if (available.contains(row.algorithm)) algorithms.push_back(row.algorithm);
     return algorithms;
   }
   const comm::Algorithm requested = comm::parse_algorithm(o.algo);
@@ -159,7 +157,7 @@ int main(int argc, char** argv) {
     int64_t total_wrong = 0;
     for (const CollectiveSpec* spec : sweep.specs) {
       for (comm::Algorithm algo : algorithms_for(*spec, o, comm, sweep.specs.size() == 1)) {
-        if (rank_zero) print_table_header(spec->name, comm::algorithm_name(spec->kind, algo));
+        if (rank_zero) print_table_header(spec->name, comm::algorithm_name(algo));
         for (DType dtype : sweep.dtypes) {
           for (ReduceOp op : spec->has_op ? sweep.ops : std::vector<ReduceOp>{ReduceOp::sum}) {
             if (op == ReduceOp::avg && !is_floating(dtype)) continue;

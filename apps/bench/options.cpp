@@ -103,10 +103,13 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
   app.add_option(
          "--algo", o.algo,
          "ring, recursive_doubling, rabenseifner (all_reduce), shared_memory (all_reduce, every rank on one "
-         "host, host tensors), tree, hierarchical (all_reduce across hosts, host tensors), native, auto or "
-         "all")
-      ->check(CLI::IsMember({"ring", "recursive_doubling", "rd", "rabenseifner", "shared_memory", "shm",
-                             "tree", "hierarchical", "native", "auto", "all"}));
+         "host, host tensors), tree, hierarchical (all_reduce across hosts, host tensors), chain "
+         "(broadcast), pairwise (all_to_all), dissemination (barrier), native, auto or all "
+         "(docs/collectives.md "
+         "has each collective's table)")
+      ->check(
+          CLI::IsMember({"ring", "recursive_doubling", "rd", "rabenseifner", "shared_memory", "shm", "tree",
+                         "hierarchical", "chain", "pairwise", "dissemination", "native", "auto", "all"}));
   app.add_option("--backend", o.backend, "mpi or nccl")->check(CLI::IsMember({"mpi", "nccl"}));
   app.add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--buffers", o.buffers,

@@ -49,7 +49,7 @@ std::string run_observed(const CollectiveSpec& spec, const Case& c, Tensor& inpu
   run_collective(spec, c, input, output, false);
   c.comm.set_step_observer({});  // off again before anything is timed: each step would cost a jump
   const int ran = seen->load();
-  return ran < 0 ? std::string() : comm::algorithm_name(spec.kind, static_cast<comm::Algorithm>(ran));
+  return ran < 0 ? std::string() : comm::algorithm_name(static_cast<comm::Algorithm>(ran));
 }
 }  // namespace
 
@@ -74,7 +74,7 @@ Row time_row(const CollectiveSpec& spec, const Case& c, int64_t elements, const 
   const int64_t in_count = spec.input_count(elements, N), out_count = spec.output_count(elements, N);
   const int64_t count = std::max(in_count, out_count);
   Row row{spec.name,
-          comm::algorithm_name(spec.kind, c.algorithm),
+          comm::algorithm_name(c.algorithm),
           "",
           short_type(c.dtype),
           spec.has_op ? reduce_op_name(c.op) : "none",

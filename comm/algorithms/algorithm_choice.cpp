@@ -4,42 +4,44 @@
 
 #include <limits>
 
+#include "comm/algorithm_table.h"
+
 #include "core/error.h"
 
 namespace ringdp::comm {
 
 AlgorithmSet available(CollectiveKind kind, Route route, const Topology& topology) {
-  using enum Algorithm;
-  switch (kind) {
-    case CollectiveKind::all_reduce: {
-      AlgorithmSet set{ring, recursive_doubling, rabenseifner, native, hierarchical, shared_memory};
-      // Shared memory needs every rank on one host; a world of one has nothing to share. It and
-      // the hierarchical scheme run on host tensors only, for now.
-      if (route != Route::host || !(topology.size == 1 || topology.shared_slots)) set.remove(shared_memory);
-      if (route != Route::host) set.remove(hierarchical);
-      return set;
-    }
-    case CollectiveKind::reduce: return {tree, native};
-    case CollectiveKind::broadcast: return {tree, ring, native};  // `ring` names the pipelined chain
-    case CollectiveKind::all_gather:
-    case CollectiveKind::reduce_scatter: return {ring, native};
-    // The dissemination barrier is our only one; `tree` and `ring` name nothing here.
-    case CollectiveKind::barrier: return {recursive_doubling, native};
-    case CollectiveKind::send:
-    case CollectiveKind::recv: return {native};
-    case CollectiveKind::gather:
-    case CollectiveKind::scatter: return {tree, native};
-    // The tag's 3 algorithm bits are all taken: `ring` names the pairwise exchange here, as it
-    // names the chain for broadcast (algorithm_name(kind, ...) prints "pairwise").
-    case CollectiveKind::all_to_all: return {ring, native};
-  }
-  return {};
+  AlgorithmSet set;
+  // Shared memory needs every rank on one host; a world of one has nothing to share.
+  const bool one_host = topology.size == 1 || topology.shared_slots;
+  for (const AlgorithmRow& row : algorithm_table(kind))
+    if ((!row.host_only || route == Route::host) && (!row.one_host || one_host)) set.add(row.algorithm);
+  return set;
 }
 
 namespace {
 
+// The names three algorithms went by before they had their own (their old spellings): refused,
+// naming the new one, since a silent alias would keep the old name alive in scripts and docs.
+struct Renamed {
+  CollectiveKind kind;
+  Algorithm old_name, new_name;
+  const char* what;
+};
+constexpr Renamed kRenamed[] = {
+    {CollectiveKind::all_to_all, Algorithm::ring, Algorithm::pairwise, "the pairwise exchange"},
+    {CollectiveKind::broadcast, Algorithm::ring, Algorithm::chain, "the pipelined chain"},
+    {CollectiveKind::barrier, Algorithm::recursive_doubling, Algorithm::dissemination,
+     "the dissemination barrier"},
+};
+
 [[noreturn]] void fail_unavailable(CollectiveKind kind, Algorithm requested, Route route,
                                    const Topology& topology, AlgorithmSet set) {
+  for (const Renamed& r : kRenamed)
+    if (r.kind == kind && r.old_name == requested)
+      RINGDP_FAIL(kind_name(kind), " has no ", algorithm_name(requested), " algorithm: ", r.what,
+                  ", which this name used to select, is called ", algorithm_name(r.new_name),
+                  "; available: ", set.names(), ", auto");
   const bool host_only = requested == Algorithm::shared_memory || requested == Algorithm::hierarchical;
   if (kind == CollectiveKind::all_reduce && host_only && route != Route::host)
     RINGDP_FAIL("all_reduce: the ", algorithm_name(requested),
@@ -91,15 +93,15 @@ Choice choose_algorithm(CollectiveKind kind, size_t bytes, Algorithm requested, 
     case CollectiveKind::reduce: return {Algorithm::tree, Reason::only_one};
     case CollectiveKind::broadcast:
       return bytes < options.chain_broadcast_min_bytes ? Choice{Algorithm::tree, Reason::tree_small}
-                                                       : Choice{Algorithm::ring, Reason::chain_large};
+                                                       : Choice{Algorithm::chain, Reason::chain_large};
     case CollectiveKind::all_gather:
     case CollectiveKind::reduce_scatter: return {Algorithm::ring, Reason::only_one};
-    case CollectiveKind::barrier: return {Algorithm::recursive_doubling, Reason::only_one};
+    case CollectiveKind::barrier: return {Algorithm::dissemination, Reason::only_one};
     case CollectiveKind::send:
     case CollectiveKind::recv: return {Algorithm::native, Reason::only_one};
     case CollectiveKind::gather:
     case CollectiveKind::scatter: return {Algorithm::tree, Reason::only_one};
-    case CollectiveKind::all_to_all: return {Algorithm::ring, Reason::pairwise};
+    case CollectiveKind::all_to_all: return {Algorithm::pairwise, Reason::pairwise};
   }
   return {Algorithm::native, Reason::asked};
 }
@@ -163,8 +165,7 @@ std::string explain(const Choice& choice, size_t bytes, const Topology& topology
                                 : detail::concat(" on ", topology.size, " < 4 ranks"),
                             " (bandwidth-bound, 2(N-1) steps of 1/N each): ring");
     case Reason::pairwise:
-      return "the only algorithm of ringdp's own: pairwise exchange (N-1 steps, one peer each; asked for as "
-             "ring)";
+      return "the only algorithm of ringdp's own: pairwise exchange (N-1 steps, one peer each): pairwise";
     case Reason::tree_small:
       return detail::concat(b, " < ", chain, " (RINGDP_CHAIN_MIN_BYTES): binomial tree");
     case Reason::chain_large:

@@ -40,7 +40,7 @@ enum class Reason : uint8_t {
   large,  ///< otherwise: the ring
   tree_small,  ///< broadcast below RINGDP_CHAIN_MIN_BYTES: binomial tree
   chain_large,  ///< broadcast from RINGDP_CHAIN_MIN_BYTES: pipelined chain
-  pairwise,  ///< all_to_all's one algorithm of ringdp's own, under the ring's id
+  pairwise,  ///< all_to_all's one algorithm of ringdp's own
 };
 
 struct Choice {

@@ -107,7 +107,7 @@ void CollectiveContext::enter_step(int step, int steps, Phase phase, int send_pe
   }
   std::fprintf(stderr, "ringdp trace: rank %d %s #%llu %s step %d/%d %-14s %s%s%s\n", rank(),
                kind_name(position.kind), static_cast<unsigned long long>(position.sequence),
-               algorithm_name(position.kind, position.algorithm), step, steps, phase_name(phase), sent,
+               algorithm_name(position.algorithm), step, steps, phase_name(phase), sent,
                (*sent && *received) ? "; " : "", received);
 }
 

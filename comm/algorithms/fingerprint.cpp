@@ -13,7 +13,7 @@ std::string Fingerprint::describe() const {
   std::ostringstream out;
   out << kind_name(static_cast<CollectiveKind>(kind)) << " #" << sequence << " (";
   if (kind == static_cast<int64_t>(CollectiveKind::barrier))
-    return out.str() + algorithm_name(CollectiveKind::barrier, static_cast<Algorithm>(algorithm)) + ")";
+    return out.str() + algorithm_name(static_cast<Algorithm>(algorithm)) + ")";
   if (kind == static_cast<int64_t>(CollectiveKind::all_reduce) ||
       kind == static_cast<int64_t>(CollectiveKind::reduce) ||
       kind == static_cast<int64_t>(CollectiveKind::reduce_scatter))
@@ -24,7 +24,7 @@ std::string Fingerprint::describe() const {
     out << count << " x " << dtype_name(static_cast<DType>(dtype));
   if (layout != 0) out << ", counts hash " << std::hex << static_cast<uint64_t>(layout) << std::dec;
   if (root >= 0) out << ", root " << root;
-  out << ", " << algorithm_name(static_cast<CollectiveKind>(kind), static_cast<Algorithm>(algorithm)) << ")";
+  out << ", " << algorithm_name(static_cast<Algorithm>(algorithm)) << ")";
   return out.str();
 }
 

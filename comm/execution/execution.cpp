@@ -200,8 +200,7 @@ void Executor::record_collective(const Issue& issue, uint64_t sequence, timeline
   timeline::complete(
       "collective",
       // Each group's worker records on the one comm row: the label tells overlapping events apart.
-      detail::concat(kind_name(issue.kind), " #", sequence, " ", algorithm_name(issue.kind, issue.algorithm),
-                     on_which()),
+      detail::concat(kind_name(issue.kind), " #", sequence, " ", algorithm_name(issue.algorithm), on_which()),
       began, timeline::Clock::now(), timeline::thread_row(),
       detail::concat("\"count\": ", issue.count,
                      ", \"bytes\": ", issue.count * static_cast<int64_t>(dtype_size(issue.dtype)),

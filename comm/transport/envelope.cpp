@@ -37,7 +37,10 @@ std::string describe_tag(int tag) {
   text += " (";
   if (kind != CollectiveKind::barrier) text += std::string(dtype_name(dtype)) + ", ";
   if (kind_reduces(kind)) text += std::string(reduce_op_name(static_cast<ReduceOp>(call % 8))) + ", ";
-  return text + algorithm_name(kind, static_cast<Algorithm>((v >> 9) & 7)) + ")";
+  const int wire = (v >> 9) & 7;
+  const Algorithm algorithm = algorithm_of_wire(kind, wire);
+  if (algorithm == Algorithm::automatic) return text + "algorithm code " + std::to_string(wire) + ")";
+  return text + algorithm_name(algorithm) + ")";
 }
 
 }  // namespace ringdp::comm

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <string>
 
+#include "comm/algorithm_table.h"
 #include "comm/types.h"
 #include "core/dtype.h"
 #include "core/reduce_op.h"
@@ -85,22 +86,6 @@ constexpr int largest_tag_op() {
   }
   return largest;
 }
-constexpr int largest_tag_algorithm() {
-  int largest = -1;
-  for (int value = 0; value < 256; ++value) {
-    switch (static_cast<Algorithm>(value)) {
-      case Algorithm::automatic:
-      case Algorithm::ring:
-      case Algorithm::recursive_doubling:
-      case Algorithm::tree:
-      case Algorithm::native:
-      case Algorithm::hierarchical:
-      case Algorithm::rabenseifner:
-      case Algorithm::shared_memory: largest = value;
-    }
-  }
-  return largest;
-}
 /// Whether a collective of this kind carries a reduce op (it is in its tag and its messages).
 constexpr bool kind_reduces(CollectiveKind kind) {
   return kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce ||
@@ -126,25 +111,23 @@ constexpr int call_code(CollectiveKind kind, ReduceOp op) {
 }
 #pragma GCC diagnostic pop
 
-// Algorithm uses all 8 values and the call field all 32 codes: a new kind of either sort needs a
-// wider field. Widening a field costs every MPI_TAG_UB one sequence bit, and the standard's
-// guaranteed 32767 its last (sequence_bits_for then refuses it: lower kMinSequenceBits or fold a
-// field, as the call field folds op into kind).
-// A new CollectiveKind stops the build in call_code's switch until it is given a code there.
+// The call field uses all 32 codes, and a collective may have at most 7 algorithms besides auto
+// (comm/algorithm_table.cpp checks each table's codes): more of either needs a wider field. Widening a field
+// costs every MPI_TAG_UB one sequence bit, and the standard's guaranteed 32767 its last (sequence_bits_for
+// then refuses it: lower kMinSequenceBits or fold a field, as the call field folds op into kind). A new
+// CollectiveKind stops the build in call_code's switch until it is given a code there.
 static_assert(largest_tag_op() <= 7,
               "ReduceOp outgrew the 8 ops per kind of the tag's call field (comment above)");
 static_assert(largest_tag_dtype() <= 15,
               "DType outgrew the tag's 4-bit dtype field: widen it (comment above)");
-static_assert(largest_tag_algorithm() <= 7,
-              "Algorithm outgrew the tag's 3-bit algorithm field: widen it (comment above)");
 
 /// A collective's tag. Calls without a reduction may pass any op: it is not part of their tag.
 inline int encode_tag(CollectiveKind kind, DType dtype, ReduceOp op, Algorithm algorithm, uint64_t sequence,
                       int sequence_bits) {
   const uint64_t mask = (uint64_t{1} << sequence_bits) - 1;
-  return 1 + static_cast<int>(((sequence & mask) << kCallBits) | (static_cast<uint64_t>(algorithm) << 9) |
-                              (static_cast<uint64_t>(call_code(kind, op)) << 4) |
-                              static_cast<uint64_t>(dtype));
+  return 1 + static_cast<int>(
+                 ((sequence & mask) << kCallBits) | (static_cast<uint64_t>(wire_code(algorithm)) << 9) |
+                 (static_cast<uint64_t>(call_code(kind, op)) << 4) | static_cast<uint64_t>(dtype));
 }
 
 /// "all_reduce #8 (float32, sum, ring)" from a collective tag (the sequence number modulo 2^bits);

@@ -69,7 +69,7 @@ TEST_CASE("the thresholds come from the options", "[choice]") {
   CHECK(pick(CollectiveKind::all_reduce, MiB, one_host, Route::host, o) == Algorithm::ring);
   o.chain_broadcast_min_bytes = 100;
   CHECK(pick(CollectiveKind::broadcast, 99, one_host, Route::host, o) == Algorithm::tree);
-  CHECK(pick(CollectiveKind::broadcast, 100, one_host, Route::host, o) == Algorithm::ring);
+  CHECK(pick(CollectiveKind::broadcast, 100, one_host, Route::host, o) == Algorithm::chain);
 }
 
 TEST_CASE("tensors in shared allocations take the direct path at any size", "[choice]") {
@@ -94,17 +94,16 @@ TEST_CASE("the other collectives have one algorithm of ringdp's own", "[choice]"
   CHECK(pick(CollectiveKind::reduce, 8, world) == Algorithm::tree);
   CHECK(pick(CollectiveKind::all_gather, 8, world) == Algorithm::ring);
   CHECK(pick(CollectiveKind::reduce_scatter, 8, world) == Algorithm::ring);
-  CHECK(pick(CollectiveKind::barrier, 0, world) == Algorithm::recursive_doubling);
+  CHECK(pick(CollectiveKind::barrier, 0, world) == Algorithm::dissemination);
   CHECK(pick(CollectiveKind::broadcast, 8 * MiB - 1, world) == Algorithm::tree);
-  CHECK(pick(CollectiveKind::broadcast, 8 * MiB, world) == Algorithm::ring);
+  CHECK(pick(CollectiveKind::broadcast, 8 * MiB, world) == Algorithm::chain);
   CHECK(pick(CollectiveKind::gather, 8, world) == Algorithm::tree);
   CHECK(pick(CollectiveKind::scatter, 8 * MiB, world) == Algorithm::tree);
-  CHECK(pick(CollectiveKind::all_to_all, 8, world) == Algorithm::ring);  // the pairwise exchange
-  CHECK(
-      explain(choose_algorithm(CollectiveKind::all_to_all, 8, Algorithm::automatic, Route::host, world,
-                               defaults()),
-              8, world, defaults()) ==
-      "the only algorithm of ringdp's own: pairwise exchange (N-1 steps, one peer each; asked for as ring)");
+  CHECK(pick(CollectiveKind::all_to_all, 8, world) == Algorithm::pairwise);
+  CHECK(explain(choose_algorithm(CollectiveKind::all_to_all, 8, Algorithm::automatic, Route::host, world,
+                                 defaults()),
+                8, world, defaults()) ==
+        "the only algorithm of ringdp's own: pairwise exchange (N-1 steps, one peer each): pairwise");
 }
 
 TEST_CASE("what may be asked for by name, and the errors for the rest", "[choice]") {
@@ -120,7 +119,9 @@ TEST_CASE("what may be asked for by name, and the errors for the rest", "[choice
   CHECK(available(CollectiveKind::reduce, Route::host, one_host).names() == "tree, native");
   CHECK(available(CollectiveKind::gather, Route::nccl, one_host).names() == "tree, native");
   CHECK(available(CollectiveKind::scatter, Route::host, two_hosts).names() == "tree, native");
-  CHECK(available(CollectiveKind::all_to_all, Route::mpi_cuda, one_host).names() == "ring, native");
+  CHECK(available(CollectiveKind::all_to_all, Route::mpi_cuda, one_host).names() == "pairwise, native");
+  CHECK(available(CollectiveKind::broadcast, Route::host, one_host).names() == "tree, chain, native");
+  CHECK(available(CollectiveKind::barrier, Route::nccl, one_host).names() == "dissemination, native");
   for (CollectiveKind kind :
        {CollectiveKind::all_reduce, CollectiveKind::reduce, CollectiveKind::broadcast,
         CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::barrier,
@@ -135,7 +136,19 @@ TEST_CASE("what may be asked for by name, and the errors for the rest", "[choice
   CHECK_THROWS_WITH(ask(CollectiveKind::reduce, Algorithm::ring, Route::host, one_host),
                     Catch::Contains("reduce has no ring algorithm; available: tree, native, auto"));
   CHECK_THROWS_WITH(ask(CollectiveKind::all_to_all, Algorithm::tree, Route::host, one_host),
-                    Catch::Contains("all_to_all has no tree algorithm; available: ring, native, auto"));
+                    Catch::Contains("all_to_all has no tree algorithm; available: pairwise, native, auto"));
+  // The names three algorithms went by before they had their own are refused, naming the new one.
+  CHECK_THROWS_WITH(
+      ask(CollectiveKind::all_to_all, Algorithm::ring, Route::host, one_host),
+      Catch::Contains("all_to_all has no ring algorithm: the pairwise exchange, which this name "
+                      "used to select, is called pairwise; available: pairwise, native, auto"));
+  CHECK_THROWS_WITH(
+      ask(CollectiveKind::broadcast, Algorithm::ring, Route::host, one_host),
+      Catch::Contains("broadcast has no ring algorithm: the pipelined chain, which this name used "
+                      "to select, is called chain"));
+  CHECK_THROWS_WITH(ask(CollectiveKind::barrier, Algorithm::recursive_doubling, Route::host, one_host),
+                    Catch::Contains("barrier has no recursive_doubling algorithm: the dissemination barrier, "
+                                    "which this name used to select, is called dissemination"));
   CHECK_THROWS_WITH(ask(CollectiveKind::gather, Algorithm::ring, Route::host, one_host),
                     Catch::Contains("gather has no ring algorithm; available: tree, native, auto"));
   CHECK_THROWS_WITH(

@@ -112,14 +112,9 @@ TEST_CASE("a fingerprint describes the call as the user wrote it", "[fingerprint
   const Fingerprint uneven{
       code(CollectiveKind::all_gather), 0, code(DType::int8), 10, -1, 3, code(Algorithm::ring), 0xabc};
   REQUIRE(uneven.describe() == "all_gather #3 (10 x int8, counts hash abc, ring)");
-  const Fingerprint a2a{code(CollectiveKind::all_to_all),
-                        0,
-                        code(DType::float16),
-                        Fingerprint::kPerRankCount,
-                        -1,
-                        5,
-                        code(Algorithm::ring),
-                        1};
+  const Fingerprint a2a{code(CollectiveKind::all_to_all), 0,  code(DType::float16),
+                        Fingerprint::kPerRankCount,       -1, 5,
+                        code(Algorithm::pairwise),        1};
   REQUIRE(a2a.describe() == "all_to_all #5 (uneven counts x float16, counts hash 1, pairwise)");
   const Fingerprint rooted{code(CollectiveKind::gather), 0, code(DType::uint8), 4, 2, 6,
                            code(Algorithm::tree)};

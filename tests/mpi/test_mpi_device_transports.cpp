@@ -25,7 +25,6 @@
 #include "comm/algorithms/algorithms.h"
 #include "comm/position.h"
 #include "comm/transport/cuda/mpi_cuda_transport.h"
-#include "comm/transport/cuda/native_nccl.h"
 #include "comm/transport/cuda/nccl_transport.h"
 #include "comm/transport/mpi/mpi_transport.h"
 #include "kernels/elementwise.h"
@@ -241,8 +240,7 @@ void check_block_collectives(World& w, CudaStreamTransport& device, DType dtype,
     for (int j = 0; j < N; ++j)
       rooted.send_counts[j] = j == root ? count : 0, rooted.send_offsets[j] = 0,
       rooted.recv_counts[j] = r == root ? count : 0;
-    native_nccl::exchange(nccl,
-                          rooted.on(BlockExchange::Pattern::gather, dtype, mine.data, all.data, root, count));
+    nccl.native_exchange(rooted.on(BlockExchange::Pattern::gather, dtype, mine.data, all.data, root, count));
   } else {
     gather_tree(g, mine.data, all.data, count, root);
   }
@@ -259,8 +257,8 @@ void check_block_collectives(World& w, CudaStreamTransport& device, DType dtype,
     for (int j = 0; j < N; ++j)
       rooted.recv_counts[j] = j == root ? count : 0, rooted.recv_offsets[j] = 0,
       rooted.send_counts[j] = r == root ? count : 0;
-    native_nccl::exchange(
-        nccl, rooted.on(BlockExchange::Pattern::scatter, dtype, whole.data, part.data, root, count));
+    nccl.native_exchange(
+        rooted.on(BlockExchange::Pattern::scatter, dtype, whole.data, part.data, root, count));
   } else {
     scatter_tree(s, whole.data, part.data, count, root);
   }
@@ -275,7 +273,7 @@ void check_block_collectives(World& w, CudaStreamTransport& device, DType dtype,
     const BlockExchange e =
         layout.on(BlockExchange::Pattern::all_to_all, dtype, in.data, out.data, -1, is_even ? count : -1);
     if (native)
-      native_nccl::exchange(nccl, e);
+      nccl.native_exchange(e);
     else
       all_to_all_pairwise(a, e, is_even);
     device.synchronize();
@@ -288,8 +286,8 @@ void check_block_collectives(World& w, CudaStreamTransport& device, DType dtype,
   CollectiveContext v = w.context(device, dtype, ReduceOp::sum, kSegment);
   if (native) {
     const std::vector<int64_t> own(N, uneven.send_counts[r]), zeros(N, 0);
-    native_nccl::exchange(nccl, {BlockExchange::Pattern::all_gather, dtype, contribution.data, gathered.data,
-                                 own, zeros, uneven.send_counts, uneven.send_offsets});
+    nccl.native_exchange({BlockExchange::Pattern::all_gather, dtype, contribution.data, gathered.data, own,
+                          zeros, uneven.send_counts, uneven.send_offsets});
   } else {
     all_gather_ring_uneven(v, contribution.data, gathered.data, uneven.send_counts, uneven.send_offsets);
   }
@@ -421,17 +419,17 @@ TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[dev
         CAPTURE(dtype_name(dtype), reduce_op_name(op), count, N);
         DeviceBuffer in(dtype, count), out(dtype, count);
         in.fill(w.rank(), op);
-        native_nccl::all_reduce(nccl, in.data, out.data, count, dtype, op);
+        nccl.native_all_reduce(in.data, out.data, count, dtype, op);
         DeviceBuffer red(dtype, count);
-        native_nccl::reduce(nccl, in.data, red.data, count, dtype, op, N - 1);
+        nccl.native_reduce(in.data, red.data, count, dtype, op, N - 1);
         DeviceBuffer whole(dtype, count * N), mine(dtype, count), gathered(dtype, count * N);
         whole.fill(w.rank(), op);
-        native_nccl::reduce_scatter(nccl, whole.data, mine.data, count, dtype, op);
-        native_nccl::all_gather(nccl, in.data, gathered.data, count, dtype);
+        nccl.native_reduce_scatter(whole.data, mine.data, count, dtype, op);
+        nccl.native_all_gather(in.data, gathered.data, count, dtype);
         DeviceBuffer b(dtype, count);
         b.fill(0, op);
         if (w.rank() != 0) cudaMemset(b.data, 0x55, count * dtype_size(dtype));
-        native_nccl::broadcast(nccl, b.data, count, dtype, 0);
+        nccl.native_broadcast(b.data, count, dtype, 0);
         w.nccl.synchronize();
         CHECK(wrong(out.read(), [&](int64_t i) { return expected_value(N, i, op, dtype); }) == 0);
         if (w.rank() == N - 1)

@@ -3,7 +3,10 @@
 #include "comm/transport/cuda/native_nccl.h"
 
 #if RINGDP_HAVE_NCCL || defined(RINGDP_NCCL_EMULATOR)  // the emulator: tests/doubles/nccl
-#include "comm/transport/cuda/nccl_transport.h"
+#include "comm/transport/cuda/nccl_transport.h"  // RINGDP_NCCL_CHECK
+
+// A call that may return ncclInProgress, completed by the endpoint's transport.
+#define SETTLE(at, call) (at).settle((at).owner, (call), #call, __FILE__, __LINE__)
 
 namespace ringdp::comm::native_nccl {
 namespace {
@@ -38,29 +41,27 @@ ncclRedOp_t nccl_op(ReduceOp op, DType dtype) {
 }
 }  // namespace
 
-void all_reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op) {
-  t.RINGDP_NCCL_SETTLE(
-      ncclAllReduce(input, out, count, nccl_type(dtype), nccl_op(op, dtype), t.comm(), t.stream()));
+void all_reduce(const Endpoint& at, const void* input, void* out, int64_t count, DType dtype, ReduceOp op) {
+  SETTLE(at, ncclAllReduce(input, out, count, nccl_type(dtype), nccl_op(op, dtype), at.comm, at.stream));
 }
-void reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op,
+void reduce(const Endpoint& at, const void* input, void* out, int64_t count, DType dtype, ReduceOp op,
             int root) {
-  t.RINGDP_NCCL_SETTLE(
-      ncclReduce(input, out, count, nccl_type(dtype), nccl_op(op, dtype), root, t.comm(), t.stream()));
+  SETTLE(at, ncclReduce(input, out, count, nccl_type(dtype), nccl_op(op, dtype), root, at.comm, at.stream));
 }
-void broadcast(NcclTransport& t, void* buf, int64_t count, DType dtype, int root) {
-  t.RINGDP_NCCL_SETTLE(ncclBroadcast(buf, buf, count, nccl_type(dtype), root, t.comm(), t.stream()));
+void broadcast(const Endpoint& at, void* buf, int64_t count, DType dtype, int root) {
+  SETTLE(at, ncclBroadcast(buf, buf, count, nccl_type(dtype), root, at.comm, at.stream));
 }
-void all_gather(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype) {
-  t.RINGDP_NCCL_SETTLE(ncclAllGather(input, out, chunk_count, nccl_type(dtype), t.comm(), t.stream()));
+void all_gather(const Endpoint& at, const void* input, void* out, int64_t chunk_count, DType dtype) {
+  SETTLE(at, ncclAllGather(input, out, chunk_count, nccl_type(dtype), at.comm, at.stream));
 }
-void reduce_scatter(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype,
+void reduce_scatter(const Endpoint& at, const void* input, void* out, int64_t chunk_count, DType dtype,
                     ReduceOp op) {
-  t.RINGDP_NCCL_SETTLE(
-      ncclReduceScatter(input, out, chunk_count, nccl_type(dtype), nccl_op(op, dtype), t.comm(), t.stream()));
+  SETTLE(at, ncclReduceScatter(input, out, chunk_count, nccl_type(dtype), nccl_op(op, dtype), at.comm,
+                               at.stream));
 }
 
-void exchange(NcclTransport& t, const BlockExchange& e) {
-  const int N = t.size(), r = t.rank();
+void exchange(const Endpoint& at, const BlockExchange& e) {
+  const int N = at.size, r = at.rank;
   const size_t eb = dtype_size(e.dtype);
   const ncclDataType_t type = nccl_type(e.dtype);
   const auto* in = static_cast<const char*>(e.input);
@@ -77,12 +78,12 @@ void exchange(NcclTransport& t, const BlockExchange& e) {
   for (int j = 0; j < N; ++j) {
     if (j == r && own_in_place) continue;
     if (sends && send_count(j) > 0 && (e.pattern != gather || j == e.root))
-      RINGDP_NCCL_CHECK(ncclSend(send_at(j), send_count(j), type, j, t.comm(), t.stream()));
+      RINGDP_NCCL_CHECK(ncclSend(send_at(j), send_count(j), type, j, at.comm, at.stream));
     if (receives && e.recv_counts[j] > 0 && (e.pattern != scatter || j == e.root))
       RINGDP_NCCL_CHECK(
-          ncclRecv(out + e.recv_offsets[j] * eb, e.recv_counts[j], type, j, t.comm(), t.stream()));
+          ncclRecv(out + e.recv_offsets[j] * eb, e.recv_counts[j], type, j, at.comm, at.stream));
   }
-  t.RINGDP_NCCL_SETTLE(ncclGroupEnd());
+  SETTLE(at, ncclGroupEnd());
 }
 
 }  // namespace ringdp::comm::native_nccl

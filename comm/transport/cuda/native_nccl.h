@@ -11,25 +11,32 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-namespace ringdp::comm {
-class NcclTransport;
-}
-
-// Each call goes on the transport's stream and is settled there (nccl_transport.h: the
+// Each call goes on the endpoint's stream and is settled there (nccl_transport.h: the
 // communicator is non-blocking).
 namespace ringdp::comm::native_nccl {
 
-void all_reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op);
-void reduce(NcclTransport& t, const void* input, void* out, int64_t count, DType dtype, ReduceOp op,
+/// What NCCL's own collectives need of a transport, and no more: its communicator and stream, this
+/// rank and the world's size, and how to complete a call that may return ncclInProgress (under the
+/// transport's deadline: NcclTransport::settle).
+struct Endpoint {
+  ncclComm_t comm;
+  cudaStream_t stream;
+  int rank, size;
+  void* owner;
+  void (*settle)(void* owner, ncclResult_t result, const char* call, const char* file, int line);
+};
+
+void all_reduce(const Endpoint& at, const void* input, void* out, int64_t count, DType dtype, ReduceOp op);
+void reduce(const Endpoint& at, const void* input, void* out, int64_t count, DType dtype, ReduceOp op,
             int root);
-void broadcast(NcclTransport& t, void* buf, int64_t count, DType dtype, int root);
-void all_gather(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype);
-void reduce_scatter(NcclTransport& t, const void* input, void* out, int64_t chunk_count, DType dtype,
+void broadcast(const Endpoint& at, void* buf, int64_t count, DType dtype, int root);
+void all_gather(const Endpoint& at, const void* input, void* out, int64_t chunk_count, DType dtype);
+void reduce_scatter(const Endpoint& at, const void* input, void* out, int64_t chunk_count, DType dtype,
                     ReduceOp op);
 /// NCCL has no gather, scatter or all-to-all call: they are its sends and receives in one group
 /// (ncclGroupStart/End), as nccl-tests' alltoall_perf does. Zero-length blocks are not posted; a
 /// block already in place is not sent to this rank itself.
-void exchange(NcclTransport& t, const BlockExchange& e);
+void exchange(const Endpoint& at, const BlockExchange& e);
 
 }  // namespace ringdp::comm::native_nccl
 #endif

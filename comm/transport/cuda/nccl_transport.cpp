@@ -317,30 +317,43 @@ void NcclTransport::on_stuck() {
   comm_ = nullptr;
 }
 
+native_nccl::Endpoint NcclTransport::endpoint() {
+  return {comm_,
+          stream(),
+          rank_,
+          size_,
+          this,
+          [](void* owner, ncclResult_t result, const char* call, const char* file, int line) {
+            static_cast<NcclTransport*>(owner)->settle(result, call, file, line);
+          }};
+}
+
 void NcclTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype,
                                       ReduceOp op) {
-  native_nccl::all_reduce(*this, input, output, count, dtype, op);
+  native_nccl::all_reduce(endpoint(), input, output, count, dtype, op);
 }
 
 void NcclTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                                   int root) {
-  native_nccl::reduce(*this, input, output, count, dtype, op, root);
+  native_nccl::reduce(endpoint(), input, output, count, dtype, op, root);
 }
 
 void NcclTransport::native_broadcast(void* buffer, int64_t count, DType dtype, int root) {
-  native_nccl::broadcast(*this, buffer, count, dtype, root);
+  native_nccl::broadcast(endpoint(), buffer, count, dtype, root);
 }
 
 void NcclTransport::native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) {
-  native_nccl::all_gather(*this, input, output, chunk_count, dtype);
+  native_nccl::all_gather(endpoint(), input, output, chunk_count, dtype);
 }
 
 void NcclTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
                                           ReduceOp op) {
-  native_nccl::reduce_scatter(*this, input, output, chunk_count, dtype, op);
+  native_nccl::reduce_scatter(endpoint(), input, output, chunk_count, dtype, op);
 }
 
-void NcclTransport::native_exchange(const BlockExchange& exchange) { native_nccl::exchange(*this, exchange); }
+void NcclTransport::native_exchange(const BlockExchange& exchange) {
+  native_nccl::exchange(endpoint(), exchange);
+}
 
 }  // namespace ringdp::comm
 #endif

@@ -27,6 +27,7 @@
 #pragma once
 
 #include "comm/transport/cuda/cuda_stream_transport.h"
+#include "comm/transport/cuda/native_nccl.h"
 #include "comm/transport/transport.h"
 #include "config.h"
 
@@ -74,6 +75,8 @@ class NcclTransport final : public CudaStreamTransport {
   void native_exchange(const BlockExchange& exchange) override;
 
  private:
+  /// What NCCL's own collectives are given of this transport (native_nccl::Endpoint).
+  native_nccl::Endpoint endpoint();
   /// Polls ncclCommGetAsyncError until the state is not ncclInProgress, then throws as
   /// nccl_check does (naming `call` at file:line) if it is an error; false if `expired()` first.
   bool poll_until_settled(const std::function<bool()>& expired, const char* call, const char* file, int line);
@@ -132,7 +135,7 @@ void nccl_check(ncclResult_t result, const char* call, const char* file, int lin
     if (__builtin_expect(ringdp_nccl_status != ncclSuccess, 0))                  \
       ::ringdp::comm::nccl_check(ringdp_nccl_status, #call, __FILE__, __LINE__); \
   } while (0)
-/// In NcclTransport (or with a transport `t`): a call that may return ncclInProgress.
+/// In NcclTransport: a call that may return ncclInProgress.
 #define RINGDP_NCCL_SETTLE(call) settle((call), #call, __FILE__, __LINE__)
 
 #endif

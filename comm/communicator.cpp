@@ -171,12 +171,12 @@ Communicator::~Communicator() {
 Device Communicator::device() const { return state_->routes_.device(); }
 
 const char* Communicator::backend_name() const {
-  State& state = *state_;
+  const State& state = *state_;
   return state.routes_.route_for(device()) == Route::nccl ? "nccl" : state.world_.bootstrap;
 }
 
 std::string Communicator::shared_refusal() const {
-  State& state = *state_;
+  const State& state = *state_;
   const std::string why = "allocate_shared: a shared window needs ";
   if (std::string_view(state.world_.bootstrap) != "mpi")
     return why + "ranks started by an MPI launcher (mpirun); this is a world of one without MPI";
@@ -217,7 +217,7 @@ std::string Communicator::explain_choice(CollectiveKind kind, size_t bytes, Algo
 }
 
 AlgorithmSet Communicator::available(CollectiveKind kind, Device device) const {
-  State& state = *state_;
+  const State& state = *state_;
   return comm::available(kind, state.routes_.route_for(device), state.topology());
 }
 

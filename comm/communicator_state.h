@@ -22,6 +22,7 @@ namespace ringdp::comm {
 struct Communicator::State {
   State(DiscoveredWorld world, const CommOptions& options)
       : world_(std::move(world)),
+        size_(world_.transport->size()),
         shared_slots_(world_.transport->shared_slots()),
         routes_(*world_.transport, options, world_.local_rank),
         executor_(routes_, options, world_.transport->rank(), world_.transport->size(),
@@ -40,6 +41,7 @@ struct Communicator::State {
   }
 
   DiscoveredWorld world_;
+  int size_;  ///< read once: every `auto` choice asks (a virtual call on the transport otherwise)
   SharedSlots* shared_slots_ = nullptr;  ///< the world transport's, read once: every all_reduce asks
   Routes routes_;
   /// allocate_shared()'s windows, freed by leave() with the slots' (both collective).

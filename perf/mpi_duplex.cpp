@@ -42,7 +42,7 @@ struct Exchange {
     const long at = static_cast<long>(k) * piece, bytes = static_cast<long>(in->size());
     return static_cast<int>(bytes - at < piece ? bytes - at : piece);
   }
-  // Posts the payload receives whose envelopes have arrived, in order (ringdp's advance_two_part).
+  // Posts the payload receives whose envelopes have arrived, in order (ringdp's TwoPartMessages::advance).
   void advance() {
     while (!pending.empty()) {
       const size_t k = pending.front();

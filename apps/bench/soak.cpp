@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "apps/bench/collectives.h"
+#include "comm/algorithm_table.h"
 #include "tensor/random.h"
 
 namespace ringdp::bench {
@@ -27,9 +28,6 @@ SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
                           DType::float16, DType::int8,    DType::uint8, DType::boolean};
   constexpr uint32_t kDTypes = std::size(dtypes);
   const ReduceOp ops[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
-  const comm::Algorithm algos[] = {comm::Algorithm::ring, comm::Algorithm::recursive_doubling,
-                                   comm::Algorithm::tree, comm::Algorithm::native,
-                                   comm::Algorithm::automatic};
   const int N = comm.size();
   SoakResult result;
   int64_t wrong = 0;
@@ -39,9 +37,12 @@ SoakResult run_soak(comm::Communicator& comm, int64_t count, uint64_t seed) {
     const DType dtype = dtypes[draw[1] % kDTypes];
     ReduceOp op = ops[(draw[1] / kDTypes) % 5];
     if (op == ReduceOp::avg && !is_floating(dtype)) op = ReduceOp::sum;
-    comm::Algorithm algo = algos[draw[2] % 5];
+    // One of the collective's own algorithms (comm/algorithm_table.h), or auto.
+    const auto rows = comm::algorithm_table(spec.kind);
+    const size_t pick = draw[2] % (rows.size() + 1);
+    comm::Algorithm algo = pick < rows.size() ? rows[pick].algorithm : comm::Algorithm::automatic;
     if (!comm.available(spec.kind, comm.device()).contains(algo))
-      algo = comm::Algorithm::automatic;  // this collective has no such algorithm
+      algo = comm::Algorithm::automatic;  // not in this world (shared memory across hosts)
     // Sizes from 0 to 64 Ki elements, skewed small (a log-uniform draw).
     const int64_t elements =
         static_cast<int64_t>(draw[3] % 17 == 0 ? 0 : (int64_t{1} << (draw[3] % 17)) - 1 + draw[3] % 7);

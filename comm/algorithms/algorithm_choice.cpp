@@ -42,15 +42,18 @@ constexpr Renamed kRenamed[] = {
       RINGDP_FAIL(kind_name(kind), " has no ", algorithm_name(requested), " algorithm: ", r.what,
                   ", which this name used to select, is called ", algorithm_name(r.new_name),
                   "; available: ", set.names(), ", auto");
-  const bool host_only = requested == Algorithm::shared_memory || requested == Algorithm::hierarchical;
-  if (kind == CollectiveKind::all_reduce && host_only && route != Route::host)
-    RINGDP_FAIL("all_reduce: the ", algorithm_name(requested),
-                " algorithm runs on host tensors; got CUDA tensors (use ring, recursive_doubling or native)");
-  if (kind == CollectiveKind::all_reduce && requested == Algorithm::shared_memory)
-    RINGDP_FAIL(
-        "all_reduce: the shared_memory algorithm needs every rank on one host and MPI shared "
-        "windows in the unified memory model; these ",
-        topology.size, " ranks run on ", topology.hosts, " hosts");
+  // The collective has it, but not here: say which need of its row this world or route lacks.
+  for (const AlgorithmRow& row : algorithm_table(kind)) {
+    if (row.algorithm != requested) continue;
+    if (row.host_only && route != Route::host)
+      RINGDP_FAIL(kind_name(kind), ": the ", algorithm_name(requested),
+                  " algorithm runs on host tensors; got CUDA tensors (use ", set.names(), " or auto)");
+    if (row.one_host)
+      RINGDP_FAIL(kind_name(kind), ": the ", algorithm_name(requested),
+                  " algorithm needs every rank on one host and MPI shared windows in the unified memory "
+                  "model; these ",
+                  topology.size, " ranks run on ", topology.hosts, " hosts");
+  }
   RINGDP_FAIL(kind_name(kind), " has no ", algorithm_name(requested), " algorithm; available: ", set.names(),
               ", auto");
 }

@@ -39,7 +39,10 @@ std::string describe_tag(int tag) {
   if (kind_reduces(kind)) text += std::string(reduce_op_name(static_cast<ReduceOp>(call % 8))) + ", ";
   const int wire = (v >> 9) & 7;
   const Algorithm algorithm = algorithm_of_wire(kind, wire);
-  if (algorithm == Algorithm::automatic) return text + "algorithm code " + std::to_string(wire) + ")";
+  // Code 0 is auto's: the DETAIL check's own exchange carries it. Any other code the collective
+  // has no algorithm for is shown as a code, not guessed.
+  if (algorithm == Algorithm::automatic && wire != wire_code(Algorithm::automatic))
+    return text + "algorithm code " + std::to_string(wire) + ")";
   return text + algorithm_name(algorithm) + ")";
 }
 

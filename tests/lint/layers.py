@@ -2,8 +2,8 @@
 
 Layers, bottom to top: core < kernels < tensor < autograd, comm (peers: neither includes the
 other) < comm/ddp < apps < perf, examples, tests (the top, which may include anything). Inside
-comm, by folder (README.md's layout table): its public words (types, work, options, RefusedAlike
-in comm/ itself) < bootstrap/ (the job's runtime) < transport/ (its kinds in subfolders, one
+comm, by folder (README.md's layout table): its public words (types, work, options, position,
+job, the algorithm tables, RefusedAlike: comm/ itself) < bootstrap/ (the job's runtime) < transport/ (its kinds in subfolders, one
 layer) < algorithms/ < world/ (discovery, routes, departures) < execution/ < the front door
 (comm/communicator.h and the files that implement it); every one of them a peer of autograd. The test
 doubles (tests/doubles/) are test code: product code, everything outside tests/, never includes
@@ -140,11 +140,13 @@ CLEAN_TREE = {
     "autograd/optim/sgd.h": ['"autograd/module.h"'],
     "comm/types.h": ['"tensor/tensor.h"'],
     "comm/bootstrap/runtime.h": ['"comm/types.h"'],
+    "comm/bootstrap/exchange.h": ['"comm/bootstrap/runtime.h"'],
     "comm/transport/transport.h": ['"comm/bootstrap/runtime.h"', '"comm/types.h"'],
     "comm/transport/mpi/mpi.h": ['"comm/transport/transport.h"', '"comm/transport/shm/slots.h"'],
     "comm/transport/shm/slots.h": ['"comm/transport/transport.h"'],
     "comm/algorithms/ring.h": ['"comm/transport/mpi/mpi.h"'],
     "comm/world/routes.h": ['"comm/algorithms/ring.h"'],
+    "comm/algorithms/tree.h": ['"comm/algorithms/ring.h"', '"comm/transport/transport.h"'],
     "comm/execution/executor.h": ['"comm/world/routes.h"'],
     "comm/communicator.h": ['"comm/execution/executor.h"', '"tensor/tensor.h"', "<cuda_runtime.h>", "<nccl.h>"],
     "comm/ddp/ddp.h": ['"comm/communicator.h"', '"autograd/module.h"'],
@@ -165,6 +167,9 @@ PLANTED = {
     "autograd/module.h": ('"comm/communicator.h"',
                           "layer autograd may not include its peer layer comm's front door"),
     "comm/types.h": ('"comm/bootstrap/runtime.h"', "layer comm may not include layer comm/bootstrap"),
+    "comm/bootstrap/exchange.h": ('"comm/transport/transport.h"',
+                                  "layer comm/bootstrap may not include layer comm/transport"),
+    "comm/algorithms/tree.h": ('"comm/world/routes.h"', "layer comm/algorithms may not include layer comm/world"),
     "comm/transport/shm/slots.h": ('"comm/algorithms/ring.h"',
                                    "layer comm/transport may not include layer comm/algorithms"),
     "comm/algorithms/ring.h": ('"autograd/module.h"',

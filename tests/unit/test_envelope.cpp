@@ -130,6 +130,9 @@ TEST_CASE("describe_tag reads back kind, sequence mod 2^bits, dtype, op and algo
   REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::reduce_scatter, DType::int64, ReduceOp::max,
                                         Algorithm::native, 4 + 3, 2)) ==
           "reduce_scatter #3 (int64, max, native)");
+  // auto's code is the DETAIL check's own exchange (an all-gather of int64 words).
+  REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::all_gather, DType::int64, ReduceOp::sum,
+                                        Algorithm::automatic, 3, 8)) == "all_gather #3 (int64, auto)");
   // A code the collective has no algorithm for (no rank sends one) is shown as a code, not guessed.
   REQUIRE(comm::describe_tag(encode_tag(CollectiveKind::reduce_scatter, DType::int64, ReduceOp::max,
                                         Algorithm::rabenseifner, 3, 8)) ==

@@ -267,7 +267,7 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
       opts.algorithm == Algorithm::native
           ? Algorithm::native
           : choose_algorithm(CollectiveKind::all_reduce, input.nbytes(), opts.algorithm, route,
-                             state.topology(), options_, shared_buffers)
+                             state.topology(size_), options_, shared_buffers)
                 .algorithm;
   const AllReduce collective{.issue = {.kind = CollectiveKind::all_reduce,
                                        .dtype = input.dtype(),

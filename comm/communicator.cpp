@@ -207,18 +207,18 @@ Tensor Communicator::allocate_shared(Shape shape, DType dtype) {
 }
 
 Algorithm Communicator::resolve(CollectiveKind kind, size_t bytes, Algorithm requested) const {
-  return choose_algorithm(kind, bytes, requested, Route::host, state_->topology(), options_).algorithm;
+  return choose_algorithm(kind, bytes, requested, Route::host, state_->topology(size_), options_).algorithm;
 }
 
 std::string Communicator::explain_choice(CollectiveKind kind, size_t bytes, Algorithm requested) const {
-  const Topology world = state_->topology();
+  const Topology world = state_->topology(size_);
   return explain(choose_algorithm(kind, bytes, requested, Route::host, world, options_), bytes, world,
                  options_);
 }
 
 AlgorithmSet Communicator::available(CollectiveKind kind, Device device) const {
   const State& state = *state_;
-  return comm::available(kind, state.routes_.route_for(device), state.topology());
+  return comm::available(kind, state.routes_.route_for(device), state.topology(size_));
 }
 
 void Communicator::set_step_observer(StepObserver observer) {

@@ -22,16 +22,15 @@ namespace ringdp::comm {
 struct Communicator::State {
   State(DiscoveredWorld world, const CommOptions& options)
       : world_(std::move(world)),
-        size_(world_.transport->size()),
         shared_slots_(world_.transport->shared_slots()),
         routes_(*world_.transport, options, world_.local_rank),
         executor_(routes_, options, world_.transport->rank(), world_.transport->size(),
                   world_.transport->tag_upper_bound()) {}
 
-  /// The world as algorithm choice sees it.
-  Topology topology() const {
-    return {
-        .size = world_.transport->size(), .hosts = world_.hosts, .shared_slots = shared_slots_ != nullptr};
+  /// The world as algorithm choice sees it; `size` is the Communicator's (read once, so that an
+  /// `auto` choice makes no virtual call on the transport).
+  Topology topology(int size) const {
+    return {.size = size, .hosts = world_.hosts, .shared_slots = shared_slots_ != nullptr};
   }
   /// Runs a described collective (comm/collectives.cpp, comm/block_collectives.cpp): the library
   /// call in place when nothing watches, else the executor's full path.
@@ -41,7 +40,6 @@ struct Communicator::State {
   }
 
   DiscoveredWorld world_;
-  int size_;  ///< read once: every `auto` choice asks (a virtual call on the transport otherwise)
   SharedSlots* shared_slots_ = nullptr;  ///< the world transport's, read once: every all_reduce asks
   Routes routes_;
   /// allocate_shared()'s windows, freed by leave() with the slots' (both collective).

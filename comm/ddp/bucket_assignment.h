@@ -11,7 +11,7 @@
 // all-reduce can start early in backward. Buckets are launched in the order their last gradient
 // arrives.
 //
-// The first cap is min(first_bucket_mb, bucket_cap_mb) (comm/ddp/distributed_data_parallel.cpp),
+// The first cap is min(first_bucket_mb, bucket_cap_mb) (comm/ddp/reducer.cpp),
 // so a small --bucket-mb gives small buckets throughout; PyTorch 1.13 keeps its first bucket at
 // 1 MiB whatever bucket_cap_mb says.
 // Where PyTorch differs: its first iteration runs the rule over registration order and reverses

@@ -1,7 +1,7 @@
 // GradBucket and CommHook: what a DDP communication hook receives and returns (PyTorch's
 // dist.GradBucket and register_comm_hook, 1.13). The built-in hooks are in
 // comm/ddp/default_hooks.h and comm/ddp/powersgd_hook.h; DistributedDataParallel calls the one
-// registered (comm/ddp/ddp_comm_hook.cpp). Tested by tests/mpi/test_comm_hooks.cpp.
+// registered (comm/ddp/reducer.cpp). Tested by tests/mpi/test_comm_hooks.cpp.
 //
 // Contract: DDP calls the hook once per bucket per synchronised backward, in bucket launch order,
 // on the training thread, as soon as the bucket's last gradient is ready (or after backward with

@@ -50,13 +50,17 @@ class Join {
   /// takes the last joiner's parameters. Returns the steps shadowed. Called once.
   int64_t join();
 
+  /// The count a training rank's forward contributes while a Join is attached to `ddp`
+  /// (DistributedDataParallel::forward calls it).
+  static void count_step(DistributedDataParallel& ddp);
+
  private:
-  void shadow_step(int64_t contributing);
   void sync_final_model(bool last_to_join);
 
   DistributedDataParallel& ddp_;
   JoinOptions options_;
   bool joined_ = false;
+  bool attached_ = false;  // this Join, not a later one, is the Reducer's live Join
 };
 
 }  // namespace ringdp::ddp

@@ -1,6 +1,6 @@
 """A DDP model's gradient buckets (docs/ddp.md): each bucket's flat buffer with every parameter's
 offset, in backward's order, and each parameter's .grad as a view of its slice, as RINGDP_TRACE
-prints them (the view's place is read from the pointers, comm/ddp/distributed_data_parallel.cpp)."""
+prints them (the view's place is read from the pointers, comm/ddp/reducer.cpp)."""
 import re
 
 from mechanics import runs

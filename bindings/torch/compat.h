@@ -2,7 +2,9 @@
 // c10d::ProcessGroup and its creator returns that; from 2.0 it subclasses c10d::Backend (the
 // ProcessGroup then dispatches to it per device) and register_backend takes `devices=`
 // (ringdp_torch/__init__.py). Everything else the backend uses (Work, the option structs, ReduceOp,
-// Store) is spelt the same in both. Checked against Debian's 1.13.1 only: 2.x is untested here.
+// Store) is spelt the same in both. What 2.x adds (the coalesced all-gather and reduce-scatter, the
+// PREMUL_SUM factor's new field) sits behind `#if TORCH_VERSION_MAJOR >= 2` where it is used.
+// Tested with Debian's 1.13.1 and PyPI's 2.15.0.
 #pragma once
 
 #include <torch/version.h>

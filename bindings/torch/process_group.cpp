@@ -73,19 +73,24 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::broadcast(std::vector<at::T
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allreduce(std::vector<at::Tensor>& tensors,
                                                                const ::c10d::AllreduceOptions& opts) {
   return issue("allreduce", tensors, [&](Call& call) {
-    TensorView& t = call.view(only(tensors, "allreduce"), "allreduce's tensor", true);
-    call.add(comm_->all_reduce(t.ringdp(), to_ringdp(opts.reduceOp), kAsync));
+    const Reduction reduction = to_reduction(opts.reduceOp);
+    const at::Tensor& tensor = only(tensors, "allreduce");
+    if (reduction.factor) tensor.copy_(premultiplied(tensor, reduction, "allreduce's tensor"));
+    TensorView& t = call.view(tensor, "allreduce's tensor", true);
+    call.add(comm_->all_reduce(t.ringdp(), reduction.op, kAsync));
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
   return issue("allreduce_coalesced", tensors, [&](Call& call) {
-    const ringdp::ReduceOp op = to_ringdp(opts.reduceOp);
+    const Reduction reduction = to_reduction(opts.reduceOp);
     std::vector<TensorView*> views;  // every argument checked before the first collective is posted
-    for (const at::Tensor& tensor : tensors)
+    for (const at::Tensor& tensor : tensors) {
+      if (reduction.factor) tensor.copy_(premultiplied(tensor, reduction, "allreduce_coalesced's tensor"));
       views.push_back(&call.view(tensor, "allreduce_coalesced's tensor", true));
-    for (TensorView* t : views) call.add(comm_->all_reduce(t->ringdp(), op, kAsync));
+    }
+    for (TensorView* t : views) call.add(comm_->all_reduce(t->ringdp(), reduction.op, kAsync));
   });
 }
 
@@ -93,7 +98,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::reduce(std::vector<at::Tens
                                                             const ::c10d::ReduceOptions& opts) {
   return issue("reduce", tensors, [&](Call& call) {
     TensorView& t = call.view(only(tensors, "reduce"), "reduce's tensor", true);
-    call.add(comm_->reduce(t.ringdp(), static_cast<int>(opts.rootRank), to_ringdp(opts.reduceOp), kAsync));
+    call.add(comm_->reduce(t.ringdp(), static_cast<int>(opts.rootRank), to_ringdp(opts.reduceOp, "reduce"),
+                           kAsync));
   });
 }
 
@@ -145,15 +151,17 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::reduce_scatter(
     const at::Tensor& output = only(outputs, "reduce_scatter");
     RINGDP_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
                  "reduce_scatter needs one list of ", size_, " input tensors (one per rank)");
+    const Reduction reduction = to_reduction(opts.reduceOp);
     std::vector<at::Tensor> flat;
     for (const at::Tensor& in : inputs[0]) {
       check_like(in, output, output.numel(), "a reduce_scatter input");
       flat.push_back(in.reshape({-1}));
     }
     // ringdp scatters chunks of one buffer; torch's inputs are separate tensors, joined into it.
-    TensorView& in = call.view(at::cat(flat), "reduce_scatter's buffer", false);
+    TensorView& in = call.view(premultiplied(at::cat(flat), reduction, "reduce_scatter's input"),
+                               "reduce_scatter's buffer", false);
     TensorView& out = call.view(output, "reduce_scatter's output", true);
-    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), to_ringdp(opts.reduceOp), kAsync));
+    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), reduction.op, kAsync));
   });
 }
 
@@ -161,11 +169,79 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
   return issue("reduce_scatter_tensor", {output}, [&](Call& call) {
     check_like(input, output, size_ * output.numel(), "reduce_scatter_tensor's input");
-    TensorView& in = call.view(input, "reduce_scatter_tensor's input", false);
+    const Reduction reduction = to_reduction(opts.reduceOp);
+    TensorView& in = call.view(premultiplied(input, reduction, "reduce_scatter_tensor's input"),
+                               "reduce_scatter_tensor's input", false);
     TensorView& out = call.view(output, "reduce_scatter_tensor's output", true);
-    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), to_ringdp(opts.reduceOp), kAsync));
+    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), reduction.op, kAsync));
   });
 }
+
+#if TORCH_VERSION_MAJOR >= 2
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const ::c10d::AllgatherOptions& opts) {
+  if (inputs.size() == 1 && outputs.size() == 1) return _allgather_base(outputs[0], inputs[0], opts);
+  return issue("all_gather_into_tensor_coalesced", outputs, [&](Call& call) {
+    RINGDP_CHECK(!inputs.empty() && outputs.size() == inputs.size(),
+                 "all_gather_into_tensor_coalesced needs ", "as many outputs as inputs, at least one; got ",
+                 outputs.size(), " and ", inputs.size());
+    std::vector<at::Tensor> flat;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      check_like(outputs[i], inputs[i], size_ * inputs[i].numel(),
+                 "an all_gather_into_tensor_coalesced output");
+      RINGDP_CHECK(inputs[i].scalar_type() == inputs[0].scalar_type(),
+                   "all_gather_into_tensor_coalesced's inputs differ in dtype (",
+                   c10::toString(inputs[i].scalar_type()), " and ", c10::toString(inputs[0].scalar_type()),
+                   ")");
+      flat.push_back(inputs[i].reshape({-1}));
+    }
+    // One all-gather of the inputs packed: rank r's block of the result is its inputs one after the
+    // other, so output i takes its column of blocks.
+    const at::Tensor packed = at::cat(flat);
+    at::Tensor gathered = at::empty({size_, packed.numel()}, packed.options());
+    TensorView& in = call.view(packed, "all_gather_into_tensor_coalesced's buffer", false);
+    TensorView& all = call.view(gathered, "all_gather_into_tensor_coalesced's output buffer", false);
+    call.add(comm_->all_gather(in.ringdp(), all.ringdp(), kAsync));
+    call.then([gathered, targets = outputs, flat] {
+      int64_t at = 0;
+      for (size_t i = 0; i < targets.size(); ++i) {
+        targets[i].copy_(gathered.narrow(1, at, flat[i].numel()).reshape(targets[i].sizes()));
+        at += flat[i].numel();
+      }
+    });
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::ReduceScatterOptions& opts) {
+  if (inputs.size() == 1 && outputs.size() == 1) return _reduce_scatter_base(outputs[0], inputs[0], opts);
+  return issue("reduce_scatter_tensor_coalesced", outputs, [&](Call& call) {
+    RINGDP_CHECK(!inputs.empty() && outputs.size() == inputs.size(), "reduce_scatter_tensor_coalesced needs ",
+                 "as many outputs as inputs, at least one; got ", outputs.size(), " and ", inputs.size());
+    const Reduction reduction = to_reduction(opts.reduceOp);
+    std::vector<at::Tensor> columns;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      check_like(inputs[i], outputs[i], size_ * outputs[i].numel(),
+                 "a reduce_scatter_tensor_coalesced input");
+      RINGDP_CHECK(inputs[i].scalar_type() == inputs[0].scalar_type(),
+                   "reduce_scatter_tensor_coalesced's inputs differ in dtype (",
+                   c10::toString(inputs[i].scalar_type()), " and ", c10::toString(inputs[0].scalar_type()),
+                   ")");
+      columns.push_back(inputs[i].reshape({size_, outputs[i].numel()}));
+    }
+    // Rank r's chunk of every input side by side: one reduce-scatter hands rank r its chunks.
+    const at::Tensor packed =
+        premultiplied(at::cat(columns, 1), reduction, "reduce_scatter_tensor_coalesced's input")
+            .reshape({-1});
+    at::Tensor reduced = at::empty({packed.numel() / size_}, packed.options());
+    TensorView& in = call.view(packed, "reduce_scatter_tensor_coalesced's buffer", false);
+    TensorView& out = call.view(reduced, "reduce_scatter_tensor_coalesced's output buffer", false);
+    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), reduction.op, kAsync));
+    call.then([reduced, targets = outputs] { unpack(reduced, targets); });
+  });
+}
+#endif
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::send(std::vector<at::Tensor>& tensors, int dst_rank,
                                                           int tag) {

@@ -61,6 +61,17 @@ class ProcessGroupRingdp final : public BackendBase {
                                                   const ::c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                         const ::c10d::ReduceScatterOptions& opts) override;
+#if TORCH_VERSION_MAJOR >= 2
+  // What functional collectives, DTensor and FSDP2 call even for one tensor (2.15 forwards its
+  // all_gather_single_coalesced and reduce_scatter_single_coalesced here): one ringdp collective
+  // over the tensors packed (they must share a dtype, as FSDP2's and DTensor's do).
+  c10::intrusive_ptr<::c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::ReduceScatterOptions& opts) override;
+#endif
   c10::intrusive_ptr<::c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                  std::vector<int64_t>& output_split_sizes,
                                                  std::vector<int64_t>& input_split_sizes,

@@ -298,8 +298,12 @@ check.raises("uneven splits that do not sum to the rows", "split sizes sum to",
              lambda: dist.all_to_all_single(torch.empty(size + 1), torch.ones(size + 1), output_split_sizes=[1] * size,
                                             input_split_sizes=[1] * size))
 check.raises("BAND on float32", "reduce op band is not defined for float32 tensors", lambda: dist.all_reduce(torch.ones(4), op=ReduceOp.BAND))
-check.raises("PREMUL_SUM", "ReduceOp.PREMUL_SUM is not supported by ringdp",
-             lambda: dist.all_reduce(torch.ones(4), op=dist._make_nccl_premul_sum(2.0)))
+# PREMUL_SUM (gloo refuses it): every input times the factor, then the sum; exact here.
+premul = torch.full((2 * size + 1,), float(rank + 1))
+dist.all_reduce(premul, op=dist._make_nccl_premul_sum(0.5))
+check.equal("all_reduce PREMUL_SUM 0.5", premul, torch.full((2 * size + 1,), 0.5 * size * (size + 1) / 2))
+check.raises("reduce with PREMUL_SUM", "ReduceOp.PREMUL_SUM is not supported by ringdp's reduce",
+             lambda: dist.reduce(torch.ones(4), 0, op=dist._make_nccl_premul_sum(2.0)))
 check.raises("int16", "has dtype Short, which ringdp does not support", lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)))
 # complex64 needs nothing of ringdp: torch.distributed sums it as float32 pairs (view_as_real).
 z = torch.full((3,), complex(1, -2)) * (rank + 1)

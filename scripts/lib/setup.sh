@@ -4,7 +4,7 @@
 
 RINGDP_PACKAGES=(meson ninja-build pkg-config g++ python3 catch2 libopenblas-dev libopenmpi-dev
   openmpi-bin libcli11-dev nlohmann-json3-dev zlib1g-dev procps git iproute2 cmake
-  python3-torch libtorch-dev pybind11-dev python3-pip)
+  python3-torch libtorch-dev pybind11-dev python3-pip python3-venv)
 # scripts/plot-bench, plot-timeline and draw-mechanics, which the README shows, and the tests of
 # their pictures.
 RINGDP_PACKAGES+=(python3-matplotlib)

@@ -58,6 +58,9 @@ NEEDS = {
     "torch": (["/usr/bin/python3", "-c",
                "import torch.distributed as d; assert d.is_gloo_available()"],
               "needs python3-torch with gloo (apt-get install python3-torch)"),
+    "torch2": (["sh", "-c", 'test -n "$RINGDP_TORCH2_PYTHON" && "$RINGDP_TORCH2_PYTHON" -c "import ringdp_torch"'],
+               "needs the PyTorch 2.x venv with ringdp_torch: scripts/test --torch2 makes it and names its "
+               "Python in RINGDP_TORCH2_PYTHON"),
     "matplotlib": (["/usr/bin/python3", "-c", "import matplotlib"],
                    "needs python3-matplotlib (apt-get install python3-matplotlib)"),
 }

@@ -1,16 +1,12 @@
 # Shared by the torch suite's job scripts (test_leave.sh, test_permuted.sh, test_fork.sh,
 # test_exit_clean.sh): each runs one Python script as whole jobs under the launcher of the MPI
 # ringdp was built with, and judges what the job printed and how it ended. Source it after
-# setting mpiexec, build, np and script; it skips (77) where Debian's python3-torch with gloo is
-# missing, and makes $work, removed at exit.
-if ! /usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
-  echo "SKIPPED: no /usr/bin/python3 with torch and gloo (apt-get install python3-torch)"
-  exit 77
-fi
+# setting mpiexec, build, np and script; it skips (77) where the Python (tests/torch/python.sh)
+# lacks torch with gloo, and makes $work, removed at exit.
+source "$(dirname "${BASH_SOURCE[0]}")/python.sh"
 fail() { echo "FAIL: $*"; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1  # more ranks than cores here
 
@@ -21,7 +17,7 @@ job() {
   local limit=${2:-120} start=$SECONDS
   dir=$(mktemp -d -p "$work")
   # shellcheck disable=SC2086  # launcher arguments split on purpose
-  out=$(timeout 120 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" /usr/bin/python3 "$script" "$dir" "$1" 2>&1)
+  out=$(timeout 120 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" "$python" "$script" "$dir" "$1" 2>&1)
   rc=$? seconds=$((SECONDS - start))
   [ $rc -ne 124 ] || fail "$1 on $np ranks hung: $out"
   [ $seconds -le "$limit" ] || fail "$1 on $np ranks took $seconds s to end (limit $limit s): $out"

@@ -1,18 +1,15 @@
 #!/usr/bin/env bash
 # Runs one torch-suite script as an NP-rank job under the launcher of the MPI ringdp was built with,
 # with a rendezvous folder of its own (the suite's jobs run side by side).
-#   tests/torch/run.sh MPIEXEC BUILD_DIR NP SCRIPT [ARGS...]   (launcher arguments from RINGDP_LAUNCH_ARGS)
+#   tests/torch/run.sh MPIEXEC BUILD_DIR NP SCRIPT [ARGS...]   (launcher arguments from RINGDP_LAUNCH_ARGS;
+#   the Python from RINGDP_TORCH_PYTHON: tests/torch/python.sh)
 set -uo pipefail
 mpiexec=$1 build=$2 np=$3 script=$4
 shift 4
-if ! /usr/bin/python3 -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
-  echo "SKIPPED: no /usr/bin/python3 with torch and gloo (apt-get install python3-torch)"
-  exit 77
-fi
+source "$(dirname "$0")/python.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1  # more ranks than cores here
-export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 # shellcheck disable=SC2086  # launcher arguments split on purpose
-exec timeout 300 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" /usr/bin/python3 "$script" "$work" "$@"
+exec timeout 300 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" "$python" "$script" "$work" "$@"

@@ -75,8 +75,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allreduce(std::vector<at::T
   return issue("allreduce", tensors, [&](Call& call) {
     const Reduction reduction = to_reduction(opts.reduceOp);
     const at::Tensor& tensor = only(tensors, "allreduce");
-    if (reduction.factor) tensor.copy_(premultiplied(tensor, reduction, "allreduce's tensor"));
     TensorView& t = call.view(tensor, "allreduce's tensor", true);
+    if (reduction.factor) {
+      check_premultipliable(tensor, "allreduce's tensor");
+      t.premultiply(*reduction.factor);
+    }
     call.add(comm_->all_reduce(t.ringdp(), reduction.op, kAsync));
   });
 }
@@ -87,10 +90,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allreduce_coalesced(
     const Reduction reduction = to_reduction(opts.reduceOp);
     std::vector<TensorView*> views;  // every argument checked before the first collective is posted
     for (const at::Tensor& tensor : tensors) {
-      if (reduction.factor) tensor.copy_(premultiplied(tensor, reduction, "allreduce_coalesced's tensor"));
       views.push_back(&call.view(tensor, "allreduce_coalesced's tensor", true));
+      if (reduction.factor) check_premultipliable(tensor, "allreduce_coalesced's tensor");
     }
-    for (TensorView* t : views) call.add(comm_->all_reduce(t->ringdp(), reduction.op, kAsync));
+    for (TensorView* t : views) {
+      if (reduction.factor) t->premultiply(*reduction.factor);
+      call.add(comm_->all_reduce(t->ringdp(), reduction.op, kAsync));
+    }
   });
 }
 

@@ -52,10 +52,14 @@ Reduction to_reduction(const ::c10d::ReduceOp& op) {
   return Reduction{.op = to_ringdp(op)};
 }
 
-at::Tensor premultiplied(const at::Tensor& input, const Reduction& reduction, const char* what) {
-  if (!reduction.factor) return input;
+void check_premultipliable(const at::Tensor& input, const char* what) {
   RINGDP_CHECK(at::isFloatingType(input.scalar_type()), "ReduceOp.PREMUL_SUM needs a floating dtype; ", what,
                " has ", c10::toString(input.scalar_type()));
+}
+
+at::Tensor premultiplied(const at::Tensor& input, const Reduction& reduction, const char* what) {
+  if (!reduction.factor) return input;
+  check_premultipliable(input, what);
   return input.mul(*reduction.factor);
 }
 

@@ -27,5 +27,7 @@ Reduction to_reduction(const ::c10d::ReduceOp& op);
 /// The input a collective reduces: `input` itself, or for PREMUL_SUM input × factor in input's dtype
 /// (a new tensor: the caller's input is left as it was). Refuses a dtype that is not floating.
 at::Tensor premultiplied(const at::Tensor& input, const Reduction& reduction, const char* what);
+/// PREMUL_SUM's dtype rule alone, for a tensor multiplied in place (TensorView::premultiply).
+void check_premultipliable(const at::Tensor& input, const char* what);
 
 }  // namespace ringdp_torch

@@ -19,6 +19,9 @@ class TensorView {
   /// `what` names the argument in errors ("allreduce's tensor").
   TensorView(const at::Tensor& tensor, const char* what);
   ringdp::Tensor& ringdp() { return view_; }
+  /// Multiplies what the collective will read by `factor` (PREMUL_SUM's, in place: the caller's
+  /// tensor is overwritten by the result anyway); a floating dtype (reduce_op.h checks it).
+  void premultiply(double factor) { contiguous_.mul_(factor); }
   /// Copies the result into the caller's tensor when it was not contiguous; else nothing.
   void write_back();
 

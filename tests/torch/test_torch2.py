@@ -78,6 +78,9 @@ def coalesced_scatter(group, op):
 
 mine, theirs = both(coalesced_gather)
 check.equal("all_gather_into_tensor x4 under _coalescing_manager", mine, theirs)
+gloo_sum = coalesced_scatter(gloo, dist.ReduceOp.SUM)
+check.equal("reduce_scatter_tensor x4 under _coalescing_manager, PREMUL_SUM 0.5 (gloo's SUM x 0.5)",
+            coalesced_scatter(world, dist._make_nccl_premul_sum(0.5)), gloo_sum * 0.5)
 for op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG):
     mine, theirs = both(lambda g: coalesced_scatter(g, op))
     check.close(f"reduce_scatter_tensor x4 under _coalescing_manager, {op}", mine, theirs,
@@ -92,6 +95,15 @@ for factor in (0.5, torch.tensor([0.25])):
     out = torch.empty(7)
     dist.reduce_scatter_tensor(out, data(rank, 7 * size), op=dist._make_nccl_premul_sum(factor))
     check.equal(f"reduce_scatter_tensor PREMUL_SUM factor {float(factor)}", out, want[7 * rank:7 * (rank + 1)])
+    out = torch.empty(7)
+    dist.reduce_scatter(out, list(data(rank, 7 * size).chunk(size)), op=dist._make_nccl_premul_sum(factor))
+    check.equal(f"reduce_scatter (list) PREMUL_SUM factor {float(factor)}", out, want[7 * rank:7 * (rank + 1)])
+# A column (not contiguous): multiplied in the copy the collective reads, written back.
+matrix = data(rank, 4 * size).reshape(size, 4)
+column = matrix[:, 1]
+dist.all_reduce(column, op=dist._make_nccl_premul_sum(0.5))
+check.equal("all_reduce PREMUL_SUM of a column", column,
+            sum(data(r, 4 * size).reshape(size, 4)[:, 1] * 0.5 for r in range(size)))
 check.raises("PREMUL_SUM on integers", "PREMUL_SUM needs a floating dtype",
              lambda: dist.all_reduce(torch.ones(3, dtype=torch.int64), op=dist._make_nccl_premul_sum(2.0)))
 check.raises("reduce with PREMUL_SUM", "PREMUL_SUM is not supported by ringdp's reduce",
@@ -187,8 +199,9 @@ for step in range(20):
     with torch.no_grad():
         for p, q in zip(mine.parameters(), theirs.parameters()):
             q.to_local().copy_(p.to_local())
+# The shards are equal by the copy above: what this checks is full_tensor's all-gather on each.
 for p, q in zip(mine.parameters(), theirs.parameters()):
-    check.equal("FSDP2 full parameter after 20 steps", p.full_tensor(), q.full_tensor())
+    check.equal("FSDP2 full_tensor of equal shards", p.full_tensor(), q.full_tensor())
 
 
 

@@ -33,6 +33,19 @@ void unpack(const at::Tensor& flat, const std::vector<at::Tensor>& targets) {
   }
 }
 
+// The coalesced forms' arguments: as many of each, one dtype, and each of `whole` `size` times its
+// `part` (the all-gather's outputs and inputs, the reduce-scatter's inputs and outputs).
+[[maybe_unused]] void check_coalesced(const std::vector<at::Tensor>& whole,
+                                      const std::vector<at::Tensor>& part, int size, const char* name) {
+  RINGDP_CHECK(!part.empty() && whole.size() == part.size(), name,
+               " needs as many outputs as inputs, at least one; got ", whole.size(), " and ", part.size());
+  for (size_t i = 0; i < part.size(); ++i) {
+    check_like(whole[i], part[i], size * part[i].numel(), name);
+    RINGDP_CHECK(part[i].scalar_type() == part[0].scalar_type(), name, "'s tensors differ in dtype (",
+                 c10::toString(part[i].scalar_type()), " and ", c10::toString(part[0].scalar_type()), ")");
+  }
+}
+
 const ringdp::comm::CollectiveOptions kAsync{.algorithm = ringdp::comm::Algorithm::automatic, .async = true};
 }  // namespace
 
@@ -188,19 +201,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather_into_tensor_coale
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const ::c10d::AllgatherOptions& opts) {
   if (inputs.size() == 1 && outputs.size() == 1) return _allgather_base(outputs[0], inputs[0], opts);
   return issue("all_gather_into_tensor_coalesced", outputs, [&](Call& call) {
-    RINGDP_CHECK(!inputs.empty() && outputs.size() == inputs.size(),
-                 "all_gather_into_tensor_coalesced needs ", "as many outputs as inputs, at least one; got ",
-                 outputs.size(), " and ", inputs.size());
+    check_coalesced(outputs, inputs, size_, "all_gather_into_tensor_coalesced");
     std::vector<at::Tensor> flat;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      check_like(outputs[i], inputs[i], size_ * inputs[i].numel(),
-                 "an all_gather_into_tensor_coalesced output");
-      RINGDP_CHECK(inputs[i].scalar_type() == inputs[0].scalar_type(),
-                   "all_gather_into_tensor_coalesced's inputs differ in dtype (",
-                   c10::toString(inputs[i].scalar_type()), " and ", c10::toString(inputs[0].scalar_type()),
-                   ")");
-      flat.push_back(inputs[i].reshape({-1}));
-    }
+    for (const at::Tensor& input : inputs) flat.push_back(input.reshape({-1}));
     // One all-gather of the inputs packed: rank r's block of the result is its inputs one after the
     // other, so output i takes its column of blocks.
     const at::Tensor packed = at::cat(flat);
@@ -223,19 +226,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::reduce_scatter_tensor_coale
     const ::c10d::ReduceScatterOptions& opts) {
   if (inputs.size() == 1 && outputs.size() == 1) return _reduce_scatter_base(outputs[0], inputs[0], opts);
   return issue("reduce_scatter_tensor_coalesced", outputs, [&](Call& call) {
-    RINGDP_CHECK(!inputs.empty() && outputs.size() == inputs.size(), "reduce_scatter_tensor_coalesced needs ",
-                 "as many outputs as inputs, at least one; got ", outputs.size(), " and ", inputs.size());
+    check_coalesced(inputs, outputs, size_, "reduce_scatter_tensor_coalesced");
     const Reduction reduction = to_reduction(opts.reduceOp);
     std::vector<at::Tensor> columns;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      check_like(inputs[i], outputs[i], size_ * outputs[i].numel(),
-                 "a reduce_scatter_tensor_coalesced input");
-      RINGDP_CHECK(inputs[i].scalar_type() == inputs[0].scalar_type(),
-                   "reduce_scatter_tensor_coalesced's inputs differ in dtype (",
-                   c10::toString(inputs[i].scalar_type()), " and ", c10::toString(inputs[0].scalar_type()),
-                   ")");
+    for (size_t i = 0; i < inputs.size(); ++i)
       columns.push_back(inputs[i].reshape({size_, outputs[i].numel()}));
-    }
     // Rank r's chunk of every input side by side: one reduce-scatter hands rank r its chunks.
     const at::Tensor packed =
         premultiplied(at::cat(columns, 1), reduction, "reduce_scatter_tensor_coalesced's input")

@@ -86,6 +86,18 @@ for op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG):
     check.close(f"reduce_scatter_tensor x4 under _coalescing_manager, {op}", mine, theirs,
                 1 if op == dist.ReduceOp.AVG else 0)
 
+def mixed_dtypes(group):
+    with dist._coalescing_manager(group=group, async_ops=True) as cm:
+        dist.all_gather_into_tensor(torch.empty(2 * size), torch.ones(2), group=group)
+        dist.all_gather_into_tensor(torch.empty(2 * size, dtype=torch.float64), torch.ones(2, dtype=torch.float64),
+                                    group=group)
+    cm.wait()
+
+
+# Refused on every rank before anything moves, so the group goes on.
+check.raises("all_gather_into_tensor of two dtypes under _coalescing_manager", "tensors differ in dtype (Double and Float)",
+             lambda: mixed_dtypes(world))
+
 # --- PREMUL_SUM (gloo refuses it): each input times the factor, then the sum ----------------------
 for factor in (0.5, torch.tensor([0.25])):
     t = data(rank, 7 * size)

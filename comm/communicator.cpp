@@ -221,6 +221,14 @@ AlgorithmSet Communicator::available(CollectiveKind kind, Device device) const {
   return comm::available(kind, state.routes_.route_for(device), state.topology(size_));
 }
 
+void Communicator::set_timeout(std::chrono::milliseconds timeout) {
+  CommOptions options = options_;
+  options.timeout = timeout;
+  options = with_environment(options);  // RINGDP_TIMEOUT wins; the range is checked there
+  // The worker reads it as it arms each call: changed there, between calls.
+  state_->executor_.queue().run([&] { options_.timeout = options.timeout; }, false);
+}
+
 void Communicator::set_step_observer(StepObserver observer) {
   state_->executor_.set_step_observer(std::move(observer));
 }

@@ -130,6 +130,9 @@ class Communicator {
   std::string explain_choice(CollectiveKind kind, size_t bytes, Algorithm requested) const;
   /// The algorithms `kind` may be asked for by name on tensors on `device` in this world.
   AlgorithmSet available(CollectiveKind kind, Device device) const;
+  /// Replaces the collective timeout of the calls issued after this one (RINGDP_TIMEOUT still
+  /// wins): torch's set_timeout. Waits for the calls issued before it, whose deadlines stay.
+  void set_timeout(std::chrono::milliseconds timeout);
   /// Calls `observer` at each step of every later collective, on the thread running it (see
   /// StepObserver); an empty one stops. For teaching and debugging: each call costs a jump.
   void set_step_observer(StepObserver observer);

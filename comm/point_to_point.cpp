@@ -99,8 +99,10 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
                  .dtype = tensor.dtype(),
                  .waiting_for_rank = peer};
   Executor& executor = state.executor_;
-  auto finish = [&executor, &transport, kind, tensor, pending, where]() mutable {
-    const auto deadline = Transport::Clock::now() + executor.options().timeout;
+  // The timeout as issued: set_timeout may change it, on the worker, while this polls elsewhere.
+  auto finish = [&executor, &transport, kind, tensor, pending, where,
+                 timeout = executor.options().timeout]() mutable {
+    const auto deadline = Transport::Clock::now() + timeout;
     IdleBackoff backoff(true);  // it polls beside the worker, which needs the execution lock and a core
     for (;;) {
       {

@@ -108,6 +108,14 @@ constexpr Setting kTable[] = {
      "tests/gpu/device_check.sh: use the carried Meson and Catch2", Reader::tests},
     {device_budget, "RINGDP_DEVICE_BUDGET", text, "420", "a number of seconds",
      "tests/gpu/device_check.sh's overall budget", Reader::tests},
+    {torch_python, "RINGDP_TORCH_PYTHON", text, "/usr/bin/python3", "a path",
+     "the Python (and so the torch) the torch suites run with", Reader::tests},
+    {torch2_python, "RINGDP_TORCH2_PYTHON", text, "", "a path",
+     "the PyTorch 2.x venv's Python for the torch2 suites (scripts/test sets it)", Reader::tests},
+    {torch2_version, "RINGDP_TORCH2_VERSION", text, "2.15.0", "a PyPI torch version",
+     "the torch scripts/ install into the venv they make", Reader::tests},
+    {cache, "RINGDP_CACHE", text, "~/.cache/ringdp", "a path",
+     "where scripts/ keep that venv, shared by every clone", Reader::tests},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::count_), "one row per Id");
 constexpr bool in_id_order() {

@@ -69,6 +69,10 @@ enum class Id : uint8_t {
   nccl_home,
   force_carried_deps,
   device_budget,
+  torch_python,
+  torch2_python,
+  torch2_version,
+  cache,
   count_,
 };
 

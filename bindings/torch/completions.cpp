@@ -138,8 +138,12 @@ Completions::~Completions() {
     new std::shared_ptr<State>(std::move(state_));
     return;
   }
-  // Python may drop the last reference to the group with the GIL held, while a pending future's
-  // Python callback, on one of these threads, waits for the GIL.
+  finish();
+}
+
+void Completions::finish() {
+  // Python may drop the last reference to the group, or call shutdown, with the GIL held, while a
+  // pending future's Python callback, on one of these threads, waits for the GIL.
   std::optional<pybind11::gil_scoped_release> no_gil;
   if (Py_IsInitialized() && PyGILState_Check()) no_gil.emplace();
   stop(*state_);

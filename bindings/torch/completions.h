@@ -74,6 +74,9 @@ class Completions {
   ~Completions();
   Completions(const Completions&) = delete;
   Completions& operator=(const Completions&) = delete;
+  /// Completes every call issued, then stops the threads (what the destructor does, earlier:
+  /// the group's shutdown). Later calls complete on the caller's thread. Idempotent.
+  void finish();
   /// Hands an issued call to the thread; calls complete in the order they are pushed. Once the
   /// threads have stopped (stop_all), the call completes here, on the caller's thread.
   void push(c10::intrusive_ptr<Call> call);

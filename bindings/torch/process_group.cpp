@@ -57,6 +57,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::issue(const char* name, std
                                                            F&& body, Completions& to) {
   auto call = c10::make_intrusive<Call>(rank_, name, std::move(outputs));
   std::lock_guard lock(issue_);
+  TORCH_CHECK(ended_.empty(), "ringdp: ", name, ": this process group was ", ended_,
+              "; make a new one (init_process_group or new_group)");
   try {
     body(*call);
   } catch (const ringdp::Error& e) {
@@ -72,8 +74,41 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::issue(const char* name, std
     TORCH_CHECK(false, "ringdp: ", name, ": ", e.what());
   }
   to.push(call);  // under the lock: calls are taken in the order they were issued
+  if (&to == &completions_) ++sequence_;
   return call;
 }
+
+uint64_t ProcessGroupRingdp::getSequenceNumberForGroup() {
+  std::lock_guard lock(issue_);
+  return sequence_;
+}
+
+#if TORCH_VERSION_MAJOR >= 2
+void ProcessGroupRingdp::setTimeout(std::chrono::milliseconds timeout) {
+  TORCH_CHECK(timeout.count() > 0, "ringdp: set_timeout: the timeout must be positive; got ", timeout.count(),
+              " ms");
+  std::lock_guard lock(issue_);
+  try {
+    comm_->set_timeout(std::min(timeout, std::chrono::milliseconds(ringdp::comm::kMaxTimeout)));
+  } catch (const ringdp::Error& e) {
+    TORCH_CHECK(false, "ringdp: set_timeout: ", e.what());
+  }
+}
+
+void ProcessGroupRingdp::shutdown() {
+  {
+    std::lock_guard lock(issue_);
+    if (ended_.empty()) ended_ = "shut down (destroy_process_group)";
+  }
+  completions_.finish();
+  point_to_point_.finish();
+}
+
+void ProcessGroupRingdp::abort() {
+  std::lock_guard lock(issue_);
+  ended_ = "aborted (_abort_process_group)";
+}
+#endif
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::broadcast(std::vector<at::Tensor>& tensors,
                                                                const ::c10d::BroadcastOptions& opts) {

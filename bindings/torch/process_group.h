@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "bindings/torch/compat.h"
@@ -33,6 +34,21 @@ class ProcessGroupRingdp final : public BackendBase {
   ProcessGroupRingdp(std::shared_ptr<ringdp::comm::Communicator> communicator);
 
   const std::string getBackendName() const override { return "ringdp"; }
+  /// Collectives issued on this group (sends and receives apart: they involve some ranks only),
+  /// from 0 on every member: equal across the group unless the ranks' calls have diverged.
+  uint64_t getSequenceNumberForGroup() override;
+  /// Every member starts at 0 (the group is made collectively): there is nothing to agree on.
+  void setSequenceNumberForGroup() override {}
+#if TORCH_VERSION_MAJOR >= 2
+  /// dist.set_timeout: the watchdog's timeout for the calls issued after it (Communicator::set_timeout).
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  /// destroy_process_group: completes what was issued and stops this group's threads, at once
+  /// rather than when the last reference goes (DDP keeps one); later calls raise.
+  void shutdown() override;
+  /// _abort_process_group: later calls raise at once; what was issued finishes or fails on its own
+  /// (a running collective cannot be withdrawn from its peers), without being waited for.
+  void abort() override;
+#endif
 
   c10::intrusive_ptr<::c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                              const ::c10d::BroadcastOptions& opts) override;
@@ -96,6 +112,8 @@ class ProcessGroupRingdp final : public BackendBase {
 
   std::shared_ptr<ringdp::comm::Communicator> comm_;
   std::mutex issue_;
+  uint64_t sequence_ = 0;  // collectives issued, under issue_
+  std::string ended_;  // under issue_: "shut down (...)" or "aborted (...)"; empty while usable
   // Declared last: they complete what was issued before comm_ goes. Sends and receives apart, so
   // that a receive whose peer sends only after a later collective never holds that collective up.
   Completions completions_, point_to_point_;

@@ -1,0 +1,102 @@
+"""What PyTorch 2.x asks of a process group besides its collectives (issue #50 item 2), on ringdp:
+  sequence numbers  _get_sequence_number_for_group() counts the collectives issued, equal on every
+                    rank (sends and receives are not counted: they involve some ranks only)
+  set_timeout       dist.set_timeout(1 s) on a group: a collective that a peer never joins raises
+                    the watchdog's report within seconds, not after the 30 minutes the group began with
+  shutdown          destroy_process_group completes what the group was still running and joins its
+                    threads at once, though Python still holds the group; a later call raises
+  abort             _abort_process_group: a later call raises at once
+On PyTorch 1.13, which has none of the others, only the sequence numbers.
+A guard ends the job should any wait here hang (the fault this checks for).
+    mpirun -n N python tests/torch/group_control.py RENDEZVOUS_DIR   (N >= 2; tests/torch/run.sh)"""
+import os
+import sys
+import threading
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from common import Checks, init
+
+rank, size, gloo = init(sys.argv[1])
+check = Checks(rank)
+
+
+def guard(seconds, what):
+    """Ends the job, naming `what`, unless cancelled within `seconds`."""
+    def fire():
+        print(f"FAIL rank {rank}: {what} still waiting after {seconds} s", flush=True)
+        os._exit(1)
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+# --- sequence numbers -----------------------------------------------------------------------------
+world = dist.group.WORLD
+first = world._get_sequence_number_for_group()
+for _ in range(3):
+    dist.all_reduce(torch.ones(4))
+if size >= 2 and rank < 2:  # not counted
+    t = torch.zeros(2)
+    dist.send(t, 1) if rank == 0 else dist.recv(t, 0)
+seen = [torch.zeros(1, dtype=torch.int64) for _ in range(size)]
+dist.all_gather(seen, torch.tensor([world._get_sequence_number_for_group()]), group=gloo)
+check.equal("sequence numbers after 3 all_reduces and a send", torch.cat(seen),
+            torch.full((size,), first + 3, dtype=torch.int64))
+
+if not hasattr(dist, "set_timeout"):  # PyTorch 1.13: what follows is 2.x's
+    print(f"rank {rank}: {check.count} checks of PyTorch {torch.__version__}'s sequence numbers passed", flush=True)
+    dist.destroy_process_group()
+    sys.exit(0)
+
+# --- set_timeout ----------------------------------------------------------------------------------
+late = dist.new_group(backend="ringdp")  # torch's 30 minutes
+dist.set_timeout(timedelta(seconds=1), group=late)
+if rank == 0:
+    timer = guard(30, "an all_reduce no peer joins, with a timeout of 1 s,")
+    began = time.monotonic()
+    check.raises("an all_reduce no peer joins, timeout 1 s", "exceeded 1 s",
+                 lambda: dist.all_reduce(torch.ones(4), group=late))
+    waited = time.monotonic() - began
+    timer.cancel()
+    check.count += 1
+    if waited > 10:
+        sys.exit(f"FAIL rank 0: the timeout of 1 s raised after {waited:.1f} s")
+    check.raises("the next call on the group that timed out", "broken",
+                 lambda: dist.all_reduce(torch.ones(4), group=late))
+dist.barrier(group=gloo)
+dist.destroy_process_group(late)
+
+# --- shutdown: destroy_process_group while a collective runs and Python holds the group -------------
+before = threads()
+held = dist.new_group(backend="ringdp")
+big = torch.full((8 << 20,), float(rank + 1))
+work = dist.all_reduce(big, group=held, async_op=True)
+dist.destroy_process_group(held)
+check.count += 1
+if not work.is_completed():
+    sys.exit(f"FAIL rank {rank}: destroy_process_group returned with the group's all_reduce still running")
+check.equal("the all_reduce destroy_process_group completed", big[:4], torch.full((4,), size * (size + 1) / 2))
+check.count += 1
+if threads() > before + 1:  # the group's call-queue worker lives as long as its communicator
+    sys.exit(f"FAIL rank {rank}: {threads() - before} threads more than before the group, after destroy_process_group")
+check.raises("a call on a group destroy_process_group shut down", "shut down",
+             lambda: held.allreduce([torch.ones(4)]).wait())
+
+# --- abort ----------------------------------------------------------------------------------------
+gone = dist.new_group(backend="ringdp")
+dist.all_reduce(torch.ones(4), group=gone)
+dist.distributed_c10d._abort_process_group(gone)
+check.raises("a call on an aborted group", "aborted", lambda: gone.allreduce([torch.ones(4)]).wait())
+
+dist.barrier()
+print(f"rank {rank}: {check.count} checks of PyTorch {torch.__version__}'s group control passed", flush=True)
+dist.destroy_process_group()

@@ -1,6 +1,6 @@
 """What PyTorch 2.x programs call, on the ringdp backend against gloo in the same run (issue #50
-item 6), or against a reference computed here where gloo lacks the call (PREMUL_SUM) or where a
-value is known on every rank (DTensor's full tensor): functional collectives (each op, sum and
+item 6; FSDP2's checkpoint is tests/torch/fsdp_checkpoint.py's), or against a reference computed
+here where gloo lacks the call (PREMUL_SUM) or where a value is known on every rank (DTensor's full tensor): functional collectives (each op, sum and
 avg), all_gather_into_tensor and reduce_scatter_tensor coalesced, batch_isend_irecv, a 1-D and (on
 4 ranks) a 2-D DeviceMesh with DTensor redistributions and a sharded matmul, FSDP2 (fully_shard)
 training a small transformer block with AdamW for 20 steps, DDP with ZeroRedundancyOptimizer and under

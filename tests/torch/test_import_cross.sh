@@ -17,19 +17,6 @@ installed=$("$venv_python" -c 'import ringdp_torch, os; print(os.path.dirname(ri
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp -r "$installed" "$work/"
-# refused PYTHONPATH PYTHON WANT...: the import fails with exit 1 and an ImportError saying each WANT.
-refused() {
-  local path=$1 python=$2 out rc line
-  shift 2
-  out=$(PYTHONPATH="$path" "$python" -c 'import ringdp_torch' 2>&1)
-  rc=$?
-  [ $rc -eq 1 ] || fail "import with $python from $path exited $rc (want 1, an ImportError): $out"
-  ! grep -q "terminate called\|Aborted\|undefined symbol" <<<"$out" || fail "the module was loaded: $out"
-  line=$(grep '^ImportError: ' <<<"$out") || fail "no ImportError: $out"
-  for want in "$@"; do
-    grep -qF -- "$want" <<<"$line" || fail "the ImportError does not say '$want': $line"
-  done
-  echo "ok: refused: $line"
-}
+source "$(dirname "$0")/import_refused.sh"  # refused DIR PYTHON WANT...
 refused "$build/python" "$venv_python" "built for torch $old" "has torch $new" "meson setup"
 refused "$work" /usr/bin/python3 "built for torch $new" "has torch $old" "pip install --no-build-isolation"

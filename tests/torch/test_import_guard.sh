@@ -20,21 +20,7 @@ plant() {
   cp -r "$package" "$work/$1/"
   sed -i "$2" "$work/$1/ringdp_torch/__init__.py"
 }
-# refused DIR PYTHON WANT...: importing from DIR with PYTHON fails with an ImportError naming WANT.
-refused() {
-  local dir=$1 python=$2 out rc
-  shift 2
-  out=$(PYTHONPATH="$dir" "$python" -c 'import ringdp_torch' 2>&1)
-  rc=$?
-  [ $rc -eq 1 ] || fail "import with $python from $dir exited $rc (want 1, an ImportError): $out"
-  ! grep -q "terminate called\|Aborted\|undefined symbol" <<<"$out" || fail "the module was loaded: $out"
-  local line
-  line=$(grep '^ImportError: ' <<<"$out") || fail "no ImportError: $out"
-  for want in "$@"; do
-    grep -qF -- "$want" <<<"$line" || fail "the ImportError does not say '$want': $line"
-  done
-  echo "ok: refused: $line"
-}
+source "$(dirname "$0")/import_refused.sh"  # refused DIR PYTHON WANT...
 
 torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)')
 plant other-torch 's/^BUILT_FOR_TORCH = .*/BUILT_FOR_TORCH = "2.15.0+cu132"/'

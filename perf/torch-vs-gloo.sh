@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# torch.distributed's all_reduce and PyTorch DDP's step on the ringdp backend against gloo, on 2 and
-# 4 ranks, interleaved in one job each (perf/torch_vs_gloo.py says how each figure is made).
+# torch.distributed's all_reduce, PyTorch DDP's step and (on PyTorch 2.x) FSDP2's step on the ringdp
+# backend against gloo, on 2 and 4 ranks, interleaved in one job each (perf/torch_vs_gloo.py says
+# how each figure is made).
 #   perf/torch-vs-gloo.sh [ROUNDS [MAX_BYTES]]      (BUILD=build-mpich for MPICH)
+# The Python is Debian's (torch 1.13, with this build's module) unless RINGDP_TORCH_PYTHON names
+# another, whose environment has ringdp_torch installed (docs/torch.md): the venv scripts/test
+# makes is ~/.cache/ringdp/torch-2.15.0/bin/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5} max=${2:-$((64 << 20))}
+python=${RINGDP_TORCH_PYTHON:-/usr/bin/python3}
+modes=(allreduce ddp)
+"$python" -c 'from torch.distributed.fsdp import fully_shard' 2>/dev/null && modes+=(fsdp)
+"$python" -c 'import torch; print("# PyTorch", torch.__version__, "(" + __import__("sys").executable + ")")'
 for np in 2 4; do
   source perf/launcher.sh
-  export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
-  for mode in allreduce ddp; do
+  [ -n "${RINGDP_TORCH_PYTHON:-}" ] || export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
+  for mode in "${modes[@]}"; do
     dir=$(mktemp -d)
-    "$launcher" -n "$np" "${launch_args[@]}" /usr/bin/python3 perf/torch_vs_gloo.py "$dir" "$mode" "$rounds" "$max"
+    "$launcher" -n "$np" "${launch_args[@]}" "$python" perf/torch_vs_gloo.py "$dir" "$mode" "$rounds" "$max"
     rm -rf "$dir"
   done
 done

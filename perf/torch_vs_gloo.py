@@ -5,8 +5,13 @@
   ddp        PyTorch DDP's training step on an MLP of about 25 M parameters, both backends and a
              step with no DDP at all (the compute alone), interleaved; the step's median, and what is
              left of communication after backward (DDP's step minus the compute-alone step).
-    mpirun -n N python3 perf/torch_vs_gloo.py RENDEZVOUS_DIR allreduce|ddp [ROUNDS [MAX_BYTES]]
-(perf/torch-vs-gloo.sh runs both on 2 and 4 ranks.)"""
+    mpirun -n N python3 perf/torch_vs_gloo.py RENDEZVOUS_DIR allreduce|ddp|fsdp [ROUNDS [MAX_BYTES]]
+  fsdp       (PyTorch 2.x) FSDP2's step (forward + backward) on an MLP of about 4 M parameters, each
+             Linear under fully_shard, on both backends and the compute alone, interleaved; and
+             the step's collectives alone on each backend (per layer: the forward's and the
+             backward's all-gather, one reduce-scatter), the time FSDP spends in them when none
+             overlaps.
+(perf/torch-vs-gloo.sh runs them on 2 and 4 ranks.)"""
 import copy
 import os
 import statistics
@@ -98,5 +103,60 @@ def ddp():
                   f" {med[name] / med['gloo']:>8.2f}")
 
 
-{"allreduce": allreduce, "ddp": ddp}[mode]()
+def fsdp():
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+
+    width, depth = 1024, 4
+
+    def mlp():
+        torch.manual_seed(0)
+        layers = []
+        for _ in range(depth):
+            layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+        return torch.nn.Sequential(*layers)
+
+    models = {"compute alone": mlp()}
+    for name, group in groups.items():
+        model = mlp()
+        mesh = DeviceMesh.from_group(group, "cpu")
+        for layer in model[::2]:
+            fully_shard(layer, mesh=mesh)
+        models[name] = fully_shard(model, mesh=mesh)
+    params = sum(p.numel() for p in models["compute alone"].parameters())
+    x = torch.randn(16, width)
+    # The step's collectives alone: each layer's parameters packed as FSDP2 packs them.
+    shard = -(-(width * width + width) // size)
+    parts = {"all_gather": (torch.ones(shard), torch.empty(shard * size)),
+             "reduce_scatter": (torch.ones(shard * size), torch.empty(shard))}
+    times = {name: [] for name in list(models) + ["gloo collectives", "ringdp collectives"]}
+    for r in range(rounds):
+        order = list(models.items()) if r % 2 == 0 else list(reversed(models.items()))
+        for name, model in order:
+            dist.barrier(group=groups["gloo"])
+            start = time.perf_counter()
+            model.zero_grad()
+            model(x).pow(2).mean().backward()
+            times[name].append(slowest(time.perf_counter() - start))
+        for name in (("ringdp", "gloo") if r % 2 == 0 else ("gloo", "ringdp")):
+            dist.barrier(group=groups["gloo"])
+            start = time.perf_counter()
+            for _ in range(depth):
+                for _ in range(2):
+                    dist.all_gather_into_tensor(parts["all_gather"][1], parts["all_gather"][0], group=groups[name])
+                dist.reduce_scatter_tensor(parts["reduce_scatter"][1], parts["reduce_scatter"][0], group=groups[name])
+            times[f"{name} collectives"].append(slowest(time.perf_counter() - start))
+    if rank == 0:
+        med = {name: statistics.median(v[1:] if len(v) > 2 else v) for name, v in times.items()}
+        print(f"# FSDP2 step (forward + backward, batch 16) on an MLP of {params / 1e6:.1f} M parameters, {depth} "
+              f"Linear layers each under fully_shard, {size} ranks, median of {rounds} interleaved rounds (the first "
+              f"dropped); 'collectives' = the step's {2 * depth} all-gathers and {depth} reduce-scatters alone")
+        print(f"{'':>14} {'step ms':>9} {'step - compute ms':>18} {'collectives ms':>15} {'vs gloo':>8}")
+        print(f"{'compute alone':>14} {med['compute alone'] * 1e3:>9.1f}")
+        for name in ("gloo", "ringdp"):
+            print(f"{name:>14} {med[name] * 1e3:>9.1f} {(med[name] - med['compute alone']) * 1e3:>18.1f}"
+                  f" {med[name + ' collectives'] * 1e3:>15.1f} {med[name] / med['gloo']:>8.2f}")
+
+
+{"allreduce": allreduce, "ddp": ddp, "fsdp": fsdp}[mode]()
 dist.destroy_process_group()

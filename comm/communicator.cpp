@@ -172,7 +172,7 @@ Device Communicator::device() const { return state_->routes_.device(); }
 
 const char* Communicator::backend_name() const {
   const State& state = *state_;
-  return state.routes_.route_for(device()) == Route::nccl ? "nccl" : state.world_.bootstrap;
+  return state.routes_.route_for(device()) == Route::nccl ? "nccl" : state.world_.messages;
 }
 
 std::string Communicator::shared_refusal() const {

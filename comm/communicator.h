@@ -49,7 +49,8 @@ class Communicator {
   /// bench and the tests ask for it, so no rank computes on one GPU and communicates on another.
   /// A CUDA tensor on any other GPU is refused by every collective, naming both.
   Device device() const;
-  /// What carries this rank's tensors: "nccl", "mpi" or "local" (a world of one without MPI).
+  /// What carries this rank's tensors: "nccl", "mpi", "ucx" (RINGDP_TRANSPORT=ucx) or "local" (a
+  /// world of one without MPI).
   const char* backend_name() const;
   const CommOptions& options() const { return options_; }
 

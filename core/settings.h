@@ -42,6 +42,7 @@ enum class Id : uint8_t {
   yield,
   spin_us,
   backend,
+  transport,
   blocking_wait,
   mpi_thread,
   mpi_cuda_aware,

@@ -1,16 +1,16 @@
 // Folder comm/transport/: how bytes move between ranks. This interface and what every transport
 // shares (the envelope, the idle backoff) sit here; each kind has a folder of its own: mpi/,
-// cuda/ (CUDA streams, NCCL), shm/ (shared memory on one host). A transport knows the job's
+// cuda/ (CUDA streams, NCCL), shm/ (shared memory on one host), ucx/ (UCX). A transport knows the job's
 // runtime (comm/bootstrap/) and nothing above it: no algorithm, no world, no communicator.
 //
 // The point-to-point interface every algorithm in comm/ is written against: post nonblocking
 // sends and receives to peers, wait for a group of them, reduce and copy locally. Transports:
-// MpiTransport (MPI_Isend/Irecv/Testall), LocalTransport (a world of one), and for CUDA tensors
-// NcclTransport and MpiCudaTransport (comm/transport/cuda/cuda_stream_transport.h). The communicator sees
-// only this interface (as gloo's core sees only its transport): the libraries' own collectives (the `native`
-// baseline) and the device-stream hooks live here too, with host defaults. Every wait has a deadline; passing
-// it calls the communicator's expiry handler, which reports the Position and ends the job, so no wait is
-// unbounded.
+// MpiTransport (MPI_Isend/Irecv/Testall), UcxTransport (UCP tags), LocalTransport (a world of one), and for
+// CUDA tensors NcclTransport and MpiCudaTransport (comm/transport/cuda/cuda_stream_transport.h). The
+// communicator sees only this interface (as gloo's core sees only its transport): the libraries' own
+// collectives (the `native` baseline) and the device-stream hooks live here too, with host defaults. Every
+// wait has a deadline; passing it calls the communicator's expiry handler, which reports the Position and
+// ends the job, so no wait is unbounded.
 #pragma once
 
 #include <chrono>

@@ -9,6 +9,7 @@
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/idle_backoff.h"
 #include "comm/transport/mpi/mpi_transport.h"
+#include "comm/transport/ucx/ucx_transport.h"
 #include "comm/world/mpi_departures.h"
 #include "config.h"
 #include "core/error.h"
@@ -108,7 +109,20 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_
   auto departures = std::make_unique<MpiDepartures>(transport->user_comm(), transport->tag_upper_bound());
   for (MpiTransport* t : {transport.get(), host_transport.get(), cross_transport.get()})
     t->set_watch(departures.get());
-  return DiscoveredWorld{.transport = std::move(transport),
+  std::unique_ptr<Transport> messages = std::move(transport);
+  const char* carrier = "mpi";
+  if (settings::text(settings::Id::transport).value_or("mpi") == "ucx") {
+#if RINGDP_HAVE_UCX
+    messages = std::make_unique<UcxTransport>(std::move(messages));
+    messages->set_watch(departures.get());
+    carrier = "ucx";
+#else
+    RINGDP_FAIL(
+        "RINGDP_TRANSPORT=ucx, but this ringdp was built without UCX: install libucx-dev and "
+        "reconfigure (meson setup --reconfigure BUILD), or unset RINGDP_TRANSPORT");
+#endif
+  }
+  return DiscoveredWorld{.transport = std::move(messages),
                          .host_transport = std::move(host_transport),
                          .cross_transport = std::move(cross_transport),
                          .local_rank = hosts.local_rank,
@@ -116,6 +130,7 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_
                          .hosts = hosts.hosts,
                          .uniform_hosts = hosts.uniform,
                          .bootstrap = "mpi",
+                         .messages = carrier,
                          .departures = std::move(departures)};
 }
 
@@ -228,7 +243,9 @@ DiscoveredWorld mpi_group(CommOptions& options, const MpiTransport& parent, std:
 
 DiscoveredWorld bootstrap_group(CommOptions& options, Transport& parent, std::span<const int> ranks) {
 #if RINGDP_HAVE_MPI
-  if (auto* mpi = dynamic_cast<MpiTransport*>(&parent)) return mpi_group(options, *mpi, ranks);
+  // Over UCX, MPI still makes the group (UCX's native transport is the MPI one it was made over).
+  if (auto* mpi = dynamic_cast<MpiTransport*>(&parent.native_transport()))
+    return mpi_group(options, *mpi, ranks);
 #endif
   // A world of one without MPI: its only group is itself (the caller checked the ranks).
   RINGDP_CHECK(parent.size() == 1, "group: a parent of ", parent.size(), " ranks without MPI");

@@ -29,6 +29,8 @@ struct DiscoveredWorld {
   int hosts = 1;
   bool uniform_hosts = true;  ///< every host holds as many ranks
   const char* bootstrap = "local";  ///< "mpi" under an MPI launcher
+  /// What carries host tensors' messages: "mpi", "ucx" (RINGDP_TRANSPORT=ucx) or "local".
+  const char* messages = "local";
   /// How its ranks learn that one has left (comm/world/departures.h); null without MPI.
   std::unique_ptr<Departures> departures;
 };

@@ -15,6 +15,9 @@ RINGDP_PACKAGES+=(clang libclang-rt-dev)
 # installed as a dependency but never started) and libpmix-dev, whose libpmix.so Slurm's
 # mpi_pmix_v4 plugin opens for Open MPI's srun --mpi=pmix.
 RINGDP_PACKAGES+=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmix-dev)
+# The UCX transport (RINGDP_TRANSPORT=ucx, comm/transport/ucx/): UCX's headers and pkg-config file
+# (MPICH's own dependency brings the library; this brings what the build needs).
+RINGDP_PACKAGES+=(libucx-dev)
 
 ringdp_log() { printf 'ringdp: %s\n' "$*" >&2; }
 

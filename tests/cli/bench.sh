@@ -232,6 +232,17 @@ case "$case_name" in
     [ $seconds -le 30 ] || fail "took $seconds s"
     echo "ok: mismatched collectives and counts are reported at the first exchange (${seconds}s)"
     ;;
+  ucx)
+    # RINGDP_TRANSPORT=ucx (comm/transport/ucx/): every collective and algorithm with its messages
+    # over UCX, as the banner says, each result checked in and out of place; and the setting's
+    # values named when it is misspelt.
+    RINGDP_TRANSPORT=ucx RINGDP_SHM_MAX_BYTES=0 run 3 all -b 8 -e 64K -f 8 --algo all -n 2 -w 1
+    expect 0 "# Out of bounds values : 0 OK"
+    grep -qF "3 ranks, backend ucx, device cpu" <<<"$out" || fail "the banner does not name UCX: $out"
+    RINGDP_TRANSPORT=verbs run 2 all_reduce -b 8 -e 8 -n 1 -w 0
+    expect 1 "RINGDP_TRANSPORT='verbs': expected mpi or ucx"
+    echo "ok: every collective and algorithm over UCX, 0 wrong; a bad RINGDP_TRANSPORT is named"
+    ;;
   mismatch)
     RINGDP_DEBUG=DETAIL RINGDP_FAULT=count:rank=1:op=8:delta=-1 run 3 all_reduce -b 1K -e 1K
     [ $rc -ne 0 ] || fail "a count mismatch under RINGDP_DEBUG=DETAIL ended with exit 0"

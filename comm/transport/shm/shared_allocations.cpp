@@ -58,7 +58,7 @@ void check_same_request(MPI_Comm comm, int size, const Request& mine) {
 }  // namespace
 
 void* SharedAllocations::allocate(Transport& transport, const Shape& shape, DType dtype) {
-  auto* mpi = dynamic_cast<MpiTransport*>(&transport);
+  auto* mpi = dynamic_cast<MpiTransport*>(&transport.native_transport());  // over UCX too: its MPI
   RINGDP_CHECK(mpi, "allocate_shared: needs ranks started by an MPI launcher");
   MPI_Comm comm = mpi->comm();
   check_same_request(comm, mpi->size(), request_of(shape, dtype));

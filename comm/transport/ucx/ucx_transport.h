@@ -1,0 +1,92 @@
+// Folder comm/transport/ucx/: the transport over UCX's tag-matched messages (UCP), the field's own
+// point-to-point library (what UCC's tl/ucp and torch-ucc stand on): shared memory and
+// cross-memory attach within a host, TCP across hosts, InfiniBand where present, chosen by UCX
+// from UCX_TLS and UCX_NET_DEVICES, which it reads itself.
+//
+// UcxTransport: ringdp's messages as ucp_tag_send_nbx / ucp_tag_recv_nbx on one UCP worker per
+// communicator, with an endpoint to every peer made from worker addresses exchanged out of band
+// (today over the MPI transport it is made beside: issue #51 adds the store of torch's launchers).
+// A UCP tag is 64 bits: the top bit says a user's send/recv, the next 31 carry ringdp's tag
+// (comm/transport/envelope.h), the low 32 the sender's rank. A collective's receive matches the
+// next message from its peer whatever ringdp tag it carries, then compares that tag and the length
+// with what it expected: the envelope check of the MPI transport, so ranks that called different
+// collectives or counts are told at the first message. UCX cuts a message longer than its receive
+// (UCS_ERR_MESSAGE_TRUNCATED) and never writes past the buffer, so no two-part protocol is needed.
+// Every wait polls ucp_worker_progress under the collective's deadline and asks ringdp's departure
+// notices whether a peer has left, as over MPI (UCX's own peer error handling would rule out its
+// shared-memory transports: ucx_transport.cpp says why). The library's own collectives, the
+// shared-memory slots and bootstrap broadcasts stay the MPI transport's: UCX has no collectives.
+// Tested by tests/mpi/ with RINGDP_TRANSPORT=ucx (every collective and algorithm against a
+// reference) and tests/cli/bench.sh (the envelope cases).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/transport/transport.h"
+#include "config.h"
+
+#if RINGDP_HAVE_UCX
+#include <ucp/api/ucp.h>
+
+namespace ringdp::comm {
+
+class UcxTransport final : public Transport {
+ public:
+  /// Over the ranks of `bootstrap` (collective over it): exchanges worker addresses through its
+  /// messages and keeps it for what UCX does not do (the native collectives, shared slots).
+  explicit UcxTransport(std::unique_ptr<Transport> bootstrap);
+  /// Flushes the endpoints for a bounded time, then closes them by force: nothing here waits for
+  /// a peer that may be gone.
+  ~UcxTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Transport& bootstrap() { return *bootstrap_; }
+
+  Request isend(int peer, const void* data, size_t bytes, int tag) override;
+  Request irecv(int peer, void* data, size_t bytes, int tag) override;
+  void wait_all(std::span<Request> requests) override;
+  bool test(Request& request) override;
+  void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void progress() override { ucp_worker_progress(worker_); }
+  int tag_upper_bound() const override { return bootstrap_->tag_upper_bound(); }
+  bool yields_when_idle() const override { return bootstrap_->yields_when_idle(); }
+
+  // The MPI transport's: UCX has no collectives of its own.
+  void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
+  void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
+                     int root) override;
+  void native_broadcast(void* buffer, int64_t count, DType dtype, int root) override;
+  void native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) override;
+  void native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
+                             ReduceOp op) override;
+  void native_barrier() override;
+  void native_exchange(const BlockExchange& exchange) override;
+  Transport& native_transport() override { return *bootstrap_; }
+  void bootstrap_broadcast(void* data, size_t bytes) override;
+  SharedSlots* shared_slots() override { return bootstrap_->shared_slots(); }
+
+  /// UCX's version, for RINGDP_DEBUG=INFO and the docs: "1.13.1".
+  static std::string version();
+
+ private:
+  /// Every rank's worker address, through the bootstrap transport's messages.
+  std::vector<std::vector<char>> exchange_addresses(const void* mine, size_t bytes);
+  /// True once the request is done; throws on a failed one, or a receive whose tag or length
+  /// differs from what was posted. Releases UCX's request when done.
+  bool finish(Request& request);
+  /// The error for a receive that completed with `status`, `tag` and `length`, or "".
+  std::string check_receive(const Request& request, ucs_status_t status, ucp_tag_t tag, size_t length) const;
+
+  std::unique_ptr<Transport> bootstrap_;
+  int rank_ = 0, size_ = 1;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::vector<ucp_ep_h> endpoints_;
+};
+
+}  // namespace ringdp::comm
+#endif

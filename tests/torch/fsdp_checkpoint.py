@@ -19,29 +19,16 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
 from common import Checks, init
+from transformer_block import Block
 
 rank, size, gloo = init(sys.argv[1])
 check = Checks(rank)
 folder = os.path.join(sys.argv[1], "checkpoint")
 
 
-class Block(torch.nn.Module):
-    def __init__(self, width=24, heads=4):
-        super().__init__()
-        self.norm1, self.norm2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
-        self.attention = torch.nn.MultiheadAttention(width, heads, batch_first=True)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(),
-                                       torch.nn.Linear(4 * width, width))
-
-    def forward(self, x):
-        h = self.norm1(x)
-        x = x + self.attention(h, h, h, need_weights=False)[0]
-        return x + self.mlp(self.norm2(x))
-
-
 def sharded(mesh, seed):
     torch.manual_seed(seed)
-    model = Block()
+    model = Block(width=24)
     fully_shard(model.mlp, mesh=mesh)
     fully_shard(model, mesh=mesh)
     return model, torch.optim.AdamW(model.parameters(), lr=1e-2)

@@ -21,6 +21,7 @@ from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from common import Checks, init
+from transformer_block import Block
 
 rank, size, gloo = init(sys.argv[1])
 check = Checks(rank)
@@ -160,20 +161,6 @@ if size == 4:
 
 
 # --- FSDP2: a small transformer block, AdamW, 20 steps, on ringdp and on gloo ----------------------
-class Block(torch.nn.Module):
-    def __init__(self, width=32, heads=4):
-        super().__init__()
-        self.norm1, self.norm2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
-        self.attention = torch.nn.MultiheadAttention(width, heads, batch_first=True)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(),
-                                       torch.nn.Linear(4 * width, width))
-
-    def forward(self, x):
-        h = self.norm1(x)
-        x = x + self.attention(h, h, h, need_weights=False)[0]
-        return x + self.mlp(self.norm2(x))
-
-
 def fsdp_model(device_mesh):
     torch.manual_seed(0)
     model = Block()

@@ -55,8 +55,8 @@ constexpr Setting kTable[] = {
      "transport of CUDA tensors: NCCL when built in (auto), or MPI (CUDA-aware or staged)", Reader::library,
      0, UINT64_MAX, 1, "auto|mpi|nccl"},
     {transport, "RINGDP_TRANSPORT", choice, "mpi", "mpi or ucx",
-     "what carries host tensors' messages under an MPI launcher: MPI, or UCX (MPI then only bootstraps and "
-     "runs --algo native)",
+     "what carries the algorithms' messages of host tensors under an MPI launcher: MPI, or UCX (MPI still "
+     "starts the job, makes groups and runs --algo native)",
      Reader::library, 0, UINT64_MAX, 1, "mpi|ucx"},
     {blocking_wait, "RINGDP_BLOCKING_WAIT", flag, "0", "0 or 1",
      "CUDA tensors: every collective blocks the host until the GPU is done"},

@@ -89,6 +89,7 @@ Completions::Completions() {
     }
     try {
       state_->threads.emplace_back([state = state_] { run(state); });
+      state_->ids.push_back(state_->threads.back().get_id());
     } catch (...) {
       std::lock_guard count(state_->mutex);
       --state_->running;
@@ -102,8 +103,7 @@ void Completions::stop(State& state) {
   bool own_thread = false;
   {
     std::lock_guard lock(state.threads_mutex);
-    for (const std::thread& thread : state.threads)
-      own_thread |= thread.get_id() == std::this_thread::get_id();
+    for (const std::thread::id id : state.ids) own_thread |= id == std::this_thread::get_id();
   }
   {
     std::unique_lock lock(state.mutex);

@@ -101,6 +101,9 @@ class Completions {
     // is still ending (its stack, its thread-local state) while the interpreter finalizes.
     std::mutex threads_mutex;
     std::vector<std::thread> threads;
+    // Their ids, kept after a thread is let go (a detached std::thread forgets its id): a second
+    // stop() on that thread (shutdown, then the last reference dropped there) must know it.
+    std::vector<std::thread::id> ids;
   };
   /// Asks the threads of `state` to stop once its queue is empty, waits until they have, and
   /// joins them; the calling thread, when it is one of them, is let go instead (it cannot join

@@ -22,8 +22,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::issue(const char* name, std
                                                            F&& body, Completions& to) {
   auto call = c10::make_intrusive<Call>(rank_, name, std::move(outputs));
   std::lock_guard lock(issue_);
-  TORCH_CHECK(ended_.empty(), "ringdp: ", name, ": this process group was ", ended_,
-              "; make a new one (init_process_group or new_group)");
+  {
+    std::lock_guard ended(ended_mutex_);
+    TORCH_CHECK(ended_.empty(), "ringdp: ", name, ": this process group was ", ended_,
+                "; make a new one (init_process_group or new_group)");
+  }
   try {
     body(*call);
   } catch (const ringdp::Error& e) {
@@ -43,12 +46,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::issue(const char* name, std
   return call;
 }
 
-uint64_t ProcessGroupRingdp::getSequenceNumberForGroup() {
-  std::lock_guard lock(issue_);
-  return sequence_;
-}
+uint64_t ProcessGroupRingdp::getSequenceNumberForGroup() { return sequence_.load(); }
 
-#if TORCH_VERSION_MAJOR >= 2
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
 void ProcessGroupRingdp::setTimeout(std::chrono::milliseconds timeout) {
   TORCH_CHECK(timeout.count() > 0, "ringdp: set_timeout: the timeout must be positive; got ", timeout.count(),
               " ms");
@@ -62,7 +62,7 @@ void ProcessGroupRingdp::setTimeout(std::chrono::milliseconds timeout) {
 
 void ProcessGroupRingdp::shutdown() {
   {
-    std::lock_guard lock(issue_);
+    std::lock_guard lock(ended_mutex_);
     if (ended_.empty()) ended_ = "shut down (destroy_process_group)";
   }
   completions_.finish();
@@ -70,7 +70,7 @@ void ProcessGroupRingdp::shutdown() {
 }
 
 void ProcessGroupRingdp::abort() {
-  std::lock_guard lock(issue_);
+  std::lock_guard lock(ended_mutex_);
   ended_ = "aborted (_abort_process_group)";
 }
 #endif

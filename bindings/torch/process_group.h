@@ -18,6 +18,7 @@
 // Communicator::recv_any; its Work's sourceRank() names the sender. Tested by tests/torch/.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,7 +40,9 @@ class ProcessGroupRingdp final : public BackendBase {
   uint64_t getSequenceNumberForGroup() override;
   /// Every member starts at 0 (the group is made collectively): there is nothing to agree on.
   void setSequenceNumberForGroup() override {}
-#if TORCH_VERSION_MAJOR >= 2
+// Backend's setTimeout, shutdown and abort: overridden from 2.6, where all three are known to be
+// virtual (tested on 2.15); an older 2.x keeps torch's defaults (a warning, no-ops).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
   /// dist.set_timeout: the watchdog's timeout for the calls issued after it (Communicator::set_timeout).
   void setTimeout(std::chrono::milliseconds timeout) override;
   /// destroy_process_group: completes what was issued and stops this group's threads, at once
@@ -112,8 +115,11 @@ class ProcessGroupRingdp final : public BackendBase {
 
   std::shared_ptr<ringdp::comm::Communicator> comm_;
   std::mutex issue_;
-  uint64_t sequence_ = 0;  // collectives issued, under issue_
-  std::string ended_;  // under issue_: "shut down (...)" or "aborted (...)"; empty while usable
+  std::atomic<uint64_t> sequence_{0};  // collectives issued
+  // "shut down (...)" or "aborted (...)"; empty while usable. A lock of its own: abort() must not
+  // wait behind a call holding issue_ (set_timeout waits for the calls issued before it).
+  std::mutex ended_mutex_;
+  std::string ended_;
   // Declared last: they complete what was issued before comm_ goes. Sends and receives apart, so
   // that a receive whose peer sends only after a later collective never holds that collective up.
   Completions completions_, point_to_point_;

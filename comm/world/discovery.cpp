@@ -113,7 +113,7 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_
   const char* carrier = "mpi";
   if (settings::text(settings::Id::transport).value_or("mpi") == "ucx") {
 #if RINGDP_HAVE_UCX
-    messages = std::make_unique<UcxTransport>(std::move(messages));
+    messages = std::make_unique<UcxTransport>(std::move(messages), options.timeout);
     messages->set_watch(departures.get());
     carrier = "ucx";
 #else

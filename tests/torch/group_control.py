@@ -6,6 +6,8 @@
   shutdown          destroy_process_group completes what the group was still running and joins its
                     threads at once, though Python still holds the group; a later call raises
   abort             _abort_process_group: a later call raises at once
+  and destroy_process_group called from a future's callback, which drops the group's last
+  reference on the completion thread itself
 On PyTorch 1.13, which has none of the others, only the sequence numbers.
 A guard ends the job should any wait here hang (the fault this checks for).
     mpirun -n N python tests/torch/group_control.py RENDEZVOUS_DIR   (N >= 2; tests/torch/run.sh)"""
@@ -90,6 +92,24 @@ if threads() > before + 1:  # the group's call-queue worker lives as long as its
     sys.exit(f"FAIL rank {rank}: {threads() - before} threads more than before the group, after destroy_process_group")
 check.raises("a call on a group destroy_process_group shut down", "shut down",
              lambda: held.allreduce([torch.ones(4)]).wait())
+
+# --- shutdown from a future's callback, the group's last reference dropped there too ------------
+# The completion thread running the callback stops its own threads (it cannot join itself), then
+# the group is destroyed on that same thread: that second stop hung before the threads' ids were
+# kept (a detached std::thread forgets its id).
+timer = guard(30, "destroy_process_group from a future's callback")
+for _ in range(3):
+    box = [dist.new_group(backend="ringdp")]
+    work = dist.all_reduce(torch.ones(1000), group=box[0], async_op=True)
+
+    def destroy_there(future, box=box):
+        dist.destroy_process_group(box[0])
+        box.clear()
+        return future.value()
+    work.get_future().then(destroy_there).wait()
+    dist.barrier(group=gloo)
+timer.cancel()
+check.count += 1
 
 # --- abort ----------------------------------------------------------------------------------------
 gone = dist.new_group(backend="ringdp")

@@ -20,6 +20,7 @@
 // reference) and tests/cli/bench.sh (the envelope cases).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,10 +36,11 @@ namespace ringdp::comm {
 class UcxTransport final : public Transport {
  public:
   /// Over the ranks of `bootstrap` (collective over it): exchanges worker addresses through its
-  /// messages and keeps it for what UCX does not do (the native collectives, shared slots).
-  explicit UcxTransport(std::unique_ptr<Transport> bootstrap);
-  /// Flushes the endpoints for a bounded time, then closes them by force: nothing here waits for
-  /// a peer that may be gone.
+  /// collectives and keeps it for what UCX does not do (the native collectives, shared slots).
+  /// Every endpoint is connected within `timeout`, or an Error names the ranks it could not reach.
+  UcxTransport(std::unique_ptr<Transport> bootstrap, std::chrono::milliseconds timeout);
+  /// Flushes the endpoints for a bounded time (2 s), then lets go of what is still pending:
+  /// nothing here waits for a peer that may be gone.
   ~UcxTransport() override;
 
   int rank() const override { return rank_; }
@@ -73,7 +75,13 @@ class UcxTransport final : public Transport {
   static std::string version();
 
  private:
-  /// Every rank's worker address, through the bootstrap transport's messages.
+  /// The context, the worker, the endpoints, then connect().
+  void open(std::chrono::milliseconds timeout);
+  /// One empty message from every rank to every rank, which wires the endpoints up.
+  void connect(std::chrono::milliseconds timeout);
+  /// The destructor's work, also run when the constructor throws.
+  void release();
+  /// Every rank's worker address, through the bootstrap transport's collectives.
   std::vector<std::vector<char>> exchange_addresses(const void* mine, size_t bytes);
   /// True once the request is done; throws on a failed one, or a receive whose tag or length
   /// differs from what was posted. Releases UCX's request when done.

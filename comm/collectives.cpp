@@ -118,7 +118,7 @@ void AllReduce::operator()(Call& call, const Tensor& input, Tensor& output) cons
 }
 
 void AllReduce::hierarchical(Call& call, void* buf, int64_t n) const {
-  if (!host_transport) {  // a world of one without MPI: nothing to reduce
+  if (!host_transport) {  // one host without MPI (a world of one, or a store's): the host is the world
     all_reduce_ring(call.ctx, buf, buf, n);
     return;
   }

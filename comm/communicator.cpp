@@ -29,6 +29,17 @@ std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   return std::shared_ptr<Communicator>(new Communicator(std::move(world), options, true));
 }
 
+std::shared_ptr<Communicator> Communicator::init(CommOptions options, std::shared_ptr<KeyValueStore> store,
+                                                 int rank, int size) {
+  RINGDP_CHECK(!in_forked_child(),
+               "a process forked from a rank cannot start a communicator; start it in the parent");
+  mark_owner_process();
+  options = with_environment(options);
+  FaultPlan::from_environment();
+  DiscoveredWorld world = bootstrap_store_world(options, std::move(store), rank, size);
+  return std::shared_ptr<Communicator>(new Communicator(std::move(world), options, true));
+}
+
 std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks,
                                                   std::chrono::milliseconds timeout) {
   RINGDP_CHECK(!ranks.empty(), "group: no ranks given; a group holds at least the calling rank");
@@ -178,6 +189,9 @@ const char* Communicator::backend_name() const {
 std::string Communicator::shared_refusal() const {
   const State& state = *state_;
   const std::string why = "allocate_shared: a shared window needs ";
+  if (std::string_view(state.world_.bootstrap) == "store")
+    return why +
+           "ranks started by an MPI launcher (mpirun); these ranks met through a store (torchrun, mp.spawn)";
   if (std::string_view(state.world_.bootstrap) != "mpi")
     return why + "ranks started by an MPI launcher (mpirun); this is a world of one without MPI";
   if (state.world_.local_size != size_)

@@ -23,6 +23,7 @@
 namespace ringdp::comm {
 
 struct DiscoveredWorld;  // comm/world/discovery.h
+class KeyValueStore;  // comm/bootstrap/key_value_store.h
 
 /// The front door: checks each call's arguments before any message moves (so bad input is an
 /// Error on every rank, not a hang), chooses its algorithm (comm/algorithms/algorithm_choice.h) and hands the
@@ -36,6 +37,11 @@ class Communicator {
  public:
   /// Under mpirun: the MPI world. Otherwise (or built without MPI): a world of one.
   static std::shared_ptr<Communicator> init(CommOptions options = {});
+  /// A job no MPI launcher started (torchrun, mp.spawn, a framework's launcher): rank `rank` of
+  /// `size`, meeting the other ranks through `store` (under options.timeout); UCX carries the
+  /// messages and MPI is never initialised. Collective over the `size` ranks.
+  static std::shared_ptr<Communicator> init(CommOptions options, std::shared_ptr<KeyValueStore> store,
+                                            int rank, int size);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

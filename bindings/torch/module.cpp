@@ -1,8 +1,9 @@
 // The Python module ringdp_torch: importing it registers the torch.distributed backend "ringdp",
-// whose creator starts a ringdp Communicator over the MPI world and checks that torch's rank and
-// world size are MPI's; new_group's groups are communicators over some of the world's ranks. Launch with
-// mpirun or mpiexec (docs/torch.md): torchrun and mp.spawn start processes MPI does not know, and are refused
-// with a message naming the launchers that work.
+// whose creator starts a ringdp Communicator: under an MPI launcher (mpirun, mpiexec, srun) over
+// the MPI world, checking that torch's rank and world size are MPI's; under any other launcher
+// (torchrun, mp.spawn, a framework's own) through the store torch hands it, with UCX carrying the
+// messages and no MPI at all. new_group's groups are communicators over some of the world's ranks
+// (docs/torch.md, docs/launching.md).
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 #include <torch/csrc/utils/pybind.h>
@@ -16,6 +17,7 @@
 #include "bindings/torch/completions.h"
 #include "bindings/torch/process_group.h"
 #include "bindings/torch/terminate_report.h"
+#include "bindings/torch/torch_store.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "core/error.h"
 
@@ -30,7 +32,8 @@ std::mutex g_world_mutex;
 std::weak_ptr<ringdp::comm::Communicator> g_world;
 
 std::shared_ptr<ringdp::comm::Communicator> create_world(int rank, int size,
-                                                         const std::chrono::duration<float>& timeout) {
+                                                         const std::chrono::duration<float>& timeout,
+                                                         const c10::intrusive_ptr<::c10d::Store>& store) {
   ringdp::comm::CommOptions options;
   // torch's timeout (init_process_group(timeout=...), 30 min by default) is the watchdog's, unless
   // RINGDP_TIMEOUT says otherwise.
@@ -41,15 +44,13 @@ std::shared_ptr<ringdp::comm::Communicator> create_world(int rank, int size,
   // node, or any permutation a launch script computes), as gloo allows.
   options.rank = rank;
   if (options.timeout > ringdp::comm::kMaxTimeout) options.timeout = ringdp::comm::kMaxTimeout;
+  // No MPI launcher started this job (torchrun, mp.spawn): the ranks meet through torch's store.
+  if (!ringdp::comm::launched_by_mpi_launcher() && size > 1)
+    return ringdp::comm::Communicator::init(options, std::make_shared<TorchStore>(store), rank, size);
   auto communicator = ringdp::comm::Communicator::init(options);
   RINGDP_CHECK(communicator->size() == size, "torch.distributed asks for world_size ", size, " but MPI has ",
                communicator->size(), " rank", communicator->size() == 1 ? "" : "s",
-               communicator->size() == 1 && size > 1
-                   ? ": this process was not started by an MPI launcher. The ringdp backend needs one: "
-                     "mpirun -np N python3 script.py (Open MPI), mpiexec.mpich -n N python3 script.py "
-                     "(MPICH) or srun -n N python3 script.py; torchrun and mp.spawn start processes MPI does "
-                     "not know (docs/torch.md)"
-                   : "; pass world_size from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS (docs/torch.md)");
+               "; pass world_size from OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS (docs/torch.md)");
   // Under a launcher the world is ordered by torch's ranks (CommOptions::rank), so this holds
   // there; a world of one has only rank 0.
   RINGDP_CHECK(communicator->rank() == rank, "torch.distributed says this is rank ", rank, " of ", size,
@@ -83,7 +84,7 @@ std::shared_ptr<ringdp::comm::Communicator> create_group(const std::vector<int64
 // (only members are called).
 c10::intrusive_ptr<BackendBase> create(const ::c10d::DistributedBackendOptions& o, const py::object&) {
   if (o.global_ranks_in_group.empty()) {
-    auto world = create_world(o.group_rank, o.group_size, o.timeout);
+    auto world = create_world(o.group_rank, o.group_size, o.timeout, o.store);
     {
       std::lock_guard lock(g_world_mutex);
       g_world = world;

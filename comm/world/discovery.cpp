@@ -242,6 +242,7 @@ DiscoveredWorld mpi_group(CommOptions& options, const MpiTransport& parent, std:
 #endif
 
 DiscoveredWorld bootstrap_group(CommOptions& options, Transport& parent, std::span<const int> ranks) {
+  if (DiscoveredWorld world = bootstrap_store_group(options, parent, ranks); world.transport) return world;
 #if RINGDP_HAVE_MPI
   // Over UCX, MPI still makes the group (UCX's native transport is the MPI one it was made over).
   if (auto* mpi = dynamic_cast<MpiTransport*>(&parent.native_transport()))

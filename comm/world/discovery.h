@@ -19,6 +19,7 @@
 namespace ringdp::comm {
 
 class Departures;  // comm/world/departures.h: not installed, so not included by the installed headers
+class KeyValueStore;  // comm/bootstrap/key_value_store.h
 
 struct DiscoveredWorld {
   std::unique_ptr<Transport> transport;  ///< every rank: MpiTransport, or LocalTransport alone
@@ -28,7 +29,7 @@ struct DiscoveredWorld {
   int local_rank = 0, local_size = 1;
   int hosts = 1;
   bool uniform_hosts = true;  ///< every host holds as many ranks
-  const char* bootstrap = "local";  ///< "mpi" under an MPI launcher
+  const char* bootstrap = "local";  ///< "mpi" under an MPI launcher, "store" through a key-value store
   /// What carries host tensors' messages: "mpi", "ucx" (RINGDP_TRANSPORT=ucx) or "local".
   const char* messages = "local";
   /// How its ranks learn that one has left (comm/world/departures.h); null without MPI.
@@ -42,5 +43,14 @@ DiscoveredWorld bootstrap_world(CommOptions& options);
 /// exactly those ranks, each passing the same list, already checked to be in range, without
 /// duplicates and to hold the caller. `options` are the parent's, agreed again over the group.
 DiscoveredWorld bootstrap_group(CommOptions& options, Transport& parent, std::span<const int> ranks);
+/// The world of a job no MPI launcher started (comm/world/store_discovery.cpp): rank `rank` of
+/// `size`, meeting the others through `store`; UCX carries the messages (an Error naming the
+/// launchers that work when ringdp was built without UCX). Collective over the `size` ranks;
+/// `options` come back agreed, as under MPI.
+DiscoveredWorld bootstrap_store_world(CommOptions& options, std::shared_ptr<KeyValueStore> store, int rank,
+                                      int size);
+/// bootstrap_group's case for a parent made by bootstrap_store_world; a world without a transport
+/// when `parent` is not one.
+DiscoveredWorld bootstrap_store_group(CommOptions& options, Transport& parent, std::span<const int> ranks);
 
 }  // namespace ringdp::comm

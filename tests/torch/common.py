@@ -16,10 +16,13 @@ faulthandler.enable()  # a crash in a library names the Python line that called 
 
 
 def mpi_rank_and_size():
-    for rank_var, size_var in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE")):
+    """The rank and world size the launcher gave: mpirun's and mpiexec's, or torchrun's and
+    tests/torch/spawn.py's (RANK, WORLD_SIZE), which start no MPI."""
+    for rank_var, size_var in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"),
+                               ("RANK", "WORLD_SIZE")):
         if rank_var in os.environ:
             return int(os.environ[rank_var]), int(os.environ[size_var])
-    sys.exit("run under mpirun or mpiexec (tests/torch/run.sh)")
+    sys.exit("run under mpirun, mpiexec, torchrun or mp.spawn (tests/torch/run.sh)")
 
 
 def _let_gloo_workers_finish():

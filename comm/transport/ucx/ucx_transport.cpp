@@ -38,10 +38,57 @@ void ucx_check(ucs_status_t status, const char* call) {
 // What a request handle holds while UCX works on it: UCX's request pointer. 0: done at once.
 void* ucx_request(const Request& r) { return reinterpret_cast<void*>(r.handle); }
 
+// The exchange over an MPI transport's collectives: the lengths, then every blob padded to the
+// longest. MPI makes its groups itself, so there is no subset.
+class TransportOutOfBand final : public OutOfBand {
+ public:
+  explicit TransportOutOfBand(Transport& transport) : transport_(transport) {}
+  int rank() const override { return transport_.rank(); }
+  int size() const override { return transport_.size(); }
+  std::unique_ptr<OutOfBand> subset(const std::string&, std::span<const int>) override { return nullptr; }
+
+  std::vector<std::vector<char>> all_gather(std::span<const char> mine) override {
+    const int size = transport_.size();
+    std::vector<int64_t> lengths(static_cast<size_t>(size));
+    const int64_t length = static_cast<int64_t>(mine.size());
+    transport_.native_all_gather(&length, lengths.data(), 1, DType::int64);
+    const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+    std::vector<char> padded(static_cast<size_t>(longest), 0), all(static_cast<size_t>(longest * size));
+    std::copy(mine.begin(), mine.end(), padded.begin());
+    transport_.native_all_gather(padded.data(), all.data(), longest, DType::uint8);
+    std::vector<std::vector<char>> blobs;
+    for (int r = 0; r < size; ++r) {
+      const char* at = all.data() + r * longest;
+      blobs.emplace_back(at, at + lengths[static_cast<size_t>(r)]);
+    }
+    return blobs;
+  }
+
+ private:
+  Transport& transport_;
+};
+
 }  // namespace
 
 UcxTransport::UcxTransport(std::unique_ptr<Transport> bootstrap, std::chrono::milliseconds timeout)
-    : bootstrap_(std::move(bootstrap)), rank_(bootstrap_->rank()), size_(bootstrap_->size()) {
+    : bootstrap_(std::move(bootstrap)),
+      out_of_band_(std::make_unique<TransportOutOfBand>(*bootstrap_)),
+      rank_(bootstrap_->rank()),
+      size_(bootstrap_->size()) {
+  try {
+    open(timeout);
+  } catch (...) {
+    release();  // no destructor runs for a constructor that throws
+    throw;
+  }
+}
+
+UcxTransport::UcxTransport(std::unique_ptr<OutOfBand> out_of_band, std::chrono::milliseconds timeout,
+                           bool yield)
+    : out_of_band_(std::move(out_of_band)),
+      rank_(out_of_band_->rank()),
+      size_(out_of_band_->size()),
+      yield_(yield) {
   try {
     open(timeout);
   } catch (...) {
@@ -67,7 +114,8 @@ void UcxTransport::open(std::chrono::milliseconds timeout) {
   ucp_address_t* address = nullptr;
   size_t address_bytes = 0;
   ucx_check(ucp_worker_get_address(worker_, &address, &address_bytes), "ucp_worker_get_address");
-  const auto addresses = exchange_addresses(address, address_bytes);
+  const auto addresses =
+      out_of_band_->all_gather(std::span(reinterpret_cast<const char*>(address), address_bytes));
   ucp_worker_release_address(worker_, address);
   endpoints_.resize(static_cast<size_t>(size_), nullptr);
   for (int peer = 0; peer < size_; ++peer) {
@@ -143,22 +191,6 @@ void UcxTransport::release() {
   if (context_) ucp_cleanup(context_);
   worker_ = nullptr;
   context_ = nullptr;
-}
-
-std::vector<std::vector<char>> UcxTransport::exchange_addresses(const void* mine, size_t bytes) {
-  std::vector<int64_t> lengths(static_cast<size_t>(size_));
-  const int64_t length = static_cast<int64_t>(bytes);
-  bootstrap_->native_all_gather(&length, lengths.data(), 1, DType::int64);
-  const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
-  std::vector<uint8_t> padded(static_cast<size_t>(longest), 0), all(static_cast<size_t>(longest * size_));
-  std::memcpy(padded.data(), mine, bytes);
-  bootstrap_->native_all_gather(padded.data(), all.data(), longest, DType::uint8);
-  std::vector<std::vector<char>> addresses;
-  for (int r = 0; r < size_; ++r) {
-    const char* at = reinterpret_cast<const char*>(all.data()) + r * longest;
-    addresses.emplace_back(at, at + lengths[static_cast<size_t>(r)]);
-  }
-  return addresses;
 }
 
 Request UcxTransport::isend(int peer, const void* data, size_t bytes, int tag) {
@@ -275,28 +307,38 @@ void UcxTransport::copy(void* dst, const void* src, size_t bytes) {
   if (bytes && dst != src) std::memmove(dst, src, bytes);
 }
 
+Transport& UcxTransport::library() {
+  RINGDP_CHECK(bootstrap_,
+               "--algo native: UCX has no collectives of its own, and this job was started without MPI "
+               "(its ranks found each other through a store); use ringdp's algorithms (auto)");
+  return *bootstrap_;
+}
+
 void UcxTransport::native_all_reduce(const void* input, void* output, int64_t count, DType dtype,
                                      ReduceOp op) {
-  bootstrap_->native_all_reduce(input, output, count, dtype, op);
+  library().native_all_reduce(input, output, count, dtype, op);
 }
 void UcxTransport::native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                                  int root) {
-  bootstrap_->native_reduce(input, output, count, dtype, op, root);
+  library().native_reduce(input, output, count, dtype, op, root);
 }
 void UcxTransport::native_broadcast(void* buffer, int64_t count, DType dtype, int root) {
-  bootstrap_->native_broadcast(buffer, count, dtype, root);
+  library().native_broadcast(buffer, count, dtype, root);
 }
 void UcxTransport::native_all_gather(const void* input, void* output, int64_t chunk_count, DType dtype) {
-  bootstrap_->native_all_gather(input, output, chunk_count, dtype);
+  library().native_all_gather(input, output, chunk_count, dtype);
 }
 void UcxTransport::native_reduce_scatter(const void* input, void* output, int64_t chunk_count, DType dtype,
                                          ReduceOp op) {
-  bootstrap_->native_reduce_scatter(input, output, chunk_count, dtype, op);
+  library().native_reduce_scatter(input, output, chunk_count, dtype, op);
 }
-void UcxTransport::native_barrier() { bootstrap_->native_barrier(); }
-void UcxTransport::native_exchange(const BlockExchange& exchange) { bootstrap_->native_exchange(exchange); }
+void UcxTransport::native_barrier() { library().native_barrier(); }
+void UcxTransport::native_exchange(const BlockExchange& exchange) { library().native_exchange(exchange); }
+
 void UcxTransport::bootstrap_broadcast(void* data, size_t bytes) {
-  bootstrap_->bootstrap_broadcast(data, bytes);
+  if (bootstrap_) return bootstrap_->bootstrap_broadcast(data, bytes);
+  const auto all = out_of_band_->all_gather(std::span(static_cast<const char*>(data), bytes));
+  std::copy(all[0].begin(), all[0].end(), static_cast<char*>(data));
 }
 
 std::string UcxTransport::version() {

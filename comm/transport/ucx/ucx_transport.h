@@ -5,7 +5,8 @@
 //
 // UcxTransport: ringdp's messages as ucp_tag_send_nbx / ucp_tag_recv_nbx on one UCP worker per
 // communicator, with an endpoint to every peer made from worker addresses exchanged out of band
-// (today over the MPI transport it is made beside: issue #51 adds the store of torch's launchers).
+// (comm/bootstrap/out_of_band.h): over the MPI transport it is made beside (RINGDP_TRANSPORT=ucx
+// under mpirun), or over the key-value store of a launcher without MPI (torchrun, mp.spawn).
 // A UCP tag is 64 bits: the top bit says a user's send/recv, the next 31 carry ringdp's tag
 // (comm/transport/envelope.h), the low 32 the sender's rank. A collective's receive matches the
 // next message from its peer whatever ringdp tag it carries, then compares that tag and the length
@@ -15,7 +16,8 @@
 // Every wait polls ucp_worker_progress under the collective's deadline and asks ringdp's departure
 // notices whether a peer has left, as over MPI (UCX's own peer error handling would rule out its
 // shared-memory transports: ucx_transport.cpp says why). The library's own collectives, the
-// shared-memory slots and bootstrap broadcasts stay the MPI transport's: UCX has no collectives.
+// shared-memory slots and bootstrap broadcasts stay the MPI transport's: UCX has no collectives;
+// a job without MPI has no `--algo native` and no shared slots.
 // Tested by tests/mpi/ with RINGDP_TRANSPORT=ucx (every collective and algorithm against a
 // reference) and tests/cli/bench.sh (the envelope cases).
 #pragma once
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/bootstrap/out_of_band.h"
 #include "comm/transport/transport.h"
 #include "config.h"
 
@@ -39,13 +42,17 @@ class UcxTransport final : public Transport {
   /// collectives and keeps it for what UCX does not do (the native collectives, shared slots).
   /// Every endpoint is connected within `timeout`, or an Error names the ranks it could not reach.
   UcxTransport(std::unique_ptr<Transport> bootstrap, std::chrono::milliseconds timeout);
+  /// Without MPI: over the ranks of `out_of_band` (collective over them), which it keeps for
+  /// bootstrap broadcasts and groups' exchanges; `yield`: give the core away between polls.
+  UcxTransport(std::unique_ptr<OutOfBand> out_of_band, std::chrono::milliseconds timeout, bool yield);
   /// Flushes the endpoints for a bounded time (2 s), then lets go of what is still pending:
   /// nothing here waits for a peer that may be gone.
   ~UcxTransport() override;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  Transport& bootstrap() { return *bootstrap_; }
+  /// The exchange this transport was built from: over MPI's collectives, or a store's.
+  OutOfBand& out_of_band() { return *out_of_band_; }
 
   Request isend(int peer, const void* data, size_t bytes, int tag) override;
   Request irecv(int peer, void* data, size_t bytes, int tag) override;
@@ -54,10 +61,12 @@ class UcxTransport final : public Transport {
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void progress() override { ucp_worker_progress(worker_); }
-  int tag_upper_bound() const override { return bootstrap_->tag_upper_bound(); }
-  bool yields_when_idle() const override { return bootstrap_->yields_when_idle(); }
+  int tag_upper_bound() const override {
+    return bootstrap_ ? bootstrap_->tag_upper_bound() : Transport::tag_upper_bound();
+  }
+  bool yields_when_idle() const override { return bootstrap_ ? bootstrap_->yields_when_idle() : yield_; }
 
-  // The MPI transport's: UCX has no collectives of its own.
+  // The MPI transport's: UCX has no collectives of its own (an Error without MPI).
   void native_all_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op) override;
   void native_reduce(const void* input, void* output, int64_t count, DType dtype, ReduceOp op,
                      int root) override;
@@ -67,9 +76,9 @@ class UcxTransport final : public Transport {
                              ReduceOp op) override;
   void native_barrier() override;
   void native_exchange(const BlockExchange& exchange) override;
-  Transport& native_transport() override { return *bootstrap_; }
+  Transport& native_transport() override { return bootstrap_ ? *bootstrap_ : *this; }
   void bootstrap_broadcast(void* data, size_t bytes) override;
-  SharedSlots* shared_slots() override { return bootstrap_->shared_slots(); }
+  SharedSlots* shared_slots() override { return bootstrap_ ? bootstrap_->shared_slots() : nullptr; }
 
   /// UCX's version, for RINGDP_DEBUG=INFO and the docs: "1.13.1".
   static std::string version();
@@ -81,16 +90,18 @@ class UcxTransport final : public Transport {
   void connect(std::chrono::milliseconds timeout);
   /// The destructor's work, also run when the constructor throws.
   void release();
-  /// Every rank's worker address, through the bootstrap transport's collectives.
-  std::vector<std::vector<char>> exchange_addresses(const void* mine, size_t bytes);
+  /// The MPI transport whose collectives stand in for UCX's missing ones, or an Error without MPI.
+  Transport& library();
   /// True once the request is done; throws on a failed one, or a receive whose tag or length
   /// differs from what was posted. Releases UCX's request when done.
   bool finish(Request& request);
   /// The error for a receive that completed with `status`, `tag` and `length`, or "".
   std::string check_receive(const Request& request, ucs_status_t status, ucp_tag_t tag, size_t length) const;
 
-  std::unique_ptr<Transport> bootstrap_;
+  std::unique_ptr<Transport> bootstrap_;  ///< null without MPI
+  std::unique_ptr<OutOfBand> out_of_band_;
   int rank_ = 0, size_ = 1;
+  bool yield_ = false;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> endpoints_;

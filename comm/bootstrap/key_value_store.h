@@ -1,0 +1,22 @@
+// KeyValueStore: what a job started without MPI (torchrun, mp.spawn, a framework's launcher) hands
+// ringdp to find its peers: torch's c10d Store, or any store with the same rules. comm/ knows only
+// this interface (bindings/torch/torch_store.h adapts c10d's), so nothing under comm/ needs torch.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace ringdp::comm {
+
+class KeyValueStore {
+ public:
+  virtual ~KeyValueStore() = default;
+  /// Publishes `value` under `key` for every process of the job; a key is written once.
+  virtual void set(const std::string& key, const std::vector<char>& value) = 0;
+  /// The value under `key`, waiting until some process has set it; an Error naming the key once
+  /// `timeout` has passed without it.
+  virtual std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace ringdp::comm

@@ -1,0 +1,46 @@
+// Implements comm/bootstrap/store_out_of_band.h (the contract is documented there).
+#include "comm/bootstrap/store_out_of_band.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace ringdp::comm {
+
+StoreOutOfBand::StoreOutOfBand(std::shared_ptr<KeyValueStore> store, std::string scope, int rank, int size,
+                               std::chrono::milliseconds timeout)
+    : store_(std::move(store)), scope_(std::move(scope)), rank_(rank), size_(size), timeout_(timeout) {
+  RINGDP_CHECK(size_ >= 1 && rank_ >= 0 && rank_ < size_, "store bootstrap: rank ", rank_, " of ", size_,
+               " (expected 0 <= rank < world_size)");
+}
+
+std::vector<std::vector<char>> StoreOutOfBand::all_gather(std::span<const char> mine) {
+  const std::string round = scope_ + "/" + std::to_string(round_++) + "/";
+  store_->set(round + std::to_string(rank_), std::vector<char>(mine.begin(), mine.end()));
+  std::vector<std::vector<char>> all(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) {
+      all[static_cast<size_t>(r)].assign(mine.begin(), mine.end());
+      continue;
+    }
+    try {
+      all[static_cast<size_t>(r)] = store_->get(round + std::to_string(r), timeout_);
+    } catch (const Error& e) {
+      RINGDP_FAIL("rank ", rank_, " of ", size_, ": rank ", r, " never joined the store bootstrap (", scope_,
+                  ") within ", timeout_.count() / 1000.0,
+                  " s: a rank that did not start, or a world_size larger than the ranks launched (", e.what(),
+                  ")");
+    }
+  }
+  return all;
+}
+
+std::unique_ptr<OutOfBand> StoreOutOfBand::subset(const std::string& name, std::span<const int> members) {
+  const auto at = std::find(members.begin(), members.end(), rank_);
+  RINGDP_CHECK(at != members.end(), "store bootstrap: rank ", rank_, " is not among the members of ", name);
+  const std::string scope = scope_ + "/" + name + "#" + std::to_string(++made_[name]);
+  return std::make_unique<StoreOutOfBand>(store_, scope, static_cast<int>(at - members.begin()),
+                                          static_cast<int>(members.size()), timeout_);
+}
+
+}  // namespace ringdp::comm

@@ -1,0 +1,165 @@
+// Implements bootstrap_store_world and the groups of a store's world (comm/world/discovery.h): a job
+// that no MPI launcher started (torchrun, mp.spawn, a framework's launcher) finds its peers
+// through the key-value store its launcher hands over, and UCX carries every message. MPI is never
+// initialised in such a job. Tested by tests/torch/test_store_launch.sh (torchrun, mp.spawn).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "comm/bootstrap/store_out_of_band.h"
+#include "comm/transport/ucx/ucx_transport.h"
+#include "comm/world/departures.h"
+#include "comm/world/discovery.h"
+#include "config.h"
+#include "core/error.h"
+#include "core/settings.h"
+
+namespace ringdp::comm {
+
+namespace {
+
+// What each rank tells every other before any transport exists: the world size it was given, its
+// host, and the options every rank must agree on (the same fields as the MPI world's agreement).
+struct Introduction {
+  int32_t size = 0;
+  uint32_t cores = 1;
+  uint64_t fields[7] = {};
+  char host[64] = {};
+};
+
+size_t* agreed_fields(CommOptions& o, size_t i) {
+  size_t* fields[] = {
+      &o.segment_bytes,           &o.recursive_doubling_max_bytes, &o.chain_broadcast_min_bytes,
+      &o.rabenseifner_max_bytes,  &o.shared_memory_max_bytes,      &o.shared_memory_scatter_min_bytes,
+      &o.shared_memory_slot_bytes};
+  return fields[i];
+}
+
+// The host as the hierarchical all-reduce sees it: the machine's name, or with
+// RINGDP_RANKS_PER_HOST=k every k consecutive ranks (as under MPI).
+std::string host_of(int rank) {
+  const uint64_t per_host = settings::number(settings::Id::ranks_per_host).value_or(0);
+  if (per_host > 0) return "ranks/" + std::to_string(static_cast<uint64_t>(rank) / per_host);
+  char name[64] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+std::vector<Introduction> introduce(OutOfBand& oob, CommOptions& options, int asked_size) {
+  Introduction mine;
+  mine.size = asked_size;
+  mine.cores = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t i = 0; i < std::size(mine.fields); ++i) mine.fields[i] = *agreed_fields(options, i);
+  const std::string host = host_of(oob.rank());
+  std::strncpy(mine.host, host.c_str(), sizeof mine.host - 1);
+  const auto blobs = oob.all_gather(std::span(reinterpret_cast<const char*>(&mine), sizeof mine));
+  std::vector<Introduction> all(blobs.size());
+  for (size_t r = 0; r < blobs.size(); ++r) {
+    RINGDP_CHECK(blobs[r].size() == sizeof(Introduction), "store bootstrap: rank ", r, " sent ",
+                 blobs[r].size(), " bytes of introduction, expected ", sizeof(Introduction),
+                 " (another ringdp version on that rank?)");
+    std::memcpy(&all[r], blobs[r].data(), sizeof(Introduction));
+    RINGDP_CHECK(all[r].size == asked_size, "rank ", r, " was started with world_size ", all[r].size,
+                 " but rank ", oob.rank(), " with ", asked_size,
+                 ": every rank must be given the same world_size");
+  }
+  return all;
+}
+
+// The world over `oob`'s ranks: hosts, agreed options, a UcxTransport over all, and over the ranks
+// of this host and the ranks of this local index when the ranks span hosts.
+DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand> oob) {
+#if RINGDP_HAVE_UCX
+  const std::vector<Introduction> all = introduce(*oob, options, oob->size());
+  const int rank = oob->rank(), size = oob->size();
+  std::vector<std::string> hosts;  // in order of first appearance
+  std::vector<int> host_of_rank(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    const std::string h = all[static_cast<size_t>(r)].host;
+    auto at = std::find(hosts.begin(), hosts.end(), h);
+    if (at == hosts.end()) at = hosts.insert(hosts.end(), h);
+    host_of_rank[static_cast<size_t>(r)] = static_cast<int>(at - hosts.begin());
+  }
+  std::vector<std::vector<int>> members(hosts.size());  // each host's ranks, ascending
+  for (int r = 0; r < size; ++r)
+    members[static_cast<size_t>(host_of_rank[static_cast<size_t>(r)])].push_back(r);
+  const int my_host = host_of_rank[static_cast<size_t>(rank)];
+  const auto& local = members[static_cast<size_t>(my_host)];
+  DiscoveredWorld world;
+  world.local_rank = static_cast<int>(std::find(local.begin(), local.end(), rank) - local.begin());
+  world.local_size = static_cast<int>(local.size());
+  world.hosts = static_cast<int>(hosts.size());
+  world.uniform_hosts =
+      std::all_of(members.begin(), members.end(), [&](const auto& m) { return m.size() == local.size(); });
+  // Ranks that share cores progress only while scheduled: small segments keep each time slice
+  // useful (as under MPI). Each rank's unset segment is resolved for its own host, then every
+  // rank takes the minimum of each field over ranks.
+  auto crowded = [&](int r) {
+    const auto on_host = members[static_cast<size_t>(host_of_rank[static_cast<size_t>(r)])].size();
+    return on_host > all[static_cast<size_t>(r)].cores;
+  };
+  const bool oversubscribed = crowded(rank);
+  for (size_t i = 0; i < std::size(all[0].fields); ++i) {
+    uint64_t least = UINT64_MAX;
+    for (int r = 0; r < size; ++r) {
+      uint64_t v = all[static_cast<size_t>(r)].fields[i];
+      if (i == 0 && v == 0) v = crowded(r) ? 64 * 1024 : 1024 * 1024;  // segment_bytes 0: unset
+      least = std::min(least, v);
+    }
+    *agreed_fields(options, i) = static_cast<size_t>(least);
+  }
+  // No MPI progress engine yields for these ranks: ringdp does when they outnumber the cores.
+  const bool yield = settings::flag(settings::Id::yield).value_or(oversubscribed);
+  if (world.hosts > 1) {
+    std::vector<int> cross;  // the ranks holding this rank's local index on every host
+    for (const auto& m : members)
+      if (static_cast<size_t>(world.local_rank) < m.size())
+        cross.push_back(m[static_cast<size_t>(world.local_rank)]);
+    auto host_oob = oob->subset("host" + std::to_string(my_host), local);
+    auto cross_oob = oob->subset("cross" + std::to_string(world.local_rank), cross);
+    world.transport = std::make_unique<UcxTransport>(std::move(oob), options.timeout, yield);
+    world.host_transport = std::make_unique<UcxTransport>(std::move(host_oob), options.timeout, yield);
+    world.cross_transport = std::make_unique<UcxTransport>(std::move(cross_oob), options.timeout, yield);
+  } else {
+    world.transport = std::make_unique<UcxTransport>(std::move(oob), options.timeout, yield);
+  }
+  world.bootstrap = "store";
+  world.messages = "ucx";
+  return world;
+#else
+  (void)options;
+  (void)oob;
+  RINGDP_FAIL(
+      "this process was not started by an MPI launcher, and ringdp was built without UCX, which "
+      "carries the messages of jobs started by torchrun, mp.spawn or other launchers: launch with "
+      "mpirun, mpiexec or srun, or install libucx-dev and rebuild ringdp (docs/ucx.md)");
+#endif
+}
+
+}  // namespace
+
+DiscoveredWorld bootstrap_store_world(CommOptions& options, std::shared_ptr<KeyValueStore> store, int rank,
+                                      int size) {
+  return store_world_over(
+      options, std::make_unique<StoreOutOfBand>(std::move(store), "ringdp", rank, size, options.timeout));
+}
+
+DiscoveredWorld bootstrap_store_group(CommOptions& options, Transport& parent, std::span<const int> ranks) {
+#if RINGDP_HAVE_UCX
+  if (auto* ucx = dynamic_cast<UcxTransport*>(&parent)) {
+    std::string name = "group";
+    for (const int r : ranks) name.append("-").append(std::to_string(r));
+    if (auto members = ucx->out_of_band().subset(name, ranks))
+      return store_world_over(options, std::move(members));
+  }
+#else
+  (void)options;
+  (void)parent;
+  (void)ranks;
+#endif
+  return {};
+}
+
+}  // namespace ringdp::comm

@@ -1,6 +1,8 @@
 // Implements bindings/torch/torch_store.h (the contract is documented there).
 #include "bindings/torch/torch_store.h"
 
+#include <cstdint>
+
 #include "core/error.h"
 
 namespace ringdp_torch {

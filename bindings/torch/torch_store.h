@@ -1,8 +1,8 @@
 // TorchStore: ringdp's KeyValueStore (comm/bootstrap/key_value_store.h) over the c10d Store torch
 // hands the backend's creator (torchrun's TCPStore, init_method's tcp:// or file:// store, each
 // already scoped by torch per group). How ranks that no MPI launcher started meet: every rank
-// publishes its introduction and UCX address under its own key. Tested under torchrun and mp.spawn
-// by tests/torch/test_store_launch.sh.
+// publishes its introduction and UCX address under its own key. Tested under mp.spawn
+// (tests/torch/spawn.py) and torchrun (the torch2 suite).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>

@@ -2,10 +2,12 @@
 // "<scope>/<round>/<rank>" and reads every other rank's key of that round, so rounds never mix and
 // a subset's scope (its parent's scope and its name) keeps two groups apart on one store. A rank
 // that never arrives is named when the round's wait passes the timeout. Tested by the torch
-// suite's jobs under torchrun and mp.spawn (tests/torch/test_store_launch.sh).
+// suite's jobs under mp.spawn (tests/torch/spawn.py), the torch2 suite's under torchrun, and
+// tests/torch/test_launch.sh (a rank that never arrives).
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>

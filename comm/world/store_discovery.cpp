@@ -1,7 +1,8 @@
 // Implements bootstrap_store_world and the groups of a store's world (comm/world/discovery.h): a job
 // that no MPI launcher started (torchrun, mp.spawn, a framework's launcher) finds its peers
 // through the key-value store its launcher hands over, and UCX carries every message. MPI is never
-// initialised in such a job. Tested by tests/torch/test_store_launch.sh (torchrun, mp.spawn).
+// initialised in such a job. Tested by the torch suite under mp.spawn (tests/torch/spawn.py), the
+// torch2 suite under torchrun, and tests/torch/test_launch.sh (a rank that never arrives).
 #include <unistd.h>
 
 #include <algorithm>

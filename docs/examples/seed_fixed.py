@@ -6,8 +6,9 @@ Linear(10 -> 1), MSE, SGD lr 0.01, 100 samples of 10 features per rank, 10 epoch
 
     mpirun -np 4 python3 docs/examples/seed_fixed.py        (Open MPI; MPICH: mpiexec.mpich -n 4)
 
-Not torchrun for now: Debian 12's torchrun stops before it starts a worker, and the ringdp backend
-refuses processes an MPI launcher did not start (docs/seed-fixed.md, docs/torch.md).
+Not Debian 12's torchrun: it stops before it starts a worker (docs/seed-fixed.md). PyPI torch's
+torchrun and mp.spawn start ringdp jobs without MPI (docs/torch.md, "Launchers";
+docs/examples/spawn_allreduce.py is the article's mp.spawn launch).
 
 --data CSV (last column the target), --init JSON and --export JSON read and write the formats of
 ringdp-train's flags of the same names, so both can start from the same weights and data and be

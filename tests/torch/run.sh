@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs one torch-suite script as an NP-rank job under the launcher of the MPI ringdp was built with,
-# with a rendezvous folder of its own (the suite's jobs run side by side).
+# with a rendezvous folder of its own (the suite's jobs run side by side); or, for MPIEXEC `torchrun`
+# or `spawn`, under torchrun (--standalone: a free port of its own) or torch.multiprocessing.spawn
+# (tests/torch/spawn.py), which start no MPI: the backend then meets its peers through torch's store.
 #   tests/torch/run.sh MPIEXEC BUILD_DIR NP SCRIPT [ARGS...]   (launcher arguments from RINGDP_LAUNCH_ARGS;
 #   the Python from RINGDP_TORCH_PYTHON: tests/torch/python.sh)
 set -uo pipefail
@@ -11,5 +13,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1  # more ranks than cores here
+case $mpiexec in
+  torchrun) exec timeout 300 "$python" -m torch.distributed.run --standalone --nproc_per_node "$np" "$script" "$work" "$@" ;;
+  spawn) exec timeout 300 "$python" "$(dirname "$0")/spawn.py" "$np" "$script" "$work" "$@" ;;
+esac
 # shellcheck disable=SC2086  # launcher arguments split on purpose
 exec timeout 300 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" "$python" "$script" "$work" "$@"

@@ -39,6 +39,25 @@ else
     fail "the missing rank is not named: $out"
   [ $took -lt 30 ] || fail "the missing rank was named after $took s, with a timeout of 3 s"
   echo "ok: without a launcher, a rank that never arrives is named after torch's timeout (3 s; took $took s)"
+  # Two ranks given different world sizes: the one that meets a rank of another size names both;
+  # the other names the rank it waits for in vain.
+  STORE=c TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 0 3)" >"$work/ws0" 2>&1 &
+  STORE=c TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 1 2)" >"$work/ws1" 2>&1
+  rc1=$?
+  wait $!
+  rc0=$?
+  [ $rc0 -eq 3 ] && [ $rc1 -eq 3 ] || fail "world sizes 3 and 2: exits $rc0 and $rc1: $(cat "$work/ws0" "$work/ws1")"
+  grep -qF "rank 0 was started with world_size 3 but rank 1 with 2: every rank must be given the same world_size" "$work/ws1" ||
+    fail "the disagreement is not named: $(cat "$work/ws1")"
+  grep -qF "rank 0 of 3: rank 2 never joined the store bootstrap" "$work/ws0" || fail "rank 2 not named: $(cat "$work/ws0")"
+  echo "ok: world sizes that disagree are named on each rank"
+  # UCX_TLS naming no transport UCX has: UCX's reason and ringdp's error, no hang.
+  out=$(UCX_TLS=nosuch STORE=d TIMEOUT=10 timeout 60 /usr/bin/python3 "$here/../../docs/examples/spawn_allreduce.py" --ranks 2 2>&1)
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "UCX_TLS=nosuch: exit $rc: $out"
+  grep -qF "no usable transports/devices" <<<"$out" && grep -qF "UCX: ucp_init failed" <<<"$out" ||
+    fail "UCX_TLS=nosuch: no reason given: $out"
+  echo "ok: UCX_TLS that leaves no transport fails at once, with UCX's reason"
 fi
 out=$(STORE=b timeout 60 /usr/bin/python3 -c "$(init 0 1)" 2>&1)
 [ $? -eq 0 ] && grep -qF "initialised rank 0 of 1" <<<"$out" || fail "a world of one without a launcher: $out"

@@ -9,6 +9,8 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,6 +33,24 @@ namespace {
 std::mutex g_world_mutex;
 std::weak_ptr<ringdp::comm::Communicator> g_world;
 
+// Whether the ranks meet through torch's store rather than MPI: no MPI launcher started them, or
+// one did but torch's world is not its tasks (torchrun or mp.spawn inside an srun or mpirun task,
+// as in `srun -N 2 torchrun --nproc_per_node 4 ...`, whose processes inherit the task's variables).
+bool meets_through_store(int rank, int size) {
+  if (size <= 1) return false;
+  if (!ringdp::comm::launched_by_mpi_launcher()) return true;
+  if (!std::getenv("TORCHELASTIC_RUN_ID") && ringdp::comm::launcher_world_size() == size) return false;
+  if (rank == 0 && ringdp::comm::launcher_world_size() != size)
+    std::fprintf(
+        stderr,
+        "ringdp: torch's world of %d ranks is not the %d task(s) of the MPI launcher that started this "
+        "process: its ranks meet through torch's store (torchrun or mp.spawn inside the launcher's "
+        "tasks). Should world_size simply be wrong, the ranks wait for ranks that never come until "
+        "torch's timeout.\n",
+        size, ringdp::comm::launcher_world_size());
+  return true;
+}
+
 std::shared_ptr<ringdp::comm::Communicator> create_world(int rank, int size,
                                                          const std::chrono::duration<float>& timeout,
                                                          const c10::intrusive_ptr<::c10d::Store>& store) {
@@ -44,8 +64,7 @@ std::shared_ptr<ringdp::comm::Communicator> create_world(int rank, int size,
   // node, or any permutation a launch script computes), as gloo allows.
   options.rank = rank;
   if (options.timeout > ringdp::comm::kMaxTimeout) options.timeout = ringdp::comm::kMaxTimeout;
-  // No MPI launcher started this job (torchrun, mp.spawn): the ranks meet through torch's store.
-  if (!ringdp::comm::launched_by_mpi_launcher() && size > 1)
+  if (meets_through_store(rank, size))
     return ringdp::comm::Communicator::init(options, std::make_shared<TorchStore>(store), rank, size);
   auto communicator = ringdp::comm::Communicator::init(options);
   RINGDP_CHECK(communicator->size() == size, "torch.distributed asks for world_size ", size, " but MPI has ",

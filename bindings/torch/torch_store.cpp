@@ -29,4 +29,12 @@ std::vector<char> TorchStore::get(const std::string& key, std::chrono::milliseco
   return {value.begin(), value.end()};
 }
 
+int64_t TorchStore::add(const std::string& key, int64_t delta) {
+  try {
+    return store_->add(key, delta);
+  } catch (const std::exception& e) {
+    RINGDP_FAIL("the store torch handed ringdp refused to add to key '", key, "': ", e.what());
+  }
+}
+
 }  // namespace ringdp_torch

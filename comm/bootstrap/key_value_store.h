@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ class KeyValueStore {
   /// The value under `key`, waiting until some process has set it; an Error naming the key once
   /// `timeout` has passed without it.
   virtual std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  /// Adds `delta` to the number under `key` (0 when unset) and returns the sum, atomically.
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
 };
 
 }  // namespace ringdp::comm

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "comm/bootstrap/store_out_of_band.h"
+#include "comm/transport/idle_backoff.h"
 #include "comm/transport/ucx/ucx_transport.h"
 #include "comm/world/departures.h"
 #include "comm/world/discovery.h"
@@ -73,6 +74,7 @@ std::vector<Introduction> introduce(OutOfBand& oob, CommOptions& options, int as
 // of this host and the ranks of this local index when the ranks span hosts.
 DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand> oob) {
 #if RINGDP_HAVE_UCX
+  (void)spin_time();  // read now: a bad RINGDP_SPIN_US fails here on every rank, not in some wait
   const std::vector<Introduction> all = introduce(*oob, options, oob->size());
   const int rank = oob->rank(), size = oob->size();
   std::vector<std::string> hosts;  // in order of first appearance
@@ -118,8 +120,8 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
     for (const auto& m : members)
       if (static_cast<size_t>(world.local_rank) < m.size())
         cross.push_back(m[static_cast<size_t>(world.local_rank)]);
-    auto host_oob = oob->subset("host" + std::to_string(my_host), local);
-    auto cross_oob = oob->subset("cross" + std::to_string(world.local_rank), cross);
+    auto host_oob = oob->subset("host" + std::to_string(my_host), local, options.timeout);
+    auto cross_oob = oob->subset("cross" + std::to_string(world.local_rank), cross, options.timeout);
     world.transport = std::make_unique<UcxTransport>(std::move(oob), options.timeout, yield);
     world.host_transport = std::make_unique<UcxTransport>(std::move(host_oob), options.timeout, yield);
     world.cross_transport = std::make_unique<UcxTransport>(std::move(cross_oob), options.timeout, yield);
@@ -143,8 +145,13 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
 
 DiscoveredWorld bootstrap_store_world(CommOptions& options, std::shared_ptr<KeyValueStore> store, int rank,
                                       int size) {
-  return store_world_over(
-      options, std::make_unique<StoreOutOfBand>(std::move(store), "ringdp", rank, size, options.timeout));
+  // Scoped by how many times this rank has joined through this store: a store that outlives a
+  // job's first init_process_group (torchrun's agent store, a store= passed in) would otherwise
+  // hand a second init the first one's addresses. Every rank joins as often, so all agree.
+  const int64_t joins = store->add("ringdp/joins/" + std::to_string(rank), 1);
+  auto oob = std::make_unique<StoreOutOfBand>(std::move(store), "ringdp#" + std::to_string(joins), rank, size,
+                                              options.timeout);
+  return store_world_over(options, std::move(oob));
 }
 
 DiscoveredWorld bootstrap_store_group(CommOptions& options, Transport& parent, std::span<const int> ranks) {
@@ -152,7 +159,8 @@ DiscoveredWorld bootstrap_store_group(CommOptions& options, Transport& parent, s
   if (auto* ucx = dynamic_cast<UcxTransport*>(&parent)) {
     std::string name = "group";
     for (const int r : ranks) name.append("-").append(std::to_string(r));
-    if (auto members = ucx->out_of_band().subset(name, ranks))
+    // The group's timeout (new_group's) bounds its own waits in the store too.
+    if (auto members = ucx->out_of_band().subset(name, ranks, options.timeout))
       return store_world_over(options, std::move(members));
   }
 #else

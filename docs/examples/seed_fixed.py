@@ -5,10 +5,11 @@ Linear(10 -> 1), MSE, SGD lr 0.01, 100 samples of 10 features per rank, 10 epoch
 `mpirun -np 4 ringdp-train` runs. One process per rank, on the CPU with gloo (or --backend ringdp):
 
     mpirun -np 4 python3 docs/examples/seed_fixed.py        (Open MPI; MPICH: mpiexec.mpich -n 4)
+    python3 docs/examples/seed_fixed.py --spawn 4           (the article's own launch, mp.spawn)
 
-Not Debian 12's torchrun: it stops before it starts a worker (docs/seed-fixed.md). PyPI torch's
-torchrun and mp.spawn start ringdp jobs without MPI (docs/torch.md, "Launchers";
-docs/examples/spawn_allreduce.py is the article's mp.spawn launch).
+Not Debian 12's torchrun: it stops before it starts a worker (docs/seed-fixed.md); PyPI torch's
+torchrun works. Without an MPI launcher the ringdp backend meets its ranks through torch's store
+and talks over UCX (docs/torch.md, "Launchers").
 
 --data CSV (last column the target), --init JSON and --export JSON read and write the formats of
 ringdp-train's flags of the same names, so both can start from the same weights and data and be
@@ -17,6 +18,7 @@ compared (tests/cli/train.sh, case seed-fixed).
 import argparse
 import json
 import os
+import socket
 import sys
 
 import torch
@@ -37,6 +39,16 @@ def launcher_environment():
             os.environ.setdefault("MASTER_PORT", "29500")
             return int(os.environ[rank_var]), int(os.environ[size_var])
     return 0, 1
+
+
+def spawn_environment():
+    """The rendezvous for processes mp.spawn starts on this host: MASTER_ADDR and a free
+    MASTER_PORT, unless set (mistake 8: the seed set neither)."""
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    if "MASTER_PORT" not in os.environ:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            os.environ["MASTER_PORT"] = str(s.getsockname()[1])
 
 
 def load_data(args, world_size):
@@ -64,7 +76,8 @@ def load_data(args, world_size):
 def main():
     ap = argparse.ArgumentParser(description="The seed's job, corrected: DDP on the CPU with gloo or ringdp")
     ap.add_argument("--backend", choices=["gloo", "ringdp"], default="gloo",
-                    help="torch.distributed backend; ringdp needs mpirun or mpiexec and PYTHONPATH=build/python")
+                    help="torch.distributed backend; ringdp needs PYTHONPATH=build/python (and UCX without an "
+                         "MPI launcher)")
     ap.add_argument("--data", help="numeric CSV, last column the target (default: synthetic)")
     ap.add_argument("--samples", type=int, default=100, help="synthetic samples per rank")
     ap.add_argument("--features", type=int, default=10)
@@ -74,9 +87,22 @@ def main():
     ap.add_argument("--no-shuffle", action="store_true", help="keep the data order fixed")
     ap.add_argument("--init", help="initial parameters, JSON as ringdp-train --init reads it")
     ap.add_argument("--export", help="final parameters from rank 0, JSON as ringdp-train --export writes it")
+    ap.add_argument("--spawn", type=int, metavar="N",
+                    help="start N ranks with torch.multiprocessing.spawn, the seed article's launch, instead "
+                         "of running as one rank of a launcher")
     args = ap.parse_args()
+    if args.spawn is not None:
+        if args.spawn < 1:
+            ap.error(f"--spawn {args.spawn}: expected at least 1 rank")
+        spawn_environment()
+        import torch.multiprocessing as mp
+        mp.spawn(train, args=(args.spawn, args), nprocs=args.spawn)
+    else:
+        train(*launcher_environment(), args)
 
-    rank, world_size = launcher_environment()
+
+def train(rank, world_size, args):
+    """One rank's job: the seed's train(rank, world_size), corrected."""
     # One process per rank (mistake 1: DataParallel is one process driving several GPUs).
     # gloo runs on the CPU; on GPUs: nccl, and torch.cuda.set_device(local_rank) first (mistake 7).
     if args.backend == "ringdp":

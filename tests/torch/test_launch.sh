@@ -35,7 +35,7 @@ else
   out=$(STORE=a TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 0 2)" 2>&1)
   rc=$? took=$(($(date +%s) - began))
   [ $rc -eq 3 ] || fail "rank 1 of 2 never started: exit $rc, expected the RuntimeError: $out"
-  grep -qF "rank 0 of 2: rank 1 never joined the store bootstrap (ringdp) within 3 s" <<<"$out" ||
+  grep -qF "rank 0 of 2: rank 1 never joined the store bootstrap (ringdp#1) within 3 s" <<<"$out" ||
     fail "the missing rank is not named: $out"
   [ $took -lt 30 ] || fail "the missing rank was named after $took s, with a timeout of 3 s"
   echo "ok: without a launcher, a rank that never arrives is named after torch's timeout (3 s; took $took s)"
@@ -58,6 +58,18 @@ else
   grep -qF "no usable transports/devices" <<<"$out" && grep -qF "UCX: ucp_init failed" <<<"$out" ||
     fail "UCX_TLS=nosuch: no reason given: $out"
   echo "ok: UCX_TLS that leaves no transport fails at once, with UCX's reason"
+  # One rank fails after the ranks have met (UCX cannot start on rank 1 alone): rank 0 raises
+  # rank 1's error at once, not after the 60 s timeout.
+  began=$(date +%s)
+  STORE=e TIMEOUT=60 timeout 90 /usr/bin/python3 -c "$(init 0 2)" >"$work/f0" 2>&1 &
+  UCX_TLS=nosuch STORE=e TIMEOUT=60 timeout 90 /usr/bin/python3 -c "$(init 1 2)" >"$work/f1" 2>&1
+  wait $!
+  rc0=$? took=$(($(date +%s) - began))
+  [ $rc0 -eq 3 ] || fail "rank 1 failed: rank 0's exit $rc0: $(cat "$work/f0")"
+  grep -qF "rank 0 of 2: rank 1 could not join (ringdp#1): UCX: ucp_init failed" "$work/f0" ||
+    fail "rank 1's failure not named on rank 0: $(cat "$work/f0")"
+  [ $took -lt 30 ] || fail "rank 1's failure reached rank 0 after $took s (timeout 60 s)"
+  echo "ok: a rank that fails while the ranks meet is named by the others at once ($took s)"
 fi
 out=$(STORE=b timeout 60 /usr/bin/python3 -c "$(init 0 1)" 2>&1)
 [ $? -eq 0 ] && grep -qF "initialised rank 0 of 1" <<<"$out" || fail "a world of one without a launcher: $out"

@@ -2,11 +2,13 @@
 # docs/examples/seed_fixed.py, the seed article's job corrected, with --backend ringdp and with
 # --backend gloo from the same synthetic data and the same initial weights (--init, written here,
 # though the script's own initialisation is seeded too): both runs must end with the same
-# parameters (float32 rounding apart: the ranks' gradients are added in different orders).
-#   tests/torch/test_seed_fixed.sh MPIEXEC BUILD_DIR NP
+# parameters (float32 rounding apart: the ranks' gradients are added in different orders). With
+# `spawn`, both jobs start as the seed article started its own, by mp.spawn (--spawn NP): no MPI,
+# ringdp's ranks meet through torch's store.
+#   tests/torch/test_seed_fixed.sh MPIEXEC BUILD_DIR NP [spawn]
 set -uo pipefail
 source "$(dirname "$0")/../support/free_port.sh"
-mpiexec=$1 build=$2 np=$3
+mpiexec=$1 build=$2 np=$3 launch=${4:-mpi}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 fail() { echo "FAIL: $*"; exit 1; }
 work=$(mktemp -d)
@@ -23,8 +25,16 @@ PY
 for backend in ringdp gloo; do
   # A port of this job's own: the suite's jobs run side by side.
   port=$(free_port)
-  out=$(MASTER_PORT=$port timeout 120 "$mpiexec" -n "$np" /usr/bin/python3 "$root/docs/examples/seed_fixed.py" \
-    --backend "$backend" --init "$work/init.json" --export "$work/$backend.json" 2>&1) || fail "seed_fixed.py --backend $backend: $out"
+  if [ "$launch" = spawn ]; then
+    out=$(MASTER_PORT=$port timeout 120 /usr/bin/python3 "$root/docs/examples/seed_fixed.py" --spawn "$np" \
+      --backend "$backend" --init "$work/init.json" --export "$work/$backend.json" 2>&1) ||
+      fail "seed_fixed.py --spawn $np --backend $backend: $out"
+  else
+    out=$(MASTER_PORT=$port timeout 120 "$mpiexec" -n "$np" /usr/bin/python3 "$root/docs/examples/seed_fixed.py" \
+      --backend "$backend" --init "$work/init.json" --export "$work/$backend.json" 2>&1) ||
+      fail "seed_fixed.py --backend $backend: $out"
+  fi
+  grep -q "^epoch 10/10  loss" <<<"$out" || fail "seed_fixed.py --backend $backend ($launch): no last epoch's loss: $out"
 done
 /usr/bin/python3 - "$work/ringdp.json" "$work/gloo.json" <<'PY' || fail "the parameters differ"
 import json, sys

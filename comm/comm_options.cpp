@@ -31,6 +31,8 @@ CommOptions with_environment(CommOptions options) {
                " bytes (RINGDP_SHM_SLOT_BYTES): expected a positive multiple of 64");
   if (auto blocking = settings::flag(Id::blocking_wait)) options.blocking_wait = *blocking;
   if (auto backend = settings::text(Id::backend)) options.backend = parse_backend(*backend);
+  if (auto transport = settings::text(Id::transport))
+    options.host_transport = parse_host_transport(*transport);
   RINGDP_CHECK(options.backend != Backend::nccl || RINGDP_HAVE_NCCL,
                "backend nccl: ringdp was built without NCCL "
                "(configure with -Dnccl=enabled on a machine with CUDA and NCCL)");

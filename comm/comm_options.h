@@ -55,6 +55,9 @@ struct CommOptions {
   /// Transport for CUDA tensors: "auto" (NCCL when built in, else MPI through host staging),
   /// "mpi" or "nccl". Host tensors always travel over MPI.
   Backend backend = Backend::automatic;
+  /// Host tensors' messages under an MPI launcher: MPI, or UCX with MPI only starting the job
+  /// (ringdp-bench and ringdp-train --backend ucx). RINGDP_TRANSPORT overrides.
+  HostTransport host_transport = HostTransport::mpi;
   /// CUDA tensors: a collective returns once its work is enqueued and the caller's stream waits
   /// for it (the host does not), and a watchdog thread enforces the timeout. true (or
   /// RINGDP_BLOCKING_WAIT=1) makes every collective block the host until the GPU is done.

@@ -97,6 +97,7 @@ Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whol
       state_(std::make_unique<State>(std::move(world), options_)) {
   if (whole_job) {
     if (rank_ == 0) settings::warn_unknown_variables();
+    if (rank_ == 0) report_world(state_->world_);
     FaultPlan::from_environment().check_ranks(size_);
     timeline::start_from_environment(rank_);
   }

@@ -55,6 +55,16 @@ Backend parse_backend(std::string_view name) {
   RINGDP_FAIL("unknown backend '", name, "'; expected auto, mpi or nccl");
 }
 
+const char* host_transport_name(HostTransport transport) {
+  return transport == HostTransport::ucx ? "ucx" : "mpi";
+}
+
+HostTransport parse_host_transport(std::string_view name) {
+  if (name == "mpi") return HostTransport::mpi;
+  if (name == "ucx") return HostTransport::ucx;
+  RINGDP_FAIL("unknown transport '", name, "'; expected mpi or ucx");
+}
+
 Algorithm parse_algorithm(std::string_view name) {
   if (name == "auto") return Algorithm::automatic;
   if (name == "ring") return Algorithm::ring;

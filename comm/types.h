@@ -47,11 +47,20 @@ enum class Algorithm : uint8_t {
 /// in (`automatic`), MPI (CUDA-aware or staged through host memory), or NCCL.
 enum class Backend : uint8_t { automatic, mpi, nccl };
 
+/// What carries the algorithms' messages of host tensors under an MPI launcher: MPI, or UCX's tag
+/// matching with MPI only starting the job (docs/ucx.md). A job without an MPI launcher always
+/// uses UCX.
+enum class HostTransport : uint8_t { mpi, ucx };
+
 const char* kind_name(CollectiveKind kind);
 /// "auto", "mpi", "nccl".
 const char* backend_name(Backend backend);
 /// Parses auto, mpi, nccl; anything else is an Error naming it.
 Backend parse_backend(std::string_view name);
+/// "mpi", "ucx".
+const char* host_transport_name(HostTransport transport);
+/// Parses mpi, ucx; anything else is an Error naming it.
+HostTransport parse_host_transport(std::string_view name);
 const char* algorithm_name(Algorithm algorithm);
 /// Parses auto, ring, recursive_doubling (or rd), rabenseifner, shared_memory (or shm), tree,
 /// native, hierarchical, pairwise, chain, dissemination.

@@ -110,7 +110,8 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& o) {
       ->check(
           CLI::IsMember({"ring", "recursive_doubling", "rd", "rabenseifner", "shared_memory", "shm", "tree",
                          "hierarchical", "chain", "pairwise", "dissemination", "native", "auto", "all"}));
-  app.add_option("--backend", o.backend, "mpi or nccl")->check(CLI::IsMember({"mpi", "nccl"}));
+  app.add_option("--backend", o.backend, "mpi, nccl (CUDA tensors) or ucx (host tensors; docs/ucx.md)")
+      ->check(CLI::IsMember({"mpi", "nccl", "ucx"}));
   app.add_option("--device", o.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--buffers", o.buffers,
                  "plain: each row allocates its tensors; shared: every row's tensors are views of two "
@@ -184,12 +185,18 @@ Sweep make_sweep(const Options& o) {
                    !is_floating(sweep.dtypes.front()),
                "-o ", o.op, " -d ", o.dtype, ": ", o.op,
                " is defined for integer types and bool only (int64, int32, int8, uint8, bool)");
+  RINGDP_CHECK(o.backend != "ucx" || RINGDP_HAVE_UCX,
+               "--backend ucx: ringdp was built without UCX (install libucx-dev and reconfigure); use "
+               "--backend mpi");
+  RINGDP_CHECK(o.backend != "ucx" || o.device == "cpu",
+               "--backend ucx carries host tensors; use --device cpu, or --backend nccl or mpi for "
+               "CUDA tensors");
   RINGDP_CHECK(o.device == "cpu" || kernels::cuda_device_count() > 0,
                "--device cuda: no CUDA device is visible",
                kernels::built_with_cuda() ? "" : " (ringdp was built without CUDA)");
-  RINGDP_CHECK(o.backend == "mpi" || RINGDP_HAVE_NCCL,
+  RINGDP_CHECK(o.backend != "nccl" || RINGDP_HAVE_NCCL,
                "--backend nccl: ringdp was built without NCCL; use --backend mpi");
-  RINGDP_CHECK(o.backend == "mpi" || o.device == "cuda",
+  RINGDP_CHECK(o.backend != "nccl" || o.device == "cuda",
                "--backend nccl needs --device cuda (NCCL moves GPU memory)");
   return sweep;
 }

@@ -261,6 +261,16 @@ int run_job(const train::TrainConfig& config, const std::shared_ptr<comm::Commun
   return config.zero ? train::run_explain_zero(config, communicator)
                      : train::run_explain(config, communicator);
 }
+// --backend ucx sets what carries host tensors; auto, mpi and nccl what carries CUDA tensors.
+comm::CommOptions comm_options(const train::TrainConfig& config, double timeout_seconds) {
+  comm::CommOptions options;
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  if (config.backend == "ucx")
+    options.host_transport = comm::HostTransport::ucx;
+  else
+    options.backend = comm::parse_backend(config.backend);
+  return options;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -286,8 +296,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-shuffle", no_shuffle, "keep the data order fixed across epochs");
   app.add_option("--device", config.device, "cpu, cuda or auto (cuda when available)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_option("--backend", config.backend, "auto, mpi or nccl")
-      ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
+  app.add_option("--backend", config.backend,
+                 "auto, mpi, nccl (CUDA tensors) or ucx (host tensors; docs/ucx.md)")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl", "ucx"}));
   app.add_option("--algo", algo,
                  "all-reduce algorithm: auto, ring, recursive_doubling, rabenseifner, shared_memory, native, "
                  "or hierarchical (across hosts; host tensors)")
@@ -333,10 +344,7 @@ int main(int argc, char** argv) {
   config.overlap = !no_overlap;
   config.algorithm = comm::parse_algorithm(algo);
   try {
-    comm::CommOptions options;
-    options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
-    options.backend = comm::parse_backend(config.backend);
-    auto communicator = comm::Communicator::init(options);
+    auto communicator = comm::Communicator::init(comm_options(config, timeout));
     return run_job(config, communicator);
   } catch (const std::exception& e) {
     comm::fail_job("ringdp-train", e.what(), 1);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 #include "apps/train/comm_hook_setup.h"
 #include "apps/train/csv.h"
@@ -49,7 +50,9 @@ namespace {
 // the seed put every rank on GPU 0, while the transports ran on each rank's own GPU.
 Device pick_device(const std::string& requested, const comm::Communicator& comm) {
   if (requested == "cpu") return Device::cpu();
-  if (requested == "auto") return comm.device();
+  // UCX carries host tensors only: auto trains on the CPU there.
+  if (requested == "auto")
+    return std::string_view(comm.backend_name()) == "ucx" ? Device::cpu() : comm.device();
   RINGDP_CHECK(kernels::built_with_cuda(), "--device cuda: ringdp was built without CUDA");
   RINGDP_CHECK(kernels::cuda_device_count() > 0, "--device cuda: no CUDA device is visible on this machine");
   return comm.device();
@@ -61,6 +64,16 @@ void check_backend(const TrainConfig& config, Device device) {
   RINGDP_CHECK(config.backend != "nccl" || device.is_cuda(),
                "--backend nccl needs CUDA tensors; add --device cuda "
                "(or use --backend mpi for training on the CPU)");
+}
+
+// Before the device is picked: --device cuda with UCX is a mistake to name, not a missing GPU.
+void check_ucx(const TrainConfig& config) {
+  RINGDP_CHECK(config.backend != "ucx" || RINGDP_HAVE_UCX,
+               "--backend ucx: ringdp was built without UCX (install libucx-dev and reconfigure); use "
+               "--backend mpi");
+  RINGDP_CHECK(config.backend != "ucx" || config.device != "cuda",
+               "--backend ucx carries host tensors; use --device cpu, or --backend nccl or mpi for CUDA "
+               "tensors");
 }
 
 // Rank 0's half of --resume: the checkpoint into the model, its optimizer state into `optimizer`;
@@ -256,6 +269,7 @@ void save_if_due(const TrainConfig& config, int64_t epoch, int rank, int N, cons
 int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communicator>& communicator) {
   comm::Communicator& comm = *communicator;
   const int N = comm.size(), rank = comm.rank();
+  check_ucx(config);
   const Device device = pick_device(config.device, comm);
   check_backend(config, device);
   const Dataset data = agreed_dataset(config, comm);

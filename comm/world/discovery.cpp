@@ -2,6 +2,7 @@
 #include "comm/world/discovery.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "comm/transport/ucx/ucx_transport.h"
 #include "comm/world/mpi_departures.h"
 #include "config.h"
+#include "core/debug_level.h"
 #include "core/error.h"
 #include "core/settings.h"
 
@@ -111,15 +113,15 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_
     t->set_watch(departures.get());
   std::unique_ptr<Transport> messages = std::move(transport);
   const char* carrier = "mpi";
-  if (settings::text(settings::Id::transport).value_or("mpi") == "ucx") {
+  if (options.host_transport == HostTransport::ucx) {
 #if RINGDP_HAVE_UCX
     messages = std::make_unique<UcxTransport>(std::move(messages), options.timeout);
     messages->set_watch(departures.get());
     carrier = "ucx";
 #else
     RINGDP_FAIL(
-        "RINGDP_TRANSPORT=ucx, but this ringdp was built without UCX: install libucx-dev and "
-        "reconfigure (meson setup --reconfigure BUILD), or unset RINGDP_TRANSPORT");
+        "the UCX transport (RINGDP_TRANSPORT=ucx or --backend ucx), but this ringdp was built without "
+        "UCX: install libucx-dev and reconfigure (meson setup --reconfigure BUILD), or use MPI");
 #endif
   }
   return DiscoveredWorld{.transport = std::move(messages),
@@ -268,6 +270,13 @@ DiscoveredWorld bootstrap_world(CommOptions& options) {
   DiscoveredWorld world;
   world.transport = std::make_unique<LocalTransport>();
   return world;
+}
+
+void report_world(const DiscoveredWorld& world) {
+  if (debug_level() == DebugLevel::off) return;
+  std::fprintf(stderr, "ringdp: %d ranks on %d host%s; bootstrap %s, host tensors' messages over %s\n",
+               world.transport->size(), world.hosts, world.hosts == 1 ? "" : "s", world.bootstrap,
+               world.messages);
 }
 
 }  // namespace ringdp::comm

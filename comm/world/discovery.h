@@ -30,7 +30,7 @@ struct DiscoveredWorld {
   int hosts = 1;
   bool uniform_hosts = true;  ///< every host holds as many ranks
   const char* bootstrap = "local";  ///< "mpi" under an MPI launcher, "store" through a key-value store
-  /// What carries host tensors' messages: "mpi", "ucx" (RINGDP_TRANSPORT=ucx) or "local".
+  /// What carries host tensors' messages: "mpi", "ucx" (HostTransport::ucx, or a store bootstrap) or "local".
   const char* messages = "local";
   /// How its ranks learn that one has left (comm/world/departures.h); null without MPI.
   std::unique_ptr<Departures> departures;
@@ -39,6 +39,9 @@ struct DiscoveredWorld {
 /// The world this process belongs to. Under MPI, `options` come back agreed: for each value that
 /// must match across ranks, the minimum over ranks; segment_bytes 0 resolved.
 DiscoveredWorld bootstrap_world(CommOptions& options);
+/// Under RINGDP_DEBUG=INFO or DETAIL, one line on stderr: the ranks, the hosts, what started the job
+/// and what carries its messages. Rank 0 calls it for the world.
+void report_world(const DiscoveredWorld& world);
 /// The world of `ranks` of `parent`'s (rank i of the result is parent rank ranks[i]): collective over
 /// exactly those ranks, each passing the same list, already checked to be in range, without
 /// duplicates and to hold the caller. `options` are the parent's, agreed again over the group.

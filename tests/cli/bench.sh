@@ -233,15 +233,23 @@ case "$case_name" in
     echo "ok: mismatched collectives and counts are reported at the first exchange (${seconds}s)"
     ;;
   ucx)
-    # RINGDP_TRANSPORT=ucx (comm/transport/ucx/): every collective and algorithm with its messages
-    # over UCX, as the banner says, each result checked in and out of place; and the setting's
-    # values named when it is misspelt.
-    RINGDP_TRANSPORT=ucx RINGDP_SHM_MAX_BYTES=0 run 3 all -b 8 -e 64K -f 8 --algo all -n 2 -w 1
+    # --backend ucx (comm/transport/ucx/, issue #51 item 6): every collective and algorithm with
+    # its messages over UCX, as the banner and the CSV say, each result checked in and out of
+    # place; shared memory off, so that every algorithm's messages go over UCX; RINGDP_TRANSPORT
+    # does the same, and its values are named when it is misspelt; UCX refuses CUDA tensors.
+    RINGDP_SHM_MAX_BYTES=0 run 3 all -b 8 -e 64K -f 8 --algo all -n 2 -w 1 --backend ucx --csv "$work/ucx.csv"
     expect 0 "# Out of bounds values : 0 OK"
     grep -qF "3 ranks, backend ucx, device cpu" <<<"$out" || fail "the banner does not name UCX: $out"
+    wrong=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^wrong/) c[i] = 1; next }
+                     { if ($4 != "ucx") bad++; for (i in c) if ($i != 0) bad++ } END { print NR - 1, bad + 0 }' "$work/ucx.csv")
+    [ "${wrong#* }" = 0 ] && [ "${wrong% *}" -gt 100 ] || fail "rows, wrong or non-ucx fields: $wrong"
+    RINGDP_TRANSPORT=ucx run 2 all_reduce -b 8 -e 1K -f 8 --algo all -n 2 -w 1
+    expect 0 "2 ranks, backend ucx, device cpu"
     RINGDP_TRANSPORT=verbs run 2 all_reduce -b 8 -e 8 -n 1 -w 0
     expect 1 "RINGDP_TRANSPORT='verbs': expected mpi or ucx"
-    echo "ok: every collective and algorithm over UCX, 0 wrong; a bad RINGDP_TRANSPORT is named"
+    run 2 all_reduce -b 8 -e 8 --backend ucx --device cuda
+    expect 2 "--backend ucx carries host tensors; use --device cpu"
+    echo "ok: --backend ucx, every collective and algorithm ($wrong: rows, wrong) and RINGDP_TRANSPORT=ucx; a bad RINGDP_TRANSPORT and CUDA tensors are named"
     ;;
   mismatch)
     RINGDP_DEBUG=DETAIL RINGDP_FAULT=count:rank=1:op=8:delta=-1 run 3 all_reduce -b 1K -e 1K

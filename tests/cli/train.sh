@@ -18,6 +18,21 @@ expect_error() {  # expect_error CODE SUBSTRING NP ARGS...
 }
 
 case "$case_name" in
+  ucx)
+    grep -q "RINGDP_HAVE_UCX 1" "$build/config.h" || { echo "SKIPPED: built without UCX (libucx-dev; meson option ucx)"; exit 77; }
+    # --backend ucx (issue #51 item 6): the same job with every message over UCX ends with the
+    # parameters of the job over MPI, bit for bit (the same algorithms, the same order of
+    # additions); RINGDP_DEBUG=INFO says what carried it; CUDA tensors are refused by name.
+    RINGDP_SHM_MAX_BYTES=0 run 3 --epochs 3 --momentum 0.9 --export "$work/mpi.json"
+    [ $rc -eq 0 ] || fail "over MPI: exit $rc: $out"
+    RINGDP_SHM_MAX_BYTES=0 RINGDP_DEBUG=INFO run 3 --epochs 3 --momentum 0.9 --backend ucx --export "$work/ucx.json"
+    [ $rc -eq 0 ] || fail "over UCX: exit $rc: $out"
+    grep -qF "ringdp: 3 ranks on 1 host; bootstrap mpi, host tensors' messages over ucx" <<<"$out" ||
+      fail "RINGDP_DEBUG=INFO does not say UCX carried the job: $out"
+    cmp -s "$work/mpi.json" "$work/ucx.json" || fail "the parameters over UCX differ from those over MPI"
+    expect_error 1 "--backend ucx carries host tensors; use --device cpu" 2 --epochs 1 --backend ucx --device cuda
+    echo "ok: --backend ucx trains to the parameters over MPI, bit for bit"
+    ;;
   default)
     run 4
     [ $rc -eq 0 ] || fail "default run exited $rc: $out"

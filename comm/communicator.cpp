@@ -121,7 +121,7 @@ void Communicator::leave(const std::string& why) {
   std::unique_lock lock(queue.exec_mutex());
   state.executor_.close("has left the job (" + why + ")");
   Departures* departures = state.world_.departures.get();
-  if (!departures || !mpi_is_initialized()) return;  // a program may have finalized MPI itself
+  if (!departures || !departures->usable()) return;  // a program may have finalized MPI itself
   // Only the shared windows need every rank at teardown; every rank has the same ones.
   const bool shared = state.shared_slots_ || !state.shared_allocations_.empty();
   const bool unwinding = std::uncaught_exceptions() > 0;

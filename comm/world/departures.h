@@ -55,6 +55,9 @@ class Departures : public WaitWatch {
   virtual std::string missing() const = 0;
   /// Takes no more notices (the communicator has left).
   virtual void stop_listening() = 0;
+  /// False once the library the notices travel by is gone (a program that finalized MPI itself):
+  /// leaving then tells nobody.
+  virtual bool usable() const { return true; }
 
  protected:
   const Position* position_ = nullptr;

@@ -32,7 +32,7 @@ struct DiscoveredWorld {
   const char* bootstrap = "local";  ///< "mpi" under an MPI launcher, "store" through a key-value store
   /// What carries host tensors' messages: "mpi", "ucx" (HostTransport::ucx, or a store bootstrap) or "local".
   const char* messages = "local";
-  /// How its ranks learn that one has left (comm/world/departures.h); null without MPI.
+  /// How its ranks learn that one has left (comm/world/departures.h); null in a world of one.
   std::unique_ptr<Departures> departures;
 };
 

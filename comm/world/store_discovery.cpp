@@ -12,8 +12,9 @@
 #include "comm/bootstrap/store_out_of_band.h"
 #include "comm/transport/idle_backoff.h"
 #include "comm/transport/ucx/ucx_transport.h"
-#include "comm/world/departures.h"
 #include "comm/world/discovery.h"
+#include "comm/world/process_identity.h"
+#include "comm/world/ucx_departures.h"
 #include "config.h"
 #include "core/error.h"
 #include "core/settings.h"
@@ -29,6 +30,7 @@ struct Introduction {
   uint32_t cores = 1;
   uint64_t fields[7] = {};
   char host[64] = {};
+  ProcessIdentity process;  // for the departures: a peer on this machine is seen to end
 };
 
 size_t* agreed_fields(CommOptions& o, size_t i) {
@@ -53,6 +55,7 @@ std::vector<Introduction> introduce(OutOfBand& oob, CommOptions& options, int as
   Introduction mine;
   mine.size = asked_size;
   mine.cores = std::max(1u, std::thread::hardware_concurrency());
+  mine.process = this_process();
   for (size_t i = 0; i < std::size(mine.fields); ++i) mine.fields[i] = *agreed_fields(options, i);
   const std::string host = host_of(oob.rank());
   std::strncpy(mine.host, host.c_str(), sizeof mine.host - 1);
@@ -128,6 +131,11 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
   } else {
     world.transport = std::make_unique<UcxTransport>(std::move(oob), options.timeout, yield);
   }
+  std::vector<ProcessIdentity> processes;
+  for (const Introduction& i : all) processes.push_back(i.process);
+  world.departures = std::make_unique<UcxDepartures>(static_cast<UcxTransport&>(*world.transport), processes);
+  for (Transport* t : {world.transport.get(), world.host_transport.get(), world.cross_transport.get()})
+    if (t) t->set_watch(world.departures.get());
   world.bootstrap = "store";
   world.messages = "ucx";
   return world;

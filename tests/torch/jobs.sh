@@ -10,14 +10,37 @@ trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1  # more ranks than cores here
 
+# plain_launch NP COMMAND...: a launcher without MPI, as a framework's own may be: NP processes
+# with RANK and WORLD_SIZE set, each waited for and none ended when another fails (torchrun and
+# mp.spawn end the others; a launcher that does not leaves it to ringdp). Its status: the first
+# non-zero one of the ranks'.
+plain_launch() {
+  local n=$1 r pids=() status=0 s
+  shift
+  for ((r = 0; r < n; r++)); do
+    RANK=$r WORLD_SIZE=$n "$@" &
+    pids+=($!)
+  done
+  for r in "${pids[@]}"; do
+    wait "$r"
+    s=$?
+    [ $status -ne 0 ] || status=$s
+  done
+  return $status
+}
+
 # job MODE [LIMIT]: one $np-rank job of $script with a rendezvous folder of its own ($dir) and
-# MODE; sets $out, $rc and $seconds. A job still running after 120 s, or past LIMIT seconds,
-# fails the test.
+# MODE, under $mpiexec (or plain_launch when it is "plain"); sets $out, $rc and $seconds. A job
+# still running after 120 s, or past LIMIT seconds, fails the test.
 job() {
   local limit=${2:-120} start=$SECONDS
   dir=$(mktemp -d -p "$work")
-  # shellcheck disable=SC2086  # launcher arguments split on purpose
-  out=$(timeout 120 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" "$python" "$script" "$dir" "$1" 2>&1)
+  if [ "$mpiexec" = plain ]; then
+    out=$(plain_launch "$np" timeout 120 "$python" "$script" "$dir" "$1" 2>&1)
+  else
+    # shellcheck disable=SC2086  # launcher arguments split on purpose
+    out=$(timeout 120 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" "$python" "$script" "$dir" "$1" 2>&1)
+  fi
   rc=$? seconds=$((SECONDS - start))
   [ $rc -ne 124 ] || fail "$1 on $np ranks hung: $out"
   [ $seconds -le "$limit" ] || fail "$1 on $np ranks took $seconds s to end (limit $limit s): $out"

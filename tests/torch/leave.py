@@ -4,6 +4,8 @@ wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; bef
   exit0   rank 1 calls sys.exit(0)
   exit1   rank 1 calls sys.exit(1)
   sigint  rank 1 gets SIGINT (Ctrl-C: an uncaught KeyboardInterrupt)
+  kill    rank 1 gets SIGKILL (the out-of-memory killer's): it says nothing; without MPI (RANK and
+          WORLD_SIZE set by a launcher that does not end the others) its peers see its process end
   extra   rank 0 runs a third all_reduce, which no other rank runs; the others finish
   finish  nobody leaves early: every rank finishes (exit 0)
   timeout the group's timeout is 3 s and rank 1 sleeps 8 s: the others' all_reduce raises the
@@ -15,7 +17,8 @@ wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; bef
 A rank whose all_reduce fails prints "rank R caught: <message>" and re-raises it.
 The default group's timeout stays torch's (30 minutes) but in `timeout`: only a departure can end
 these waits.
-    mpirun -n N python3 tests/torch/leave.py RENDEZVOUS_DIR MODE"""
+    mpirun -n N python3 tests/torch/leave.py RENDEZVOUS_DIR MODE
+or with RANK and WORLD_SIZE set, and no MPI launcher: the ranks meet through the file store."""
 import datetime
 import os
 import signal
@@ -28,8 +31,8 @@ import torch.distributed as dist
 import ringdp_torch  # noqa: F401  (its import registers the backend)
 
 rendezvous, mode = sys.argv[1], sys.argv[2]
-rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
-size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1")))
+rank = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))))
+size = int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1"))))
 timeout = {"timeout": datetime.timedelta(seconds=3)} if mode == "timeout" else {}
 dist.init_process_group("ringdp", init_method=f"file://{rendezvous}/store", rank=rank, world_size=size, **timeout)
 
@@ -64,6 +67,8 @@ if rank == 1:
         sys.exit(1)
     if mode == "sigint":
         os.kill(os.getpid(), signal.SIGINT)
+    if mode == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
     if mode == "timeout":
         time.sleep(8)
         all_reduce()  # may still complete: the others' parts of it are in their slots

@@ -297,6 +297,50 @@ bool UcxTransport::finish(Request& request) {
   return true;
 }
 
+Request UcxTransport::receive_notice(void* data, size_t bytes) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  void* request = ucp_tag_recv_nbx(worker_, data, bytes, kUserBit | kTagMask, kUserBit | kTagMask, &param);
+  RINGDP_CHECK(request && !UCS_PTR_IS_ERR(request), "rank ", rank_,
+               " could not post the receive of departure notices: UCX says ",
+               ucs_status_string(UCS_PTR_STATUS(request)));
+  return Request{
+      .handle = reinterpret_cast<uintptr_t>(request), .peer = kAnySource, .bytes = bytes, .receive = true};
+}
+
+Request UcxTransport::send_notice(int peer, const void* data, size_t bytes) {
+  ucp_request_param_t param{};
+  void* request =
+      ucp_tag_send_nbx(endpoints_[static_cast<size_t>(peer)], data, bytes,
+                       kUserBit | kTagMask | static_cast<ucp_tag_t>(static_cast<uint32_t>(rank_)), &param);
+  // A notice that cannot be sent is let go: the peer then learns of this rank some other way.
+  if (UCS_PTR_IS_ERR(request)) request = nullptr;
+  return Request{.handle = reinterpret_cast<uintptr_t>(request), .peer = peer, .bytes = bytes};
+}
+
+bool UcxTransport::notice_done(Request& request, int& sender) {
+  sender = -1;
+  void* ucx = ucx_request(request);
+  if (!ucx) return true;
+  ucp_tag_recv_info_t info{};
+  const ucs_status_t status =
+      request.receive ? ucp_tag_recv_request_test(ucx, &info) : ucp_request_check_status(ucx);
+  if (status == UCS_INPROGRESS) return false;
+  ucp_request_free(ucx);
+  request.handle = 0;
+  if (request.receive && status == UCS_OK && info.length == request.bytes)
+    sender = static_cast<int>(info.sender_tag & kRankMask);
+  return true;
+}
+
+void UcxTransport::cancel_notice(Request& request) {
+  void* ucx = ucx_request(request);
+  if (!ucx) return;
+  if (request.receive) ucp_request_cancel(worker_, ucx);
+  ucp_request_free(ucx);  // a send still under way finishes on its own, then UCX releases it
+  request.handle = 0;
+}
+
 bool UcxTransport::test(Request& request) {
   ucp_worker_progress(worker_);
   return finish(request);
@@ -305,15 +349,32 @@ bool UcxTransport::test(Request& request) {
 void UcxTransport::wait_all(std::span<Request> requests) {
   bool late = false;  // the deadline passed; one more poll decides (Transport::poll_until says why)
   IdleBackoff backoff(yields_when_idle());
-  for (uint32_t polls = 0;; ++polls) {
-    while (ucp_worker_progress(worker_) != 0) {
+  try {
+    for (uint32_t polls = 0;; ++polls) {
+      while (ucp_worker_progress(worker_) != 0) {
+      }
+      bool all = true;
+      for (Request& r : requests) all = finish(r) && all;
+      if (all) return;
+      if (late) expire();
+      const bool slept = backoff.pause();
+      if (slept || (polls & 255u) == 255u) late = deadline_passed();
     }
-    bool all = true;
-    for (Request& r : requests) all = finish(r) && all;
-    if (all) return;
-    if (late) expire();
-    const bool slept = backoff.pause();
-    if (slept || (polls & 255u) == 255u) late = deadline_passed();
+  } catch (...) {
+    abandon(requests);
+    throw;
+  }
+}
+
+void UcxTransport::abandon(std::span<Request> requests) {
+  // A failed collective's receives would otherwise stay posted into tensors their owner may free
+  // (a late peer's message written there), and be matched by a later call's messages.
+  for (Request& r : requests) {
+    void* ucx = ucx_request(r);
+    if (!ucx) continue;
+    if (r.receive) ucp_request_cancel(worker_, ucx);
+    ucp_request_free(ucx);  // a send finishes on its own; UCX then releases it
+    r.handle = 0;
   }
 }
 

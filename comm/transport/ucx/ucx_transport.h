@@ -83,6 +83,18 @@ class UcxTransport final : public Transport {
   /// UCX's version, for RINGDP_DEBUG=INFO and the docs: "1.13.1".
   static std::string version();
 
+  // Departure notices (comm/world/ucx_departures.h): a tag no user or collective message takes
+  // (the user bit with ringdp's tag bits all set, beyond any user tag).
+  /// Posts a receive of one notice of `bytes` from any rank.
+  Request receive_notice(void* data, size_t bytes);
+  /// Starts sending a notice to `peer`; `data` must stay alive until notice_done.
+  Request send_notice(int peer, const void* data, size_t bytes);
+  /// True once `request` (from the two above) is done or failed, releasing UCX's request; for a
+  /// receive that completed, `sender` is its sender, else -1. Never blocks, never throws.
+  bool notice_done(Request& request, int& sender);
+  /// Cancels a notice's receive or send and releases it.
+  void cancel_notice(Request& request);
+
  private:
   /// The context, the worker, the endpoints, then connect().
   void open(std::chrono::milliseconds timeout);
@@ -90,6 +102,8 @@ class UcxTransport final : public Transport {
   void connect(std::chrono::milliseconds timeout);
   /// The destructor's work, also run when the constructor throws.
   void release();
+  /// Cancels the receives and lets go of the sends still pending after a wait that failed.
+  void abandon(std::span<Request> requests);
   /// The MPI transport whose collectives stand in for UCX's missing ones, or an Error without MPI.
   Transport& library();
   /// True once the request is done; throws on a failed one, or a receive whose tag or length

@@ -1,0 +1,89 @@
+// Implements comm/world/ucx_departures.h (the contract is documented there and in
+// comm/world/notice_departures.h).
+#include "comm/world/ucx_departures.h"
+
+#if RINGDP_HAVE_UCX
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace ringdp::comm {
+
+UcxDepartures::UcxDepartures(UcxTransport& transport, std::vector<ProcessIdentity> processes)
+    : NoticeDepartures(transport.rank(), transport.size()),
+      transport_(transport),
+      processes_(std::move(processes)),
+      watched_(processes_.size(), false) {
+  char name[64] = {};
+  gethostname(name, sizeof name - 1);
+  host_ = name;
+  for (size_t r = 0; r < processes_.size(); ++r)
+    watched_[r] = static_cast<int>(r) != rank_ && can_watch(processes_[r]);
+  if (size_ > 1) {
+    receive_ = transport_.receive_notice(&incoming_, sizeof incoming_);
+    listening_ = true;
+  }
+}
+
+UcxDepartures::~UcxDepartures() {
+  if (listening_) stop_listening();
+}
+
+bool UcxDepartures::receive(Notice& notice, int& from) {
+  if (!listening_) return false;
+  transport_.progress();
+  if (!transport_.notice_done(receive_, from)) return false;
+  receive_ = transport_.receive_notice(&incoming_, sizeof incoming_);
+  if (from < 0 || from >= size_) return false;  // a failed receive: reposted, nothing taken
+  notice = incoming_;
+  return true;
+}
+
+void UcxDepartures::send(int peer, const Notice& notice) {
+  sends_.push_back(transport_.send_notice(peer, &notice, sizeof notice));
+}
+
+void UcxDepartures::check() {
+  NoticeDepartures::check();
+  if (!position_ || position_->kind == CollectiveKind::send || position_->kind == CollectiveKind::recv)
+    return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_look_) return;
+  next_look_ = now + std::chrono::milliseconds(100);
+  check_processes();
+}
+
+void UcxDepartures::check_processes() {
+  for (int peer = 0; peer < size_; ++peer) {
+    if (!watched_[static_cast<size_t>(peer)] || arrived(peer)) continue;
+    if (!has_ended(processes_[static_cast<size_t>(peer)])) continue;
+    // Its notice, sent before it ended, may still be on its way into this worker.
+    for (int i = 0; i < 3 && !arrived(peer); ++i) take_arrivals();
+    if (arrived(peer)) {
+      NoticeDepartures::check();
+      continue;  // it left after finishing what this rank waits for: not to blame
+    }
+    throw_ended(peer, detail::concat("(process ", processes_[static_cast<size_t>(peer)].pid, " on ", host_,
+                                     ") ended without leaving the job (killed by a signal, or by the ",
+                                     "out-of-memory killer?)"));
+  }
+}
+
+void UcxDepartures::stop_listening() {
+  if (listening_) transport_.cancel_notice(receive_);
+  listening_ = false;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  int ignored = -1;
+  for (;;) {
+    std::erase_if(sends_, [&](Request& r) { return transport_.notice_done(r, ignored); });
+    if (sends_.empty() || std::chrono::steady_clock::now() > until) break;
+    transport_.progress();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  for (Request& r : sends_) transport_.cancel_notice(r);
+  sends_.clear();
+}
+
+}  // namespace ringdp::comm
+#endif

@@ -123,7 +123,8 @@ void Communicator::leave(const std::string& why) {
   Departures* departures = state.world_.departures.get();
   if (!departures || !departures->usable()) return;  // a program may have finalized MPI itself
   // Only the shared windows need every rank at teardown; every rank has the same ones.
-  const bool shared = state.shared_slots_ || !state.shared_allocations_.empty();
+  const bool shared = (state.shared_slots_ && state.shared_slots_->collective_release()) ||
+                      !state.shared_allocations_.empty();
   const bool unwinding = std::uncaught_exceptions() > 0;
   departures->announce(why, state.executor_.finished(), shared && !unwinding);
   bool free = false;
@@ -175,9 +176,7 @@ Communicator::~Communicator() {
   // inside MPI where one queue serves them all (comm/execution/call_queue.h).
   std::lock_guard lock(state_->executor_.queue().exec_mutex());
   state_->routes_.release();
-  state_->world_.cross_transport.reset();
-  state_->world_.host_transport.reset();
-  state_->world_.transport.reset();
+  release_transports(state_->world_);
 }
 
 Device Communicator::device() const { return state_->routes_.device(); }

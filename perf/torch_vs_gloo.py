@@ -6,6 +6,7 @@
              step with no DDP at all (the compute alone), interleaved; the step's median, and what is
              left of communication after backward (DDP's step minus the compute-alone step).
     mpirun -n N python3 perf/torch_vs_gloo.py RENDEZVOUS_DIR allreduce|ddp|fsdp [ROUNDS [MAX_BYTES]]
+  or under torchrun (RANK and WORLD_SIZE set: no MPI, ringdp over UCX and its own shared memory)
   fsdp       (PyTorch 2.x) FSDP2's step (forward + backward) on an MLP of about 4 M parameters, each
              Linear under fully_shard, on both backends and the compute alone, interleaved; and
              the step's collectives alone on each backend (per layer: the forward's and the
@@ -27,8 +28,8 @@ import ringdp_torch  # noqa: F401
 rendezvous, mode = sys.argv[1], sys.argv[2]
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
 max_bytes = int(sys.argv[4]) if len(sys.argv) > 4 else 64 << 20
-rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
-size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1")))
+rank = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))))
+size = int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1"))))
 dist.init_process_group("ringdp", init_method=f"file://{rendezvous}/store", rank=rank, world_size=size)
 groups = {"ringdp": dist.group.WORLD, "gloo": dist.new_group(backend="gloo")}
 torch.set_num_threads(max(1, (os.cpu_count() or 1) // size))

@@ -132,10 +132,10 @@ int main(int argc, char** argv) {
 
   try {
     comm::CommOptions comm_options;
-    if (o.backend == "ucx")
-      comm_options.host_transport = comm::HostTransport::ucx;
-    else
-      comm_options.backend = comm::parse_backend(o.backend);
+    // ucx carries host tensors; naming MPI for CUDA tensors keeps NCCL from claiming the banner
+    // and CSV's "backend" where a GPU is visible.
+    comm_options.backend = comm::parse_backend(o.backend == "ucx" ? "mpi" : o.backend);
+    if (o.backend == "ucx") comm_options.host_transport = comm::HostTransport::ucx;
     // A blocking run needs no worker thread, so it asks MPI for MPI_THREAD_SINGLE, as a plain MPI
     // program (and the OSU benchmarks) does: above it, Open MPI locks on every call, which would
     // be counted as the collective's cost. -z 0 issues asynchronous calls, which need the worker.

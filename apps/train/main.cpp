@@ -265,10 +265,8 @@ int run_job(const train::TrainConfig& config, const std::shared_ptr<comm::Commun
 comm::CommOptions comm_options(const train::TrainConfig& config, double timeout_seconds) {
   comm::CommOptions options;
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
-  if (config.backend == "ucx")
-    options.host_transport = comm::HostTransport::ucx;
-  else
-    options.backend = comm::parse_backend(config.backend);
+  options.backend = comm::parse_backend(config.backend == "ucx" ? "mpi" : config.backend);
+  if (config.backend == "ucx") options.host_transport = comm::HostTransport::ucx;
   return options;
 }
 }  // namespace

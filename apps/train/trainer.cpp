@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <string_view>
 
 #include "apps/train/comm_hook_setup.h"
 #include "apps/train/csv.h"
@@ -48,11 +47,11 @@ std::shared_ptr<autograd::Module> build_model(const TrainConfig& config, int64_t
 namespace {
 // The GPU is the communicator's choice (local rank % visible GPUs), never cuda:0 for all ranks:
 // the seed put every rank on GPU 0, while the transports ran on each rank's own GPU.
-Device pick_device(const std::string& requested, const comm::Communicator& comm) {
+Device pick_device(const TrainConfig& config, const comm::Communicator& comm) {
+  const std::string& requested = config.device;
   if (requested == "cpu") return Device::cpu();
   // UCX carries host tensors only: auto trains on the CPU there.
-  if (requested == "auto")
-    return std::string_view(comm.backend_name()) == "ucx" ? Device::cpu() : comm.device();
+  if (requested == "auto") return config.backend == "ucx" ? Device::cpu() : comm.device();
   RINGDP_CHECK(kernels::built_with_cuda(), "--device cuda: ringdp was built without CUDA");
   RINGDP_CHECK(kernels::cuda_device_count() > 0, "--device cuda: no CUDA device is visible on this machine");
   return comm.device();
@@ -270,7 +269,7 @@ int run_training(const TrainConfig& config, const std::shared_ptr<comm::Communic
   comm::Communicator& comm = *communicator;
   const int N = comm.size(), rank = comm.rank();
   check_ucx(config);
-  const Device device = pick_device(config.device, comm);
+  const Device device = pick_device(config, comm);
   check_backend(config, device);
   const Dataset data = agreed_dataset(config, comm);
   auto model = build_model(config, data.features.size(1), device);

@@ -93,6 +93,7 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
     call.settle();
   } catch (const PeerLeft& e) {
     first_failed_ = std::min(first_failed_, sequence);
+    transport.abandon_pending();
     const std::string report = detail::concat(position_.describe(), ": ", e.what());
     close("is broken: " + report);  // its peers disagree on where they are now
     throw PeerLeft(report);
@@ -102,6 +103,7 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
     throw RefusedAlike(with_what_was_passed(e.what()));
   } catch (const Error& e) {
     first_failed_ = std::min(first_failed_, sequence);
+    transport.abandon_pending();
     const std::string what = collective ? with_what_was_passed(e.what()) : e.what();
     if (collective) fail_collective(what);
     // A CUDA or NCCL error names the call that failed; say which collective and step it was in.
@@ -110,6 +112,7 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
     throw Error(what);
   } catch (...) {
     first_failed_ = std::min(first_failed_, sequence);
+    transport.abandon_pending();
     throw;
   }
   if (began != timeline::Clock::time_point{}) record_collective(issue, sequence, began);

@@ -155,6 +155,10 @@ class Transport {
   /// need the sender's calls to deliver a message whose send has completed (MPICH's shared
   /// memory does): a rank that spins on shared memory must keep calling it.
   virtual void progress() {}
+  /// After a collective failed: ends what it left posted (receives into the caller's tensors,
+  /// sends reading them), where the library lets it (UCX: UcxTransport::abandon_pending). MPI's
+  /// requests are left: cancelling a send is unreliable there.
+  virtual void abandon_pending() {}
 
   /// Polls `done` until it is true under the collective's deadline: a wait on memory another
   /// process writes, with no library call to block in. `yield` gives the core away between polls

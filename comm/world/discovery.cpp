@@ -11,6 +11,7 @@
 #include "comm/transport/idle_backoff.h"
 #include "comm/transport/mpi/mpi_transport.h"
 #include "comm/transport/ucx/ucx_transport.h"
+#include "comm/world/departures.h"
 #include "comm/world/mpi_departures.h"
 #include "config.h"
 #include "core/debug_level.h"
@@ -270,6 +271,13 @@ DiscoveredWorld bootstrap_world(CommOptions& options) {
   DiscoveredWorld world;
   world.transport = std::make_unique<LocalTransport>();
   return world;
+}
+
+void release_transports(DiscoveredWorld& world) {
+  if (world.departures && world.departures->usable()) world.departures->stop_listening();
+  world.cross_transport.reset();
+  world.host_transport.reset();
+  world.transport.reset();
 }
 
 void report_world(const DiscoveredWorld& world) {

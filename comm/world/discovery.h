@@ -32,13 +32,18 @@ struct DiscoveredWorld {
   const char* bootstrap = "local";  ///< "mpi" under an MPI launcher, "store" through a key-value store
   /// What carries host tensors' messages: "mpi", "ucx" (HostTransport::ucx, or a store bootstrap) or "local".
   const char* messages = "local";
-  /// How its ranks learn that one has left (comm/world/departures.h); null in a world of one.
+  /// How its ranks learn that one has left (comm/world/departures.h); null in a world of one without
+  /// a launcher.
   std::unique_ptr<Departures> departures;
 };
 
 /// The world this process belongs to. Under MPI, `options` come back agreed: for each value that
 /// must match across ranks, the minimum over ranks; segment_bytes 0 resolved.
 DiscoveredWorld bootstrap_world(CommOptions& options);
+/// Ends the departures' listening (a leave() that failed partway may not have; a second call does
+/// nothing: their receive and sends use the world's transport), then destroys the transports, the
+/// cross and host ones first. The departures themselves go with the world.
+void release_transports(DiscoveredWorld& world);
 /// Under RINGDP_DEBUG=INFO or DETAIL, one line on stderr: the ranks, the hosts, what started the job
 /// and what carries its messages. Rank 0 calls it for the world.
 void report_world(const DiscoveredWorld& world);

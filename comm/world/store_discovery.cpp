@@ -11,6 +11,7 @@
 
 #include "comm/bootstrap/store_out_of_band.h"
 #include "comm/transport/idle_backoff.h"
+#include "comm/transport/shm/shm_segment.h"
 #include "comm/transport/ucx/ucx_transport.h"
 #include "comm/world/discovery.h"
 #include "comm/world/process_identity.h"
@@ -73,67 +74,100 @@ std::vector<Introduction> introduce(OutOfBand& oob, CommOptions& options, int as
   return all;
 }
 
-// The world over `oob`'s ranks: hosts, agreed options, a UcxTransport over all, and over the ranks
-// of this host and the ranks of this local index when the ranks span hosts.
-DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand> oob) {
-#if RINGDP_HAVE_UCX
-  (void)spin_time();  // read now: a bad RINGDP_SPIN_US fails here on every rank, not in some wait
-  const std::vector<Introduction> all = introduce(*oob, options, oob->size());
-  const int rank = oob->rank(), size = oob->size();
-  std::vector<std::string> hosts;  // in order of first appearance
-  std::vector<int> host_of_rank(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) {
-    const std::string h = all[static_cast<size_t>(r)].host;
-    auto at = std::find(hosts.begin(), hosts.end(), h);
-    if (at == hosts.end()) at = hosts.insert(hosts.end(), h);
-    host_of_rank[static_cast<size_t>(r)] = static_cast<int>(at - hosts.begin());
+// Where the ranks run, from their introductions: hosts in order of first appearance, each host's
+// ranks ascending.
+struct Layout {
+  std::vector<int> host_of_rank;
+  std::vector<std::vector<int>> members;
+  int my_host = 0, local_rank = 0;
+  /// Whether rank r's host holds more ranks than r's cores.
+  bool crowded(const std::vector<Introduction>& all, int r) const {
+    return members[static_cast<size_t>(host_of_rank[static_cast<size_t>(r)])].size() >
+           all[static_cast<size_t>(r)].cores;
   }
-  std::vector<std::vector<int>> members(hosts.size());  // each host's ranks, ascending
-  for (int r = 0; r < size; ++r)
-    members[static_cast<size_t>(host_of_rank[static_cast<size_t>(r)])].push_back(r);
-  const int my_host = host_of_rank[static_cast<size_t>(rank)];
-  const auto& local = members[static_cast<size_t>(my_host)];
-  DiscoveredWorld world;
-  world.local_rank = static_cast<int>(std::find(local.begin(), local.end(), rank) - local.begin());
-  world.local_size = static_cast<int>(local.size());
-  world.hosts = static_cast<int>(hosts.size());
-  world.uniform_hosts =
-      std::all_of(members.begin(), members.end(), [&](const auto& m) { return m.size() == local.size(); });
-  // Ranks that share cores progress only while scheduled: small segments keep each time slice
-  // useful (as under MPI). Each rank's unset segment is resolved for its own host, then every
-  // rank takes the minimum of each field over ranks.
-  auto crowded = [&](int r) {
-    const auto on_host = members[static_cast<size_t>(host_of_rank[static_cast<size_t>(r)])].size();
-    return on_host > all[static_cast<size_t>(r)].cores;
-  };
-  const bool oversubscribed = crowded(rank);
+};
+
+Layout lay_out(const std::vector<Introduction>& all, int rank) {
+  Layout layout;
+  std::vector<std::string> hosts;
+  for (const Introduction& i : all) {
+    auto at = std::find(hosts.begin(), hosts.end(), std::string(i.host));
+    if (at == hosts.end()) at = hosts.insert(hosts.end(), i.host);
+    layout.host_of_rank.push_back(static_cast<int>(at - hosts.begin()));
+  }
+  layout.members.resize(hosts.size());
+  for (size_t r = 0; r < all.size(); ++r)
+    layout.members[static_cast<size_t>(layout.host_of_rank[r])].push_back(static_cast<int>(r));
+  layout.my_host = layout.host_of_rank[static_cast<size_t>(rank)];
+  const auto& local = layout.members[static_cast<size_t>(layout.my_host)];
+  layout.local_rank = static_cast<int>(std::find(local.begin(), local.end(), rank) - local.begin());
+  return layout;
+}
+
+// Ranks that share cores progress only while scheduled: small segments keep each time slice
+// useful (as under MPI). Each rank's unset segment is resolved for its own host, then every rank
+// takes the minimum of each field over ranks.
+void agree(CommOptions& options, const std::vector<Introduction>& all, const Layout& layout) {
   for (size_t i = 0; i < std::size(all[0].fields); ++i) {
     uint64_t least = UINT64_MAX;
-    for (int r = 0; r < size; ++r) {
-      uint64_t v = all[static_cast<size_t>(r)].fields[i];
-      if (i == 0 && v == 0) v = crowded(r) ? 64 * 1024 : 1024 * 1024;  // segment_bytes 0: unset
+    for (size_t r = 0; r < all.size(); ++r) {
+      uint64_t v = all[r].fields[i];
+      if (i == 0 && v == 0) v = layout.crowded(all, static_cast<int>(r)) ? 64 * 1024 : 1024 * 1024;  // unset
       least = std::min(least, v);
     }
     *agreed_fields(options, i) = static_cast<size_t>(least);
   }
+}
+
+#if RINGDP_HAVE_UCX
+// Every rank on this machine (RINGDP_RANKS_PER_HOST's hosts may still share one, as under MPI):
+// the shared-memory slots, in a segment of their own. Every rank decides alike, from what all sent.
+void add_shared_slots(UcxTransport& transport, const std::vector<Introduction>& all,
+                      const CommOptions& options, bool yield) {
+  const bool one_machine = std::all_of(all.begin(), all.end(), [&](const Introduction& i) {
+    return std::strncmp(i.process.boot_id, all[0].process.boot_id, sizeof i.process.boot_id) == 0;
+  });
+  if (one_machine && all.size() > 1 && options.shared_memory_max_bytes > 0)
+    transport.set_shared_slots(
+        segment_slots(transport.out_of_band(), options.shared_memory_slot_bytes, yield));
+}
+#endif
+
+// The world over `oob`'s ranks: hosts, agreed options, a UcxTransport over all, and over the ranks
+// of this host and the ranks of this local index when the ranks span hosts; the shared-memory
+// slots (`shared_memory`: the world's, not a group's) and the departures.
+DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand> oob, bool shared_memory) {
+#if RINGDP_HAVE_UCX
+  (void)spin_time();  // read now: a bad RINGDP_SPIN_US fails here on every rank, not in some wait
+  const std::vector<Introduction> all = introduce(*oob, options, oob->size());
+  const Layout layout = lay_out(all, oob->rank());
+  const auto& local = layout.members[static_cast<size_t>(layout.my_host)];
+  DiscoveredWorld world;
+  world.local_rank = layout.local_rank;
+  world.local_size = static_cast<int>(local.size());
+  world.hosts = static_cast<int>(layout.members.size());
+  world.uniform_hosts = std::all_of(layout.members.begin(), layout.members.end(),
+                                    [&](const auto& m) { return m.size() == local.size(); });
+  agree(options, all, layout);
+  const bool oversubscribed = layout.crowded(all, oob->rank());
   // No MPI progress engine yields for these ranks: ringdp does when they outnumber the cores.
   const bool yield = settings::flag(settings::Id::yield).value_or(oversubscribed);
   if (world.hosts > 1) {
     std::vector<int> cross;  // the ranks holding this rank's local index on every host
-    for (const auto& m : members)
+    for (const auto& m : layout.members)
       if (static_cast<size_t>(world.local_rank) < m.size())
         cross.push_back(m[static_cast<size_t>(world.local_rank)]);
-    auto host_oob = oob->subset("host" + std::to_string(my_host), local, options.timeout);
+    auto host_oob = oob->subset("host" + std::to_string(layout.my_host), local, options.timeout);
     auto cross_oob = oob->subset("cross" + std::to_string(world.local_rank), cross, options.timeout);
-    world.transport = std::make_unique<UcxTransport>(std::move(oob), options.timeout, yield);
     world.host_transport = std::make_unique<UcxTransport>(std::move(host_oob), options.timeout, yield);
     world.cross_transport = std::make_unique<UcxTransport>(std::move(cross_oob), options.timeout, yield);
-  } else {
-    world.transport = std::make_unique<UcxTransport>(std::move(oob), options.timeout, yield);
   }
+  auto transport = std::make_unique<UcxTransport>(std::move(oob), options.timeout, yield);
+  if (shared_memory) add_shared_slots(*transport, all, options, oversubscribed);
   std::vector<ProcessIdentity> processes;
   for (const Introduction& i : all) processes.push_back(i.process);
-  world.departures = std::make_unique<UcxDepartures>(static_cast<UcxTransport&>(*world.transport), processes);
+  world.departures = std::make_unique<UcxDepartures>(*transport, processes);
+  world.transport = std::move(transport);
   for (Transport* t : {world.transport.get(), world.host_transport.get(), world.cross_transport.get()})
     if (t) t->set_watch(world.departures.get());
   world.bootstrap = "store";
@@ -142,6 +176,7 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
 #else
   (void)options;
   (void)oob;
+  (void)shared_memory;
   RINGDP_FAIL(
       "this process was not started by an MPI launcher, and ringdp was built without UCX, which "
       "carries the messages of jobs started by torchrun, mp.spawn or other launchers: launch with "
@@ -159,7 +194,7 @@ DiscoveredWorld bootstrap_store_world(CommOptions& options, std::shared_ptr<KeyV
   const int64_t joins = store->add("ringdp/joins/" + std::to_string(rank), 1);
   auto oob = std::make_unique<StoreOutOfBand>(std::move(store), "ringdp#" + std::to_string(joins), rank, size,
                                               options.timeout);
-  return store_world_over(options, std::move(oob));
+  return store_world_over(options, std::move(oob), true);
 }
 
 DiscoveredWorld bootstrap_store_group(CommOptions& options, Transport& parent, std::span<const int> ranks) {
@@ -169,7 +204,7 @@ DiscoveredWorld bootstrap_store_group(CommOptions& options, Transport& parent, s
     for (const int r : ranks) name.append("-").append(std::to_string(r));
     // The group's timeout (new_group's) bounds its own waits in the store too.
     if (auto members = ucx->out_of_band().subset(name, ranks, options.timeout))
-      return store_world_over(options, std::move(members));
+      return store_world_over(options, std::move(members), false);  // groups have no slots, as under MPI
   }
 #else
   (void)options;

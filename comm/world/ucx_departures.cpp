@@ -34,13 +34,18 @@ bool UcxDepartures::receive(Notice& notice, int& from) {
   if (!listening_) return false;
   transport_.progress();
   if (!transport_.notice_done(receive_, from)) return false;
+  notice = incoming_;  // before the next receive is posted: UCX may fill it at once
   receive_ = transport_.receive_notice(&incoming_, sizeof incoming_);
-  if (from < 0 || from >= size_) return false;  // a failed receive: reposted, nothing taken
-  notice = incoming_;
-  return true;
+  return from >= 0 && from < size_;  // a failed receive: reposted, nothing taken
 }
 
 void UcxDepartures::send(int peer, const Notice& notice) {
+  // Not to a peer that has left (it listens no more: without MPI no rank waits for the others at
+  // leaving) or whose process has ended: UCX's shared memory would write into a queue that is gone.
+  if (sends_.empty()) take_arrivals();
+  if (arrived(peer) ||
+      (watched_[static_cast<size_t>(peer)] && has_ended(processes_[static_cast<size_t>(peer)])))
+    return;
   sends_.push_back(transport_.send_notice(peer, &notice, sizeof notice));
 }
 
@@ -58,8 +63,13 @@ void UcxDepartures::check_processes() {
   for (int peer = 0; peer < size_; ++peer) {
     if (!watched_[static_cast<size_t>(peer)] || arrived(peer)) continue;
     if (!has_ended(processes_[static_cast<size_t>(peer)])) continue;
-    // Its notice, sent before it ended, may still be on its way into this worker.
-    for (int i = 0; i < 3 && !arrived(peer); ++i) take_arrivals();
+    // Its notice, sent before it ended, may still be on its way into this worker (a busy queue,
+    // TCP): looked for a while before the rank is blamed.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    while (!arrived(peer) && std::chrono::steady_clock::now() < until) {
+      transport_.progress();
+      take_arrivals();
+    }
     if (arrived(peer)) {
       NoticeDepartures::check();
       continue;  // it left after finishing what this rank waits for: not to blame

@@ -70,6 +70,22 @@ else
     fail "rank 1's failure not named on rank 0: $(cat "$work/f0")"
   [ $took -lt 30 ] || fail "rank 1's failure reached rank 0 after $took s (timeout 60 s)"
   echo "ok: a rank that fails while the ranks meet is named by the others at once ($took s)"
+  # The shared-memory all-reduce without MPI: slots in a segment of the job's own
+  # (comm/transport/shm/shm_segment.h), gone from /dev/shm once every rank has mapped it; one too
+  # large for /dev/shm is refused on every rank, naming it.
+  before=$(ls /dev/shm | grep -c '^ringdp-')
+  out=$(RINGDP_TRACE=1 timeout 60 /usr/bin/python3 "$here/../../docs/examples/spawn_allreduce.py" --ranks 3 2>&1)
+  rc=$?
+  [ $rc -eq 0 ] && grep -qF "ringdp 3.0, gloo 3.0" <<<"$out" || fail "shared memory without MPI: exit $rc: $out"
+  grep -qE "rank [0-2] all_reduce #0 shared_memory step 1/1" <<<"$out" || fail "the all-reduce did not use the slots: $out"
+  [ "$(ls /dev/shm | grep -c '^ringdp-')" -eq "$before" ] || fail "a segment was left in /dev/shm: $(ls /dev/shm)"
+  out=$(RINGDP_SHM_SLOT_BYTES=1099511627776 timeout 60 /usr/bin/python3 "$here/../../docs/examples/spawn_allreduce.py" --ranks 2 2>&1)
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "slots larger than /dev/shm: exit $rc: $out"
+  grep -qE "rank [01]: /dev/shm has .* free, but ringdp's shared-memory slots .* need about" <<<"$out" ||
+    fail "slots larger than /dev/shm: /dev/shm not named: $out"
+  [ "$(ls /dev/shm | grep -c '^ringdp-')" -eq "$before" ] || fail "a refused segment was left in /dev/shm"
+  echo "ok: without MPI the all-reduce uses shared-memory slots, leaves nothing in /dev/shm, and names a /dev/shm too small"
 fi
 out=$(STORE=b timeout 60 /usr/bin/python3 -c "$(init 0 1)" 2>&1)
 [ $? -eq 0 ] && grep -qF "initialised rank 0 of 1" <<<"$out" || fail "a world of one without a launcher: $out"

@@ -45,8 +45,12 @@ void* align_up(void* p, size_t alignment) {
 }  // namespace
 
 SharedSlots::SharedSlots(int rank, std::vector<void*> regions, size_t slot_bytes, bool yield_while_waiting,
-                         std::function<void()> release)
-    : rank_(rank), slot_bytes_(slot_bytes), yield_(yield_while_waiting), release_(std::move(release)) {
+                         std::function<void()> release, bool collective_release)
+    : rank_(rank),
+      slot_bytes_(slot_bytes),
+      yield_(yield_while_waiting),
+      release_(std::move(release)),
+      collective_release_(collective_release) {
   for (void* region : regions) {
     void* header = align_up(region, alignof(Header));
     peers_.push_back(Peer{static_cast<Header*>(header), static_cast<char*>(header) + sizeof(Header)});

@@ -41,9 +41,10 @@ class SharedSlots {
   /// Over `regions[r]`, rank r's region (region_bytes(slot_bytes), mapped by every rank; every
   /// rank passes the same slot_bytes, a multiple of 64). Zeroes this rank's header: the caller
   /// orders that before any peer reads it (a barrier). `release` frees the shared memory when the
-  /// slots go (MpiTransport::enable_shared_slots: the MPI window).
+  /// slots go (MpiTransport::enable_shared_slots: the MPI window, which every rank frees together;
+  /// shm_segment.h: this rank's mapping, which it unmaps alone: `collective_release` false).
   SharedSlots(int rank, std::vector<void*> regions, size_t slot_bytes, bool yield_while_waiting,
-              std::function<void()> release);
+              std::function<void()> release, bool collective_release = true);
   ~SharedSlots();
   /// Frees the shared memory now (collective, as its `release`), or with `free` false leaves it
   /// to MPI_Finalize or the abort (a peer will not free its part); once. The slots are unusable
@@ -53,6 +54,8 @@ class SharedSlots {
   SharedSlots& operator=(const SharedSlots&) = delete;
 
   int rank() const { return rank_; }
+  /// Whether freeing them needs every rank (MPI_Win_free): a leaving rank then waits for its peers.
+  bool collective_release() const { return collective_release_; }
   int size() const { return static_cast<int>(peers_.size()); }
   /// Bytes one rank's part may hold in one round; a longer message takes several rounds.
   size_t slot_bytes() const { return slot_bytes_; }
@@ -96,6 +99,7 @@ class SharedSlots {
   size_t slot_bytes_;
   bool yield_;
   std::function<void()> release_;
+  bool collective_release_;
   uint64_t round_ = 0;  // rounds begun; every rank begins the same ones
 };
 

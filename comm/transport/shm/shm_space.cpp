@@ -2,7 +2,6 @@
 // namespace of its own).
 #include "comm/transport/shm/shm_space.h"
 
-#if RINGDP_HAVE_MPI
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -11,8 +10,11 @@
 #include <cstdlib>
 #include <string>
 
-#include "comm/transport/mpi/mpi_transport.h"
 #include "core/error.h"
+
+#if RINGDP_HAVE_MPI
+#include "comm/transport/mpi/mpi_transport.h"
+#endif
 
 namespace ringdp::comm {
 
@@ -35,10 +37,12 @@ size_t needed_bytes(size_t bytes_per_rank, int ranks) {
   return needed;
 }
 
+}  // namespace
+
 // UINT64_MAX where /dev/shm cannot be read, or where Open MPI was told to put its windows
 // elsewhere (osc_sm_backing_directory, a container's usual way round a small /dev/shm): that rank
 // has nothing to say about the space.
-uint64_t free_bytes() {
+uint64_t shm_free_bytes() {
   const char* elsewhere = std::getenv("OMPI_MCA_osc_sm_backing_directory");
   if (elsewhere && std::string(elsewhere) != kShmFolder) return UINT64_MAX;
   struct statvfs info {};
@@ -46,6 +50,7 @@ uint64_t free_bytes() {
   return static_cast<uint64_t>(info.f_bavail) * static_cast<uint64_t>(info.f_frsize);
 }
 
+namespace {
 std::string with_commas(uint64_t n) {
   std::string digits = std::to_string(n), out;
   for (size_t i = 0; i < digits.size(); ++i) {
@@ -68,22 +73,28 @@ std::string shm_bytes_text(size_t bytes) {
   return detail::concat(scaled, " (", with_commas(bytes), " B)");
 }
 
+std::string shm_space_problem(uint64_t available, int ranks, size_t bytes_per_rank, const std::string& what,
+                              const std::string& remedy) {
+  const size_t needed = needed_bytes(bytes_per_rank, ranks);
+  if (available == UINT64_MAX || available >= needed) return {};
+  return detail::concat(
+      kShmFolder, " has ", shm_bytes_text(available), " free, but ", what, " for the ", ranks,
+      " rank(s) on this host need about ", shm_bytes_text(needed), " there (", shm_bytes_text(bytes_per_rank),
+      " per rank, and the pages around them): make ", kShmFolder,
+      " larger (a container: docker run --shm-size=1g; or mount -o remount,size=1G /dev/shm), or ", remedy);
+}
+
+#if RINGDP_HAVE_MPI
 void check_shm_space(MPI_Comm node, size_t bytes_per_rank, const std::string& what,
                      const std::string& remedy) {
   int ranks = 1;
   RINGDP_MPI_CHECK(MPI_Comm_size(node, &ranks));
   // The least any rank sees, so that every rank decides alike (the space can change between reads).
-  uint64_t available = free_bytes();
+  uint64_t available = shm_free_bytes();
   RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &available, 1, MPI_UINT64_T, MPI_MIN, node));
-  const size_t needed = needed_bytes(bytes_per_rank, ranks);
-  if (available == UINT64_MAX || available >= needed) return;
-  RINGDP_FAIL(kShmFolder, " has ", shm_bytes_text(available), " free, but ", what, " for the ", ranks,
-              " rank(s) on this host need about ", shm_bytes_text(needed), " there (",
-              shm_bytes_text(bytes_per_rank), " per rank, and MPI's own pages): make ", kShmFolder,
-              " larger (a container: docker run --shm-size=1g; or mount -o remount,size=1G /dev/shm), or ",
-              remedy);
+  const std::string problem = shm_space_problem(available, ranks, bytes_per_rank, what, remedy);
+  RINGDP_CHECK(problem.empty(), problem);
 }
+#endif
 
 }  // namespace ringdp::comm
-
-#endif

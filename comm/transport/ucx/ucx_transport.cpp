@@ -9,27 +9,15 @@
 
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/envelope.h"
+#include "comm/transport/shm/shared_slots.h"
+#include "comm/transport/transport_out_of_band.h"
+#include "comm/transport/ucx/ucx_tags.h"
 #include "core/error.h"
 #include "kernels/reduce_into.h"
 
 namespace ringdp::comm {
 
 namespace {
-
-constexpr ucp_tag_t kUserBit = ucp_tag_t{1} << 63;
-constexpr ucp_tag_t kRankMask = 0xFFFFFFFFull;
-constexpr ucp_tag_t kTagMask = ucp_tag_t{0x7FFFFFFF} << 32;
-
-ucp_tag_t wire_tag(int tag, int sender) {
-  const bool user = tag >= kUserTagBase;
-  const ucp_tag_t bits = static_cast<ucp_tag_t>(user ? tag - kUserTagBase : tag) & 0x7FFFFFFFull;
-  return (user ? kUserBit : 0) | bits << 32 | static_cast<ucp_tag_t>(static_cast<uint32_t>(sender));
-}
-
-int ringdp_tag(ucp_tag_t wire) {
-  const int bits = static_cast<int>((wire & kTagMask) >> 32);
-  return (wire & kUserBit) ? bits + kUserTagBase : bits;
-}
 
 void ucx_check(ucs_status_t status, const char* call) {
   RINGDP_CHECK(status == UCS_OK, "UCX: ", call, " failed: ", ucs_status_string(status),
@@ -38,39 +26,6 @@ void ucx_check(ucs_status_t status, const char* call) {
 
 // What a request handle holds while UCX works on it: UCX's request pointer. 0: done at once.
 void* ucx_request(const Request& r) { return reinterpret_cast<void*>(r.handle); }
-
-// The exchange over an MPI transport's collectives: the lengths, then every blob padded to the
-// longest. MPI makes its groups itself, so there is no subset.
-class TransportOutOfBand final : public OutOfBand {
- public:
-  explicit TransportOutOfBand(Transport& transport) : transport_(transport) {}
-  int rank() const override { return transport_.rank(); }
-  int size() const override { return transport_.size(); }
-  std::unique_ptr<OutOfBand> subset(const std::string&, std::span<const int>,
-                                    std::chrono::milliseconds) override {
-    return nullptr;
-  }
-
-  std::vector<std::vector<char>> all_gather(std::span<const char> mine) override {
-    const int size = transport_.size();
-    std::vector<int64_t> lengths(static_cast<size_t>(size));
-    const int64_t length = static_cast<int64_t>(mine.size());
-    transport_.native_all_gather(&length, lengths.data(), 1, DType::int64);
-    const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
-    std::vector<char> padded(static_cast<size_t>(longest), 0), all(static_cast<size_t>(longest * size));
-    std::copy(mine.begin(), mine.end(), padded.begin());
-    transport_.native_all_gather(padded.data(), all.data(), longest, DType::uint8);
-    std::vector<std::vector<char>> blobs;
-    for (int r = 0; r < size; ++r) {
-      const char* at = all.data() + r * longest;
-      blobs.emplace_back(at, at + lengths[static_cast<size_t>(r)]);
-    }
-    return blobs;
-  }
-
- private:
-  Transport& transport_;
-};
 
 }  // namespace
 
@@ -143,7 +98,8 @@ void UcxTransport::open(std::chrono::milliseconds timeout) {
     // Not UCX's peer error handling: UCX 1.13's shared-memory transports (posix, sysv, self) lack
     // it, so asking for it left only TCP over the loopback on one host (8 us at 8 B and 1.7 GB/s
     // against MPI's 0.8 us and 6.5, measured here). A peer that leaves is told by ringdp's
-    // departure notices (set_watch), as over MPI; one that is killed ends the job by its launcher.
+    // departure notices (set_watch), as over MPI; one that is killed is seen to end by its peers on
+    // the same machine (comm/world/ucx_departures.h), or under MPI ends the job by its launcher.
     ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
     ucx_check(ucp_ep_create(worker_, &ep, &endpoints_[static_cast<size_t>(peer)]), "ucp_ep_create");
   }
@@ -183,8 +139,11 @@ void UcxTransport::connect(std::chrono::milliseconds timeout) {
 
 UcxTransport::~UcxTransport() { release(); }
 
+void UcxTransport::set_shared_slots(std::unique_ptr<SharedSlots> slots) { slots_ = std::move(slots); }
+
 void UcxTransport::release() {
   if (in_forked_child()) return;  // the parent's worker: nothing of it is this process's to close
+  if (worker_) abandon_pending();
   // A flush lets the last eager messages leave; a peer that is gone never acknowledges it, so the
   // flush has a bound, and a close still pending then is handed back to UCX unfinished.
   std::vector<void*> closing;
@@ -219,6 +178,7 @@ Request UcxTransport::isend(int peer, const void* data, size_t bytes, int tag) {
   RINGDP_CHECK(!UCS_PTR_IS_ERR(request), "rank ", rank_, " could not send ", bytes, " bytes of ",
                describe_tag(tag), " to rank ", peer, ": UCX says ",
                ucs_status_string(UCS_PTR_STATUS(request)));
+  if (request) pending_.add(request, false);
   return Request{.handle = reinterpret_cast<uintptr_t>(request), .peer = peer, .tag = tag, .bytes = bytes};
 }
 
@@ -242,6 +202,7 @@ Request UcxTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   void* request = ucp_tag_recv_nbx(worker_, data, bytes, want, mask, &param);
   RINGDP_CHECK(request && !UCS_PTR_IS_ERR(request), "rank ", rank_, " could not receive ", describe_tag(tag),
                " from rank ", peer, ": UCX says ", ucs_status_string(UCS_PTR_STATUS(request)));
+  pending_.add(request, true);
   return Request{.handle = reinterpret_cast<uintptr_t>(request),
                  .peer = peer,
                  .tag = tag,
@@ -280,6 +241,7 @@ bool UcxTransport::finish(Request& request) {
     ucp_tag_recv_info_t info{};
     const ucs_status_t status = ucp_tag_recv_request_test(ucx, &info);
     if (status == UCS_INPROGRESS) return false;
+    pending_.forget(ucx);
     ucp_request_free(ucx);
     request.handle = 0;
     const std::string error = check_receive(request, status, info.sender_tag, info.length);
@@ -289,6 +251,7 @@ bool UcxTransport::finish(Request& request) {
   }
   const ucs_status_t status = ucp_request_check_status(ucx);
   if (status == UCS_INPROGRESS) return false;
+  pending_.forget(ucx);
   ucp_request_free(ucx);
   request.handle = 0;
   RINGDP_CHECK(status == UCS_OK, "rank ", rank_, " could not send ", request.bytes, " bytes of ",
@@ -300,7 +263,7 @@ bool UcxTransport::finish(Request& request) {
 Request UcxTransport::receive_notice(void* data, size_t bytes) {
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  void* request = ucp_tag_recv_nbx(worker_, data, bytes, kUserBit | kTagMask, kUserBit | kTagMask, &param);
+  void* request = ucp_tag_recv_nbx(worker_, data, bytes, notice_tag(0), kNoticeMask, &param);
   RINGDP_CHECK(request && !UCS_PTR_IS_ERR(request), "rank ", rank_,
                " could not post the receive of departure notices: UCX says ",
                ucs_status_string(UCS_PTR_STATUS(request)));
@@ -311,8 +274,7 @@ Request UcxTransport::receive_notice(void* data, size_t bytes) {
 Request UcxTransport::send_notice(int peer, const void* data, size_t bytes) {
   ucp_request_param_t param{};
   void* request =
-      ucp_tag_send_nbx(endpoints_[static_cast<size_t>(peer)], data, bytes,
-                       kUserBit | kTagMask | static_cast<ucp_tag_t>(static_cast<uint32_t>(rank_)), &param);
+      ucp_tag_send_nbx(endpoints_[static_cast<size_t>(peer)], data, bytes, notice_tag(rank_), &param);
   // A notice that cannot be sent is let go: the peer then learns of this rank some other way.
   if (UCS_PTR_IS_ERR(request)) request = nullptr;
   return Request{.handle = reinterpret_cast<uintptr_t>(request), .peer = peer, .bytes = bytes};
@@ -361,22 +323,13 @@ void UcxTransport::wait_all(std::span<Request> requests) {
       if (slept || (polls & 255u) == 255u) late = deadline_passed();
     }
   } catch (...) {
-    abandon(requests);
+    for (Request& r : requests) r.handle = 0;  // released with the rest: the collective has failed
+    abandon_pending();
     throw;
   }
 }
 
-void UcxTransport::abandon(std::span<Request> requests) {
-  // A failed collective's receives would otherwise stay posted into tensors their owner may free
-  // (a late peer's message written there), and be matched by a later call's messages.
-  for (Request& r : requests) {
-    void* ucx = ucx_request(r);
-    if (!ucx) continue;
-    if (r.receive) ucp_request_cancel(worker_, ucx);
-    ucp_request_free(ucx);  // a send finishes on its own; UCX then releases it
-    r.handle = 0;
-  }
-}
+void UcxTransport::abandon_pending() { pending_.abandon(worker_, std::chrono::seconds(1)); }
 
 void UcxTransport::reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {
   kernels::reduce_into_cpu(dst, src, count, dtype, op);

@@ -17,7 +17,8 @@
 // notices whether a peer has left, as over MPI (UCX's own peer error handling would rule out its
 // shared-memory transports: ucx_transport.cpp says why). The library's own collectives, the
 // shared-memory slots and bootstrap broadcasts stay the MPI transport's: UCX has no collectives;
-// a job without MPI has no `--algo native` and no shared slots.
+// a job without MPI has no `--algo native`, and its slots are a segment of its own
+// (set_shared_slots, comm/transport/shm/shm_segment.h).
 // Tested by tests/mpi/ with RINGDP_TRANSPORT=ucx (every collective and algorithm against a
 // reference) and tests/cli/bench.sh (the envelope cases).
 #pragma once
@@ -29,6 +30,7 @@
 
 #include "comm/bootstrap/out_of_band.h"
 #include "comm/transport/transport.h"
+#include "comm/transport/ucx/ucx_requests.h"
 #include "config.h"
 
 #if RINGDP_HAVE_UCX
@@ -61,6 +63,9 @@ class UcxTransport final : public Transport {
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void progress() override { ucp_worker_progress(worker_); }
+  /// Cancels every receive still posted and ends every send still under way (bounded), so that
+  /// nothing a failed collective posted touches its tensors later.
+  void abandon_pending() override;
   int tag_upper_bound() const override {
     return bootstrap_ ? bootstrap_->tag_upper_bound() : Transport::tag_upper_bound();
   }
@@ -78,7 +83,12 @@ class UcxTransport final : public Transport {
   void native_exchange(const BlockExchange& exchange) override;
   Transport& native_transport() override { return bootstrap_ ? *bootstrap_ : *this; }
   void bootstrap_broadcast(void* data, size_t bytes) override;
-  SharedSlots* shared_slots() override { return bootstrap_ ? bootstrap_->shared_slots() : nullptr; }
+  SharedSlots* shared_slots() override {
+    return slots_ ? slots_.get() : bootstrap_ ? bootstrap_->shared_slots() : nullptr;
+  }
+  /// Without MPI: the slots of a shared-memory segment over this transport's ranks
+  /// (comm/transport/shm/shm_segment.h), or null for none.
+  void set_shared_slots(std::unique_ptr<SharedSlots> slots);
 
   /// UCX's version, for RINGDP_DEBUG=INFO and the docs: "1.13.1".
   static std::string version();
@@ -102,8 +112,6 @@ class UcxTransport final : public Transport {
   void connect(std::chrono::milliseconds timeout);
   /// The destructor's work, also run when the constructor throws.
   void release();
-  /// Cancels the receives and lets go of the sends still pending after a wait that failed.
-  void abandon(std::span<Request> requests);
   /// The MPI transport whose collectives stand in for UCX's missing ones, or an Error without MPI.
   Transport& library();
   /// True once the request is done; throws on a failed one, or a receive whose tag or length
@@ -119,6 +127,8 @@ class UcxTransport final : public Transport {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> endpoints_;
+  std::unique_ptr<SharedSlots> slots_;  ///< without MPI only
+  UcxRequests pending_;  ///< isend's and irecv's that have not ended
 };
 
 }  // namespace ringdp::comm

@@ -8,6 +8,14 @@
 
 namespace ringdp::comm {
 
+std::array<size_t*, kAgreedFields> agreed_fields(CommOptions& o) {
+  return {&o.segment_bytes,           &o.recursive_doubling_max_bytes, &o.chain_broadcast_min_bytes,
+          &o.rabenseifner_max_bytes,  &o.shared_memory_max_bytes,      &o.shared_memory_scatter_min_bytes,
+          &o.shared_memory_slot_bytes};
+}
+
+size_t default_segment_bytes(bool oversubscribed) { return oversubscribed ? 64 * 1024 : 1024 * 1024; }
+
 CommOptions with_environment(CommOptions options) {
   using settings::Id;
   if (auto seconds = settings::number(Id::timeout)) options.timeout = std::chrono::seconds(*seconds);

@@ -3,6 +3,7 @@
 // Tested by tests/unit/test_settings.cpp and, under mpirun, tests/mpi/test_collectives.cpp.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <limits>
@@ -81,6 +82,18 @@ struct CollectiveOptions {
 /// nanoseconds, which a longer one (RINGDP_TIMEOUT=9999999999) overflowed into the past, ending the
 /// job at its first collective.
 inline constexpr std::chrono::seconds kMaxTimeout{100'000'000};  // a little over 3 years
+
+/// How many fields every rank must agree on (agreed_fields).
+inline constexpr size_t kAgreedFields = 7;
+/// The fields that shape messages or pick algorithms yet come from each rank's environment and
+/// node (a sender's 1 MiB segment into a receiver's 64 KiB receive fails every ring), in one order
+/// for every bootstrap: each takes the minimum over ranks (MPI's agreement, the store's
+/// introduction). The last sets every shared-memory round's length.
+std::array<size_t*, kAgreedFields> agreed_fields(CommOptions& options);
+/// segment_bytes where it is unset (0): ranks that share cores progress only while scheduled, so
+/// small segments keep each time slice useful (64 KiB); ranks with a core each do better with
+/// fewer, larger messages (1 MiB).
+size_t default_segment_bytes(bool oversubscribed);
 
 /// `options` with the RINGDP_* variables that are set applied over them (the environment wins: it
 /// is how a user changes a deadline without a rebuild), each checked; an Error names the first bad one.

@@ -5,7 +5,7 @@
 #   perf/torch-vs-gloo.sh [ROUNDS [MAX_BYTES]]      (BUILD=build-mpich for MPICH)
 # LAUNCH=torchrun starts the ranks with the Python's own torchrun instead of the MPI launcher: no
 # MPI, so ringdp meets its peers through torch's store and runs over UCX and its own shared memory
-# (PyTorch 2.x: Debian's 1.13 torchrun does not start on Python 3.11).
+# (PyTorch 2.x: Debian's 1.13 torchrun does not start on Python 3.11). NPS="2" runs 2 ranks only.
 # The Python is Debian's (torch 1.13, with this build's module) unless RINGDP_TORCH_PYTHON names
 # another, whose environment has ringdp_torch installed (docs/torch.md): the venv scripts/test
 # makes is ~/.cache/ringdp/torch-2.15.0/bin/python.
@@ -16,7 +16,7 @@ python=${RINGDP_TORCH_PYTHON:-/usr/bin/python3}
 modes=(allreduce ddp)
 "$python" -c 'from torch.distributed.fsdp import fully_shard' 2>/dev/null && modes+=(fsdp)
 "$python" -c 'import torch; print("# PyTorch", torch.__version__, "(" + __import__("sys").executable + ")")'
-for np in 2 4; do
+for np in ${NPS:-2 4}; do
   source perf/launcher.sh
   [ -n "${RINGDP_TORCH_PYTHON:-}" ] || export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
   for mode in "${modes[@]}"; do

@@ -55,22 +55,14 @@ Hosts find_hosts(MPI_Comm world, int rank) {
   return h;
 }
 
-// What shapes messages or picks algorithms must be the same on every rank, yet comes from each
-// rank's environment and node (a sender's 1 MiB segment into a receiver's 64 KiB receive fails
-// every ring): every rank takes the minimum over ranks.
+// Every rank takes the minimum over ranks of each agreed field (comm/comm_options.h).
 void agree(CommOptions& options, MPI_Comm world) {
-  size_t* fields[] = {&options.segment_bytes,
-                      &options.recursive_doubling_max_bytes,
-                      &options.chain_broadcast_min_bytes,
-                      &options.rabenseifner_max_bytes,
-                      &options.shared_memory_max_bytes,
-                      &options.shared_memory_scatter_min_bytes,
-                      &options.shared_memory_slot_bytes};  // sets every shared-memory round's length
-  constexpr int kFields = static_cast<int>(std::size(fields));
-  uint64_t agreed[kFields];
-  for (int i = 0; i < kFields; ++i) agreed[i] = *fields[i];
-  RINGDP_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, agreed, kFields, MPI_UINT64_T, MPI_MIN, world));
-  for (int i = 0; i < kFields; ++i) *fields[i] = static_cast<size_t>(agreed[i]);
+  const auto fields = agreed_fields(options);
+  uint64_t agreed[kAgreedFields];
+  for (size_t i = 0; i < kAgreedFields; ++i) agreed[i] = *fields[i];
+  RINGDP_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, agreed, static_cast<int>(kAgreedFields), MPI_UINT64_T, MPI_MIN, world));
+  for (size_t i = 0; i < kAgreedFields; ++i) *fields[i] = static_cast<size_t>(agreed[i]);
 }
 
 // Open MPI yields inside its own progress when told (mpi_yield_when_idle, which the scripts set),
@@ -94,9 +86,7 @@ DiscoveredWorld mpi_world_over(CommOptions& options, MPI_Comm base, bool shared_
   Hosts hosts = find_hosts(transport->comm(), transport->rank());
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const bool oversubscribed = static_cast<unsigned>(hosts.local_size) > cores;
-  // Ranks that share cores progress only while scheduled: small segments keep each time slice
-  // useful. Ranks with a core each do better with fewer, larger messages.
-  if (options.segment_bytes == 0) options.segment_bytes = oversubscribed ? 64 * 1024 : 1024 * 1024;
+  if (options.segment_bytes == 0) options.segment_bytes = default_segment_bytes(oversubscribed);
   agree(options, transport->comm());
   // Every rank on one host (each sees all in its node): the shared-memory slots. Collective over
   // `node`, and every rank takes the same branch.
@@ -267,7 +257,7 @@ DiscoveredWorld bootstrap_world(CommOptions& options) {
                "ringdp was built without MPI but was started by mpirun with ", launcher_world_size(),
                " ranks; rebuild with -Dmpi=enabled");
 #endif
-  if (options.segment_bytes == 0) options.segment_bytes = 1024 * 1024;
+  if (options.segment_bytes == 0) options.segment_bytes = default_segment_bytes(false);
   DiscoveredWorld world;
   world.transport = std::make_unique<LocalTransport>();
   return world;

@@ -29,18 +29,10 @@ namespace {
 struct Introduction {
   int32_t size = 0;
   uint32_t cores = 1;
-  uint64_t fields[7] = {};
+  uint64_t fields[kAgreedFields] = {};  // agreed_fields(), in its order
   char host[64] = {};
   ProcessIdentity process;  // for the departures: a peer on this machine is seen to end
 };
-
-size_t* agreed_fields(CommOptions& o, size_t i) {
-  size_t* fields[] = {
-      &o.segment_bytes,           &o.recursive_doubling_max_bytes, &o.chain_broadcast_min_bytes,
-      &o.rabenseifner_max_bytes,  &o.shared_memory_max_bytes,      &o.shared_memory_scatter_min_bytes,
-      &o.shared_memory_slot_bytes};
-  return fields[i];
-}
 
 // The host as the hierarchical all-reduce sees it: the machine's name, or with
 // RINGDP_RANKS_PER_HOST=k every k consecutive ranks (as under MPI).
@@ -57,7 +49,8 @@ std::vector<Introduction> introduce(OutOfBand& oob, CommOptions& options, int as
   mine.size = asked_size;
   mine.cores = std::max(1u, std::thread::hardware_concurrency());
   mine.process = this_process();
-  for (size_t i = 0; i < std::size(mine.fields); ++i) mine.fields[i] = *agreed_fields(options, i);
+  const auto fields = agreed_fields(options);
+  for (size_t i = 0; i < kAgreedFields; ++i) mine.fields[i] = *fields[i];
   const std::string host = host_of(oob.rank());
   std::strncpy(mine.host, host.c_str(), sizeof mine.host - 1);
   const auto blobs = oob.all_gather(std::span(reinterpret_cast<const char*>(&mine), sizeof mine));
@@ -104,18 +97,18 @@ Layout lay_out(const std::vector<Introduction>& all, int rank) {
   return layout;
 }
 
-// Ranks that share cores progress only while scheduled: small segments keep each time slice
-// useful (as under MPI). Each rank's unset segment is resolved for its own host, then every rank
-// takes the minimum of each field over ranks.
+// Each rank's unset segment is resolved for its own host, then every rank takes the minimum of
+// each agreed field over ranks (comm/comm_options.h), as under MPI.
 void agree(CommOptions& options, const std::vector<Introduction>& all, const Layout& layout) {
-  for (size_t i = 0; i < std::size(all[0].fields); ++i) {
+  const auto fields = agreed_fields(options);
+  for (size_t i = 0; i < kAgreedFields; ++i) {
     uint64_t least = UINT64_MAX;
     for (size_t r = 0; r < all.size(); ++r) {
       uint64_t v = all[r].fields[i];
-      if (i == 0 && v == 0) v = layout.crowded(all, static_cast<int>(r)) ? 64 * 1024 : 1024 * 1024;  // unset
+      if (i == 0 && v == 0) v = default_segment_bytes(layout.crowded(all, static_cast<int>(r)));  // unset
       least = std::min(least, v);
     }
-    *agreed_fields(options, i) = static_cast<size_t>(least);
+    *fields[i] = static_cast<size_t>(least);
   }
 }
 

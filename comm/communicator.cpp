@@ -135,7 +135,7 @@ void Communicator::leave(const std::string& why) {
   departures->stop_listening();
   // Collective when `free`: every rank is here, and each frees in the same order.
   state.shared_allocations_.release(free);
-  if (state.shared_slots_) state.shared_slots_->release(free);
+  if (state.shared_slots_) state.shared_slots_->release(free || !state.shared_slots_->collective_release());
 }
 
 void Communicator::await_peers(std::unique_lock<std::mutex>& exec_lock) {

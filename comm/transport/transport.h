@@ -155,7 +155,7 @@ class Transport {
   /// need the sender's calls to deliver a message whose send has completed (MPICH's shared
   /// memory does): a rank that spins on shared memory must keep calling it.
   virtual void progress() {}
-  /// After a collective failed: ends what it left posted (receives into the caller's tensors,
+  /// After a call failed: ends what a collective left posted (receives into the caller's tensors,
   /// sends reading them), where the library lets it (UCX: UcxTransport::abandon_pending). MPI's
   /// requests are left: cancelling a send is unreliable there.
   virtual void abandon_pending() {}

@@ -117,9 +117,11 @@ void agree(CommOptions& options, const std::vector<Introduction>& all, const Lay
 // the shared-memory slots, in a segment of their own. Every rank decides alike, from what all sent.
 void add_shared_slots(UcxTransport& transport, const std::vector<Introduction>& all,
                       const CommOptions& options, bool yield) {
-  const bool one_machine = std::all_of(all.begin(), all.end(), [&](const Introduction& i) {
-    return std::strncmp(i.process.boot_id, all[0].process.boot_id, sizeof i.process.boot_id) == 0;
-  });
+  // An unknown boot id (no /proc of its own) says nothing: no slots then.
+  const bool one_machine =
+      all[0].process.boot_id[0] && std::all_of(all.begin(), all.end(), [&](const Introduction& i) {
+        return std::strncmp(i.process.boot_id, all[0].process.boot_id, sizeof i.process.boot_id) == 0;
+      });
   if (one_machine && all.size() > 1 && options.shared_memory_max_bytes > 0)
     transport.set_shared_slots(
         segment_slots(transport.out_of_band(), options.shared_memory_slot_bytes, yield));

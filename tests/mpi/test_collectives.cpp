@@ -687,6 +687,27 @@ TEST_CASE("recv_any of a shorter message, asynchronous, names its sender", "[.re
   recv_any_of_other_length(2, true);
 }
 
+TEST_CASE("an asynchronous recv is served after another recv between the same ranks fails",
+          "[collectives][p2p]") {
+  // A receive that fails (a longer message) ends its own request only: the UCX transport once ended
+  // every request it had pending, and the earlier asynchronous recv's Work then tested a released
+  // request (a use after free; the review of 2026-12-06).
+  auto& comm = world();
+  if (comm.size() >= 2 && comm.rank() == 1) {
+    comm.send(full({4}, 7.0), 0, 6);
+    comm.send(full({3}, 5.0), 0, 5);
+  }
+  if (comm.size() >= 2 && comm.rank() == 0) {
+    Tensor later = zeros({3});
+    comm::Work work = comm.recv(later, 1, 5, {.async = true});
+    Tensor small = zeros({2});
+    REQUIRE_THROWS_WITH(comm.recv(small, 1, 6), Catch::Contains("longer message"));
+    work.wait();
+    REQUIRE(later.to_vector() == full({3}, 5.0).to_vector());
+  }
+  comm.barrier();
+}
+
 TEST_CASE("send/recv between two ranks leaves the others' collectives in step", "[collectives][p2p]") {
   // Only ranks 0 and 1 exchange; the rest go straight to the all_reduce, whose tags must still
   // match theirs (with 2 ranks everyone takes part, so this can only fail with 3 or more).

@@ -5,10 +5,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -33,16 +33,27 @@ std::string create_segment(int ranks, size_t region, size_t slot_bytes) {
       "lower RINGDP_SHM_SLOT_BYTES, or set RINGDP_SHM_MAX_BYTES=0 for no slots (all-reduces then run over "
       "UCX's messages)");
   if (!problem.empty()) return "error:" + problem;
-  static std::atomic<int> made{0};
-  const std::string name = detail::concat("/ringdp-", getpid(), "-", ++made);
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  // A random part: containers that share /dev/shm (--ipc=host) but not PIDs may have the same pid.
+  std::random_device random;
+  std::string name;
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 8; ++tries) {
+    char part[20];
+    std::snprintf(part, sizeof part, "%08x%08x", random(), random());
+    name = detail::concat("/ringdp-", getpid(), "-", part);
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) return "error:" + errno_text("shm_open") + " (" + name + ")";
-  const bool sized = ftruncate(fd, static_cast<off_t>(region * static_cast<size_t>(ranks))) == 0;
-  const std::string why = sized ? "" : errno_text("ftruncate");
+  // Its pages taken now: tmpfs gives them on first touch otherwise, and a /dev/shm that DataLoader
+  // workers fill later would end a rank with SIGBUS in the middle of an all-reduce.
+  const int placed = posix_fallocate(fd, 0, static_cast<off_t>(region * static_cast<size_t>(ranks)));
   close(fd);
-  if (!sized) {
+  if (placed != 0) {
     shm_unlink(name.c_str());
-    return "error:" + why + " (" + name + ")";
+    return detail::concat("error:posix_fallocate of ", shm_bytes_text(region * static_cast<size_t>(ranks)),
+                          " in ", name, ": ", std::strerror(placed),
+                          " (/dev/shm is full: set RINGDP_SHM_MAX_BYTES=0 for no slots, or make it larger)");
   }
   return "ok:" + name;
 }
@@ -60,16 +71,15 @@ void* map_segment(const std::string& name, size_t bytes, std::string& why) {
   return base == MAP_FAILED ? nullptr : base;
 }
 
-// Whether every rank said it mapped the segment; rank 0 names the first that did not.
+// Whether every rank said it mapped the segment; under RINGDP_DEBUG=INFO a rank that could not says
+// why.
 bool every_rank_mapped(const std::vector<std::vector<char>>& said, int rank, const std::string& name,
                        const std::string& why) {
-  for (size_t r = 0; r < said.size(); ++r) {
-    if (said[r].size() == 1 && said[r][0] == 1) continue;
-    if (rank == 0 && debug_level() != DebugLevel::off)
-      std::fprintf(stderr, "ringdp: no shared-memory slots: rank %zu could not map %s%s%s\n", r, name.c_str(),
-                   static_cast<int>(r) == rank ? ": " : "", static_cast<int>(r) == rank ? why.c_str() : "");
-    return false;  // the slots' destructor unmaps this rank's view
-  }
+  if (!why.empty() && debug_level() != DebugLevel::off)
+    std::fprintf(stderr, "ringdp: rank %d: no shared-memory slots: could not map %s: %s\n", rank,
+                 name.c_str(), why.c_str());
+  for (const auto& s : said)
+    if (s.size() != 1 || s[0] != 1) return false;  // the slots' destructor unmaps this rank's view
   return true;
 }
 

@@ -20,8 +20,9 @@
 namespace ringdp::comm {
 
 /// Collective over `oob`'s ranks, which must all run on this host: the slots (slot_bytes each,
-/// SharedSlots's contract), or null where some rank could not map the segment. An Error, the same
-/// on every rank, when /dev/shm has too little space or rank 0 cannot create the segment.
+/// SharedSlots's contract), or null where some rank could not map the segment. An Error on every
+/// rank, giving rank 0's reason, when /dev/shm has too little space or rank 0 cannot create the
+/// segment (or take its pages: they are allocated at once, not at first touch).
 std::unique_ptr<SharedSlots> segment_slots(OutOfBand& oob, size_t slot_bytes, bool yield_while_waiting);
 
 }  // namespace ringdp::comm

@@ -1,12 +1,14 @@
 // UcxRequests: the UCX requests of a transport's sends and receives that have not ended, so that
-// a collective that fails can end them (UcxTransport::abandon_pending): its receives would
+// a call that fails can end its own (UcxTransport::abandon_pending, wait_all): its receives would
 // otherwise stay posted into tensors their owner may free, and be written there by a late peer's
 // message on a later progress (the departures', the endpoints' close); a send under way reads its
-// tensor until it ends. Few are pending at a time (a collective's current steps).
+// tensor until it ends. A user's asynchronous send or receive is held by its Work across calls and
+// is ended only by that Work's own failed wait, or at the transport's teardown. Few are pending at a
+// time (a collective's current steps, a user's outstanding sends and receives).
 #pragma once
 
 #include <chrono>
-#include <utility>
+#include <functional>
 #include <vector>
 
 #include "config.h"
@@ -18,17 +20,23 @@ namespace ringdp::comm {
 
 class UcxRequests {
  public:
-  /// A request that UCX works on (a receive, or a send).
-  void add(void* request, bool receive) { pending_.emplace_back(request, receive); }
+  struct Entry {
+    void* request;
+    bool receive;
+    bool user;  ///< a user's send or receive (send/recv), not a collective's step
+  };
+  /// A request that UCX works on.
+  void add(void* request, bool receive, bool user) { pending_.push_back(Entry{request, receive, user}); }
   /// Takes an ended request off the list (before its owner releases it).
   void forget(void* request);
-  /// Cancels every receive (one a message has matched goes on), drives `worker` until each
-  /// request has ended, for at most `bound` (a peer that is gone may never take a send), and
-  /// releases them all.
-  void abandon(ucp_worker_h worker, std::chrono::milliseconds bound);
+  /// Ends the requests `chosen` picks: cancels the receives (one a message has matched goes on),
+  /// drives `worker` until each has ended, for at most `bound` (a peer that is gone may never take
+  /// a send), and releases them.
+  void abandon(ucp_worker_h worker, std::chrono::milliseconds bound,
+               const std::function<bool(const Entry&)>& chosen);
 
  private:
-  std::vector<std::pair<void*, bool>> pending_;  // true: a receive
+  std::vector<Entry> pending_;
 };
 
 }  // namespace ringdp::comm

@@ -143,7 +143,8 @@ void UcxTransport::set_shared_slots(std::unique_ptr<SharedSlots> slots) { slots_
 
 void UcxTransport::release() {
   if (in_forked_child()) return;  // the parent's worker: nothing of it is this process's to close
-  if (worker_) abandon_pending();
+  if (worker_)
+    pending_.abandon(worker_, std::chrono::seconds(1), [](const UcxRequests::Entry&) { return true; });
   // A flush lets the last eager messages leave; a peer that is gone never acknowledges it, so the
   // flush has a bound, and a close still pending then is handed back to UCX unfinished.
   std::vector<void*> closing;
@@ -178,7 +179,7 @@ Request UcxTransport::isend(int peer, const void* data, size_t bytes, int tag) {
   RINGDP_CHECK(!UCS_PTR_IS_ERR(request), "rank ", rank_, " could not send ", bytes, " bytes of ",
                describe_tag(tag), " to rank ", peer, ": UCX says ",
                ucs_status_string(UCS_PTR_STATUS(request)));
-  if (request) pending_.add(request, false);
+  if (request) pending_.add(request, false, tag >= kUserTagBase);
   return Request{.handle = reinterpret_cast<uintptr_t>(request), .peer = peer, .tag = tag, .bytes = bytes};
 }
 
@@ -202,7 +203,7 @@ Request UcxTransport::irecv(int peer, void* data, size_t bytes, int tag) {
   void* request = ucp_tag_recv_nbx(worker_, data, bytes, want, mask, &param);
   RINGDP_CHECK(request && !UCS_PTR_IS_ERR(request), "rank ", rank_, " could not receive ", describe_tag(tag),
                " from rank ", peer, ": UCX says ", ucs_status_string(UCS_PTR_STATUS(request)));
-  pending_.add(request, true);
+  pending_.add(request, true, user);
   return Request{.handle = reinterpret_cast<uintptr_t>(request),
                  .peer = peer,
                  .tag = tag,
@@ -323,13 +324,24 @@ void UcxTransport::wait_all(std::span<Request> requests) {
       if (slept || (polls & 255u) == 255u) late = deadline_passed();
     }
   } catch (...) {
-    for (Request& r : requests) r.handle = 0;  // released with the rest: the collective has failed
-    abandon_pending();
+    // This wait's own requests, a user's too: the call they belong to has failed.
+    std::vector<void*> mine;
+    for (Request& r : requests) {
+      if (r.handle) mine.push_back(ucx_request(r));
+      r.handle = 0;
+    }
+    pending_.abandon(worker_, std::chrono::seconds(1), [&](const UcxRequests::Entry& e) {
+      return std::find(mine.begin(), mine.end(), e.request) != mine.end();
+    });
     throw;
   }
 }
 
-void UcxTransport::abandon_pending() { pending_.abandon(worker_, std::chrono::seconds(1)); }
+void UcxTransport::abandon_pending() {
+  // A collective's steps run one at a time, so every collective request still pending is the failed
+  // call's; a user's asynchronous send or receive belongs to its own Work.
+  pending_.abandon(worker_, std::chrono::seconds(1), [](const UcxRequests::Entry& e) { return !e.user; });
+}
 
 void UcxTransport::reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) {
   kernels::reduce_into_cpu(dst, src, count, dtype, op);

@@ -63,8 +63,9 @@ class UcxTransport final : public Transport {
   void reduce_into(void* dst, const void* src, int64_t count, DType dtype, ReduceOp op) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void progress() override { ucp_worker_progress(worker_); }
-  /// Cancels every receive still posted and ends every send still under way (bounded), so that
-  /// nothing a failed collective posted touches its tensors later.
+  /// Cancels the collective receives still posted and ends the collective sends still under way
+  /// (bounded), so that nothing a failed collective posted touches its tensors later; a user's
+  /// asynchronous sends and receives are left to their Work.
   void abandon_pending() override;
   int tag_upper_bound() const override {
     return bootstrap_ ? bootstrap_->tag_upper_bound() : Transport::tag_upper_bound();

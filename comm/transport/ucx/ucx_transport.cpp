@@ -2,10 +2,15 @@
 #include "comm/transport/ucx/ucx_transport.h"
 
 #if RINGDP_HAVE_UCX
+#include <ucs/debug/log_def.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/envelope.h"
@@ -18,6 +23,21 @@
 namespace ringdp::comm {
 
 namespace {
+
+// UCX writes its log to standard output unless UCX_LOG_FILE says otherwise: a program's output
+// (`python3 train.py | tail -n 2`) then ends with UCX's lines instead of its own (the docs suite's
+// seed_fixed.py --spawn lost its last two lines so, once). Its lines go to standard error here,
+// marked as UCX's, and UCX_LOG_LEVEL still chooses which.
+ucs_log_func_rc_t log_to_stderr(const char* file, unsigned line, const char*, ucs_log_level_t level,
+                                const ucs_log_component_config_t* component, const char* format, va_list ap) {
+  if (level > component->log_level) return UCS_LOG_FUNC_RC_CONTINUE;
+  char message[512];
+  std::vsnprintf(message, sizeof message, format, ap);
+  const char* base = std::strrchr(file, '/');
+  std::fprintf(stderr, "ringdp: UCX %s (%s:%u): %s\n", ucs_log_level_names[level], base ? base + 1 : file,
+               line, message);
+  return UCS_LOG_FUNC_RC_STOP;
+}
 
 void ucx_check(ucs_status_t status, const char* call) {
   RINGDP_CHECK(status == UCS_OK, "UCX: ", call, " failed: ", ucs_status_string(status),
@@ -58,6 +78,10 @@ UcxTransport::UcxTransport(std::unique_ptr<OutOfBand> out_of_band, std::chrono::
 }
 
 void UcxTransport::open(std::chrono::milliseconds timeout) {
+  static std::once_flag log_handler;
+  std::call_once(log_handler, [] {
+    if (!std::getenv("UCX_LOG_FILE")) ucs_log_push_handler(log_to_stderr);
+  });
   ucp_config_t* config = nullptr;
   ucx_check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
   // Eager messages only, unless UCX_RNDV_THRESH says otherwise. A rendezvous send completes when

@@ -693,8 +693,12 @@ TEST_CASE("an asynchronous recv is served after another recv between the same ra
   // every request it had pending, and the earlier asynchronous recv's Work then tested a released
   // request (a use after free; the review of 2026-12-06).
   auto& comm = world();
+  // Rank 1 sends the awaited message only once told the failure is over: the receive is still
+  // posted, unmatched, when the other one fails.
   if (comm.size() >= 2 && comm.rank() == 1) {
     comm.send(full({4}, 7.0), 0, 6);
+    Tensor go = zeros({1});
+    comm.recv(go, 0, 7);
     comm.send(full({3}, 5.0), 0, 5);
   }
   if (comm.size() >= 2 && comm.rank() == 0) {
@@ -702,6 +706,7 @@ TEST_CASE("an asynchronous recv is served after another recv between the same ra
     comm::Work work = comm.recv(later, 1, 5, {.async = true});
     Tensor small = zeros({2});
     REQUIRE_THROWS_WITH(comm.recv(small, 1, 6), Catch::Contains("longer message"));
+    comm.send(zeros({1}), 1, 7);
     work.wait();
     REQUIRE(later.to_vector() == full({3}, 5.0).to_vector());
   }

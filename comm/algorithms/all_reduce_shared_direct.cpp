@@ -60,23 +60,29 @@ std::string describe(const Announcement& a) {
                         a.output.allocation);
 }
 
-void check_announcement_fields(CollectiveContext& ctx, const SharedSlots& slots, int r,
+void check_announcement_fields(CollectiveContext& ctx, const SharedSlots& slots, int r, uint64_t round,
                                const Announcement& mine) {
-  RINGDP_CHECK(slots.tag(r) == ctx.tag, "rank ", ctx.rank(), " is in ", describe_tag(ctx.tag), " but rank ",
-               r, " published a part of ", describe_tag(slots.tag(r)),
+  RINGDP_CHECK(slots.tag(r, round) == ctx.tag, "rank ", ctx.rank(), " is in ", describe_tag(ctx.tag),
+               " but rank ", r, " published a part of ", describe_tag(slots.tag(r, round)),
                ": the ranks called different collectives");
-  RINGDP_CHECK(slots.bytes(r) & kDirectPartBit, "all_reduce: rank ", ctx.rank(),
+  RINGDP_CHECK(slots.bytes(r, round) & kDirectPartBit, "all_reduce: rank ", ctx.rank(),
                "'s tensors lie in shared allocations (Communicator::allocate_shared) but rank ", r,
                "'s do not; every rank must pass shared tensors, or none");
   Announcement theirs;
-  std::memcpy(&theirs, slots.part(r), sizeof theirs);
+  std::memcpy(&theirs, slots.part(r, round), sizeof theirs);
   RINGDP_CHECK(theirs == mine, "all_reduce: rank ", ctx.rank(), " passed ", describe(mine), " but rank ", r,
                " passed ", describe(theirs), "; every rank must pass the same place of the same allocation");
 }
 
 // Every rank compares every announcement: all refuse alike, in step (comm/refused_alike.h).
-void check_announcement(CollectiveContext& ctx, const SharedSlots& slots, int r, const Announcement& mine) {
-  refused_alike([&] { check_announcement_fields(ctx, slots, r, mine); });
+void check_announcement(CollectiveContext& ctx, SharedSlots& slots, int r, uint64_t round,
+                        const Announcement& mine) {
+  try {
+    refused_alike([&] { check_announcement_fields(ctx, slots, r, round, mine); });
+  } catch (const RefusedAlike&) {
+    slots.refused(round);
+    throw;
+  }
 }
 
 // Stores that bypass the cache where the target is 16-byte aligned (chunks start on a 64-byte
@@ -143,12 +149,16 @@ void all_reduce_shared_direct(CollectiveContext& ctx, SharedSlots& slots,
   const int N = slots.size(), me = ctx.rank();
   const Announcement mine{.input = input, .output = output, .count = count};
   ctx.enter_step(1, 2, Phase::reduce_scatter, -1, -1, -1, -1, "reduce");
+  // The slot this round takes is free once every rank has finished the round it held before.
+  for (int r = 0; r < N; ++r) wait_for_peer(ctx, slots, r, [&] { return slots.free_for_next(r); });
   std::memcpy(slots.begin_round(), &mine, sizeof mine);
-  slots.publish(ctx.tag, kDirectPartBit | sizeof mine);
+  const uint64_t round = slots.begun();
+  slots.publish(round, ctx.tag, kDirectPartBit | sizeof mine);
   for (int r = 0; r < N; ++r) {
-    wait_for_peer(ctx, slots, r, [&] { return slots.published(r); });
-    check_announcement(ctx, slots, r, mine);
+    wait_for_peer(ctx, slots, r, [&] { return slots.published(r, round); });
+    check_announcement(ctx, slots, r, round, mine);
   }
+  slots.finish(round);  // the announcements are all this rank reads of the slots
   // Kept from call to call: no allocation per collective.
   thread_local std::vector<const char*> inputs;
   thread_local std::vector<char*> outputs;
@@ -164,10 +174,10 @@ void all_reduce_shared_direct(CollectiveContext& ctx, SharedSlots& slots,
     ctx.trace_detail(detail::concat("reduce chunk ", me, " = elements [", begin, ", ", end,
                                     ") out of every rank's buffer into every rank's buffer"));
   reduce_chunk(ctx, inputs, outputs, begin, end, input == output);
-  slots.publish_reduced();
+  slots.publish_reduced(round);
   ctx.enter_step(2, 2, Phase::all_gather, -1, -1, -1, -1, "wait");
   for (int r = 0; r < N; ++r)
-    if (r != me) wait_for_peer(ctx, slots, r, [&] { return slots.reduced(r); });
+    if (r != me) wait_for_peer(ctx, slots, r, [&] { return slots.reduced(r, round); });
 }
 
 }  // namespace ringdp::comm

@@ -32,33 +32,46 @@ int run_rank(int rank, std::vector<void*> regions, int rounds, bool scattered) {
   SharedSlots slots(rank, std::move(regions), kSlotBytes, false, nullptr);
   const int N = slots.size();
   int wrong = 0;
+  // Publishes every round the ring has room for, as comm/algorithms/all_reduce_shared.cpp does
+  // while it waits: a fast rank fills its ring while a slow peer still reads the oldest slot.
+  const auto publish_ahead = [&] {
+    while (static_cast<int>(slots.begun()) < rounds) {
+      for (int r = 0; r < N; ++r)
+        if (!slots.free_for_next(r)) return;
+      auto* mine = static_cast<uint32_t*>(slots.begin_round());
+      const int k = static_cast<int>(slots.begun()), n = elements(rank, k);
+      for (int i = 0; i < n; ++i) mine[i] = value(rank, k, i);
+      slots.publish(slots.begun(), k, static_cast<size_t>(n) * sizeof(uint32_t));
+    }
+  };
   for (int k = 1; k <= rounds; ++k) {
-    auto* mine = static_cast<uint32_t*>(slots.begin_round());
-    const int n = elements(rank, k);
-    for (int i = 0; i < n; ++i) mine[i] = value(rank, k, i);
-    slots.publish(k, static_cast<size_t>(n) * sizeof(uint32_t));
+    for (publish_ahead(); static_cast<int>(slots.begun()) < k; publish_ahead()) sched_yield();
     for (int r = 0; r < N; ++r) {
-      while (!slots.published(r)) sched_yield();
+      while (!slots.published(r, k)) sched_yield();
       if (k % 13 == rank) sched_yield();  // a slow reader now and then: a fast peer runs ahead
-      wrong += slots.tag(r) != k;
-      wrong += slots.bytes(r) != static_cast<size_t>(elements(r, k)) * sizeof(uint32_t);
-      const auto* part = static_cast<const uint32_t*>(slots.part(r));
+      wrong += slots.tag(r, k) != k;
+      wrong += slots.bytes(r, k) != static_cast<size_t>(elements(r, k)) * sizeof(uint32_t);
+      const auto* part = static_cast<const uint32_t*>(slots.part(r, k));
       const int n_r = elements(r, k);
       const int from = scattered ? chunk(n_r, N, rank) : 0, to = scattered ? chunk(n_r, N, rank + 1) : n_r;
       for (int i = from; i < to; ++i) wrong += part[i] != value(r, k, i);
     }
-    if (!scattered) continue;
-    for (int i = chunk(n, N, rank); i < chunk(n, N, rank + 1); ++i) mine[i] = reduced_value(rank, k, i);
-    slots.publish_reduced();
-    for (int r = 0; r < N; ++r) {
-      if (r == rank) continue;
-      while (!slots.reduced(r)) sched_yield();
-      if (k % 11 == rank) sched_yield();
-      const auto* part = static_cast<const uint32_t*>(slots.part(r));
-      const int n_r = elements(r, k);
-      for (int i = chunk(n_r, N, r); i < chunk(n_r, N, r + 1); ++i)
-        wrong += part[i] != reduced_value(r, k, i);
+    if (scattered) {
+      auto* mine = static_cast<uint32_t*>(slots.mine(k));
+      const int n = elements(rank, k);
+      for (int i = chunk(n, N, rank); i < chunk(n, N, rank + 1); ++i) mine[i] = reduced_value(rank, k, i);
+      slots.publish_reduced(k);
+      for (int r = 0; r < N; ++r) {
+        if (r == rank) continue;
+        while (!slots.reduced(r, k)) sched_yield();
+        if (k % 11 == rank) sched_yield();
+        const auto* part = static_cast<const uint32_t*>(slots.part(r, k));
+        const int n_r = elements(r, k);
+        for (int i = chunk(n_r, N, r); i < chunk(n_r, N, r + 1); ++i)
+          wrong += part[i] != reduced_value(r, k, i);
+      }
     }
+    slots.finish(k);
   }
   return wrong;
 }
@@ -69,7 +82,7 @@ TEST_CASE("shared slots: each rank reads every peer's part of every round, never
   const int N = GENERATE(1, 2, 3, 4);
   const bool scattered = GENERATE(false, true);
   constexpr int kRounds = 4000;
-  const size_t region = SharedSlots::region_bytes(kSlotBytes);
+  const size_t region = SharedSlots::region_bytes(kSlotBytes, N);
   // MAP_ANONYMOUS memory starts zeroed: every header reads round 0 before its rank starts.
   void* memory = mmap(nullptr, region * N, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   REQUIRE(memory != MAP_FAILED);

@@ -33,7 +33,7 @@ struct TwoRanks {
   TwoRanks() {
     std::vector<void*> regions;
     for (int r = 0; r < 2; ++r) {
-      memory.emplace_back(new char[SharedSlots::region_bytes(kSlotBytes)]());
+      memory.emplace_back(new char[SharedSlots::region_bytes(kSlotBytes, 2)]());
       regions.push_back(memory.back().get());
     }
     rank0 = std::make_unique<SharedSlots>(0, regions, kSlotBytes, false, nullptr);

@@ -152,17 +152,16 @@ void MpiTransport::enable_shared_slots(MPI_Comm node, size_t slot_bytes, bool yi
   int rank = 0, size = 1;
   RINGDP_MPI_CHECK(MPI_Comm_rank(node, &rank));
   RINGDP_MPI_CHECK(MPI_Comm_size(node, &size));
-  check_shm_space(node, SharedSlots::region_bytes(slot_bytes),
-                  detail::concat("ringdp's shared-memory slots (two of RINGDP_SHM_SLOT_BYTES=", slot_bytes,
-                                 " bytes per rank)"),
+  check_shm_space(node, SharedSlots::region_bytes(slot_bytes, size),
+                  SharedSlots::space_text(slot_bytes, size),
                   detail::concat("lower RINGDP_SHM_SLOT_BYTES (4096 needs ",
-                                 shm_bytes_text(SharedSlots::region_bytes(4096)),
+                                 shm_bytes_text(SharedSlots::region_bytes(4096, size)),
                                  " per rank), or set RINGDP_SHM_MAX_BYTES=0 for no slots (all-reduces then "
                                  "run over MPI's messages)"));
   void* base = nullptr;
   MPI_Win window = MPI_WIN_NULL;
-  RINGDP_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(SharedSlots::region_bytes(slot_bytes)), 1,
-                                           MPI_INFO_NULL, node, &base, &window));
+  RINGDP_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(SharedSlots::region_bytes(slot_bytes, size)),
+                                           1, MPI_INFO_NULL, node, &base, &window));
   // Plain loads and stores see each other only in the unified memory model. Every rank asks the
   // same MPI, so all agree on whether there are slots.
   int* model = nullptr;

@@ -2,17 +2,22 @@
 // these slots, the shared allocations behind Communicator::allocate_shared, the /dev/shm check.
 //
 // SharedSlots: an MPI-3 shared-memory window over the ranks of a job that runs on one host, in
-// which every rank owns two slots and uses them in alternate rounds. A round: each rank copies
+// which every rank owns a ring of `depth` slots, one per round in turn. A round: each rank copies
 // its part into its slot and publishes the round number (a release store); the others wait for
 // that number (acquire loads) and read the part in place. One cache-line handoff per peer
 // instead of MPI's message path: 0.11 us per exchange against MPI_Allreduce's 0.4 us on 2 ranks
 // here (docs/benchmarks.md). comm/algorithms/all_reduce_shared.cpp is the algorithm on top.
 //
-// Why two slots suffice: a rank writes round k + 2 into the slot of round k only after it has
-// finished round k + 1, which needs every peer's part of round k + 1, and a peer publishes that
-// only after it has finished reading round k. A scattered round (comm/algorithms/all_reduce_shared.cpp) adds
-// a second publication, of the reduced chunk a rank wrote back into its own slot; a rank finishes
-// such a round only after every peer's, which that peer makes after its reads of the round before.
+// Why a ring, not two slots used in turn: with two, every round is a rendezvous, and on a host
+// where other work runs a rank often waits for a peer that is not scheduled: about a time slice
+// per round, 2.6 s of a 100 MB DDP step beside two busy loops (docs/lab/benchmarks.md, "Beside
+// two busy loops"). With a ring a rank that runs publishes rounds ahead and does every round whose
+// parts are there, so a descheduled peer costs a handoff per ring, not per round.
+//
+// When a slot may be written again: a rank begins round k + depth in the slot of round k only
+// once every rank (itself included) has said it finished reading round k (`finish`, a release
+// store the writer loads with acquire). A scattered round (comm/algorithms/all_reduce_shared.cpp)
+// adds a second publication, of the reduced chunk a rank wrote back into its own slot.
 //
 // Every part carries the collective's envelope (comm/transport/envelope.h: kind, dtype, sequence) and its
 // byte count, so ranks in different collectives are reported, as over MPI, instead of reading
@@ -28,21 +33,29 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace ringdp::comm {
 
 class SharedSlots {
  public:
-  /// The bytes of shared memory each rank's region needs (its header and two slots of
-  /// `slot_bytes`, the most one rank's part may hold in one round).
-  static size_t region_bytes(size_t slot_bytes);
+  /// Slots in each rank's ring with `ranks` ranks on the host and parts of up to `slot_bytes`:
+  /// the power of two that keeps a host's rings within about 12 MiB (2 ranks: 16 slots of 256
+  /// KiB), at least 2 and at most kMaxDepth. Every rank computes the same.
+  static int depth(size_t slot_bytes, int ranks);
+  static constexpr int kMaxDepth = 32;
+  /// The bytes of shared memory each rank's region needs: its header and its ring.
+  static size_t region_bytes(size_t slot_bytes, int ranks);
+  /// What the regions are, for an error that says /dev/shm is too small for them.
+  static std::string space_text(size_t slot_bytes, int ranks);
 
-  /// Over `regions[r]`, rank r's region (region_bytes(slot_bytes), mapped by every rank; every
-  /// rank passes the same slot_bytes, a multiple of 64). Zeroes this rank's header: the caller
-  /// orders that before any peer reads it (a barrier). `release` frees the shared memory when the
-  /// slots go (MpiTransport::enable_shared_slots: the MPI window, which every rank frees together;
-  /// shm_segment.h: this rank's mapping, which it unmaps alone: `collective_release` false).
+  /// Over `regions[r]`, rank r's region (region_bytes(slot_bytes, regions.size()), mapped by
+  /// every rank; every rank passes the same slot_bytes, a multiple of 64). Zeroes this rank's
+  /// header: the caller orders that before any peer reads it (a barrier). `release` frees the
+  /// shared memory when the slots go (MpiTransport::enable_shared_slots: the MPI window, which
+  /// every rank frees together; shm_segment.h: this rank's mapping, which it unmaps alone:
+  /// `collective_release` false).
   SharedSlots(int rank, std::vector<void*> regions, size_t slot_bytes, bool yield_while_waiting,
               std::function<void()> release, bool collective_release = true);
   ~SharedSlots();
@@ -59,24 +72,38 @@ class SharedSlots {
   int size() const { return static_cast<int>(peers_.size()); }
   /// Bytes one rank's part may hold in one round; a longer message takes several rounds.
   size_t slot_bytes() const { return slot_bytes_; }
+  int depth() const { return depth_; }
   /// Whether a wait should give the core away between polls (ranks outnumber cores).
   bool yield_while_waiting() const { return yield_; }
 
-  /// Starts the next round and returns where this rank writes its part (slot_bytes()).
+  /// Rounds this rank has begun; every rank begins the same ones, numbered from 1.
+  uint64_t begun() const { return round_; }
+  /// Whether rank r has finished reading the round whose slot the next round takes.
+  bool free_for_next(int r) const;
+  /// Begins round begun() + 1 (once free_for_next holds for every rank) and returns where this
+  /// rank writes its part (slot_bytes()).
   void* begin_round();
-  /// Publishes this rank's part of the round: `bytes` long, of the collective `tag` names.
-  void publish(int tag, size_t bytes);
-  /// Whether rank r has published its part of the current round.
-  bool published(int r) const;
-  /// The second half of a scattered round (comm/algorithms/all_reduce_shared.cpp): this rank has written
-  /// its reduced chunk back into its own slot, where the others copy it from.
-  void publish_reduced();
-  /// Whether rank r has published its reduced chunk of the current round.
-  bool reduced(int r) const;
-  /// Rank r's part of the current round, its envelope tag and byte count (once published).
-  const void* part(int r) const;
-  int tag(int r) const;
-  size_t bytes(int r) const;
+  /// Publishes this rank's part of `round`: `bytes` long, of the collective `tag` names.
+  void publish(uint64_t round, int tag, size_t bytes);
+  /// Whether rank r has published its part of `round`.
+  bool published(int r, uint64_t round) const;
+  /// The second half of a scattered round (comm/algorithms/all_reduce_shared.cpp): this rank has
+  /// written its reduced chunk of `round` back into its own slot, where the others copy it from.
+  void publish_reduced(uint64_t round);
+  /// Whether rank r has published its reduced chunk of `round`.
+  bool reduced(int r, uint64_t round) const;
+  /// This rank reads no slot of `round` or before any more: their writers may reuse them. In
+  /// round order.
+  void finish(uint64_t round);
+  /// Rank r's part of `round`, its envelope tag and byte count (once published).
+  const void* part(int r, uint64_t round) const;
+  /// This rank's own slot of `round`, where it writes its part and its reduced chunk.
+  void* mine(uint64_t round);
+  int tag(int r, uint64_t round) const;
+  size_t bytes(int r, uint64_t round) const;
+  /// After every rank refused `round` alike (comm/refused_alike.h): skips the rounds some rank
+  /// may have begun ahead of it, so that all begin the same next round, and frees them.
+  void refused(uint64_t round);
 
   /// Says which collective this rank is in now: its sequence number and envelope tag. A store to
   /// this rank's header, which peers read only when a wait has gone on a while.
@@ -87,20 +114,35 @@ class SharedSlots {
 
  private:
   struct Header;
+  struct Envelope;
+  // A slot is a line longer than its part, so that every slot begins on a line; the part begins
+  // right after the envelope, on the envelope's line.
+  static constexpr size_t kSlotHead = 64, kPartOffset = 16;
   struct Peer {
     Header* header;  // in the shared memory
-    char* data;  // two slots of slot_bytes_
+    char* data;  // depth_ slots, each kSlotHead + slot_bytes_ long: an Envelope, then the part
+    // Its `finished` as last loaded: it only grows, so a ring with room by this needs no load.
+    mutable uint64_t finished_seen;
   };
   const Header& header(int r) const { return *peers_[static_cast<size_t>(r)].header; }
-  int slot() const { return static_cast<int>(round_ & 1u); }
+  Header& my_header() { return *peers_[static_cast<size_t>(rank_)].header; }
+  // Where `round`'s slot of rank r's ring begins: its envelope, then its part.
+  char* slot_of(int r, uint64_t round) const {
+    return peers_[static_cast<size_t>(r)].data +
+           static_cast<size_t>(round & static_cast<uint64_t>(depth_ - 1)) * (kSlotHead + slot_bytes_);
+  }
+  Envelope& envelope_of(int r, uint64_t round) const {
+    return *reinterpret_cast<Envelope*>(slot_of(r, round));
+  }
 
   int rank_;
   std::vector<Peer> peers_;
   size_t slot_bytes_;
+  int depth_;
   bool yield_;
   std::function<void()> release_;
   bool collective_release_;
-  uint64_t round_ = 0;  // rounds begun; every rank begins the same ones
+  uint64_t round_ = 0;  // rounds begun
 };
 
 }  // namespace ringdp::comm

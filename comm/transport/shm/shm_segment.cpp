@@ -27,9 +27,7 @@ std::string errno_text(const char* call) { return detail::concat(call, ": ", std
 // Rank 0's part: the segment created and sized, or why not. "ok:NAME" or "error:TEXT".
 std::string create_segment(int ranks, size_t region, size_t slot_bytes) {
   const std::string problem = shm_space_problem(
-      shm_free_bytes(), ranks, region,
-      detail::concat("ringdp's shared-memory slots (two of RINGDP_SHM_SLOT_BYTES=", slot_bytes,
-                     " bytes per rank)"),
+      shm_free_bytes(), ranks, region, SharedSlots::space_text(slot_bytes, ranks),
       "lower RINGDP_SHM_SLOT_BYTES, or set RINGDP_SHM_MAX_BYTES=0 for no slots (all-reduces then run over "
       "UCX's messages)");
   if (!problem.empty()) return "error:" + problem;
@@ -88,7 +86,7 @@ bool every_rank_mapped(const std::vector<std::vector<char>>& said, int rank, con
 std::unique_ptr<SharedSlots> segment_slots(OutOfBand& oob, size_t slot_bytes, bool yield_while_waiting) {
   const int rank = oob.rank(), ranks = oob.size();
   // Page-aligned regions, as MPI's windows give: each header then sits at the same offset everywhere.
-  const size_t region = (SharedSlots::region_bytes(slot_bytes) + kPage - 1) / kPage * kPage;
+  const size_t region = (SharedSlots::region_bytes(slot_bytes, ranks) + kPage - 1) / kPage * kPage;
   const size_t bytes = region * static_cast<size_t>(ranks);
   const std::string made = rank == 0 ? create_segment(ranks, region, slot_bytes) : std::string();
   std::string name = made.rfind("ok:", 0) == 0 ? made.substr(3) : "";  // rank 0's, until the exchange

@@ -41,7 +41,11 @@ constexpr Setting kTable[] = {
     {shm_scatter_min_bytes, "RINGDP_SHM_SCATTER_MIN_BYTES", number, "16384", "a number of bytes",
      "a shared-memory round this long or longer is scattered (each rank reduces 1/N of it)"},
     {shm_slot_bytes, "RINGDP_SHM_SLOT_BYTES", number, "262144", "a positive multiple of 64",
-     "the most one rank's part holds in one shared-memory round", Reader::library, 64, UINT64_MAX, 64},
+     "the most one rank's part holds in one shared-memory round; each rank's ring holds the power of two "
+     "of rounds, 2 to 32, nearest below 12 MiB / (ranks on the host x this): /dev/shm needs up to about 12 "
+     "MiB "
+     "a host, more with larger slots",
+     Reader::library, 64, UINT64_MAX, 64},
     {chain_min_bytes, "RINGDP_CHAIN_MIN_BYTES", number, "8388608", "a number of bytes",
      "auto broadcast: the binomial tree below this size, the pipelined chain from it"},
     {ranks_per_host, "RINGDP_RANKS_PER_HOST", number, "0", "a number of ranks, 0 = the real hosts",

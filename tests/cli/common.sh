@@ -39,11 +39,12 @@ run_app() {
 # failing with EFBIG ("File too large"), as a full disk's fail with ENOSPC: a file-size limit needs
 # neither root nor a mount. SIGXFSZ is ignored (and stays so across exec) so that the write reports
 # the error instead of the signal killing the rank. The limit would also stop the MPIs' own
-# shared-memory files, so both talk over TCP here and ringdp's shared slots are made small.
+# shared-memory files, so both talk over TCP here and ringdp makes no shared slots (its window is a
+# file too: a ring of slots, 8.6 KB even at 64 B a slot).
 run_app_limited() {
   local kib=$1
   shift
   rank_prefix=(bash -c "trap '' XFSZ; ulimit -f $kib; exec \"\$@\"" limited)
-  OMPI_MCA_btl=self,tcp UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1 RINGDP_SHM_SLOT_BYTES=64 run_app "$@"
+  OMPI_MCA_btl=self,tcp UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1 RINGDP_SHM_MAX_BYTES=0 run_app "$@"
   rank_prefix=()
 }

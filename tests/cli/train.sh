@@ -264,7 +264,7 @@ PY
     cp "$work/ck.bin" "$work/ck.before"
     # The checkpoint is some 60 KB: writes past 8 KiB end the rank at its next save.
     rank_prefix=(bash -c "ulimit -f 8; exec \"\$@\"" limited)
-    OMPI_MCA_btl=self,tcp UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1 RINGDP_SHM_SLOT_BYTES=64 run 2 "${job[@]}"
+    OMPI_MCA_btl=self,tcp UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1 RINGDP_SHM_MAX_BYTES=0 run 2 "${job[@]}"
     rank_prefix=()
     [ $rc -ne 0 ] || fail "the job killed during its save ended with exit 0: $out"
     grep -q '^epoch 3/4' <<<"$out" || fail "the job did not reach its save after epoch 3: $out"

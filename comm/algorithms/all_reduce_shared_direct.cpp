@@ -60,16 +60,22 @@ std::string describe(const Announcement& a) {
                         a.output.allocation);
 }
 
+// The announcement is a call's only round (SharedSlots::Placement).
+constexpr auto kLone = SharedSlots::Placement::lone;
+
 void check_announcement_fields(CollectiveContext& ctx, const SharedSlots& slots, int r, uint64_t round,
                                const Announcement& mine) {
-  RINGDP_CHECK(slots.tag(r, round) == ctx.tag, "rank ", ctx.rank(), " is in ", describe_tag(ctx.tag),
-               " but rank ", r, " published a part of ", describe_tag(slots.tag(r, round)),
+  RINGDP_CHECK(slots.placed(r, round, kLone), "all_reduce: rank ", ctx.rank(),
+               "'s tensors lie in shared allocations (Communicator::allocate_shared) but rank ", r,
+               "'s do not; every rank must pass shared tensors, or none");
+  RINGDP_CHECK(slots.tag(r, round, kLone) == ctx.tag, "rank ", ctx.rank(), " is in ", describe_tag(ctx.tag),
+               " but rank ", r, " published a part of ", describe_tag(slots.tag(r, round, kLone)),
                ": the ranks called different collectives");
-  RINGDP_CHECK(slots.bytes(r, round) & kDirectPartBit, "all_reduce: rank ", ctx.rank(),
+  RINGDP_CHECK(slots.bytes(r, round, kLone) & kDirectPartBit, "all_reduce: rank ", ctx.rank(),
                "'s tensors lie in shared allocations (Communicator::allocate_shared) but rank ", r,
                "'s do not; every rank must pass shared tensors, or none");
   Announcement theirs;
-  std::memcpy(&theirs, slots.part(r, round), sizeof theirs);
+  std::memcpy(&theirs, slots.part(r, round, kLone), sizeof theirs);
   RINGDP_CHECK(theirs == mine, "all_reduce: rank ", ctx.rank(), " passed ", describe(mine), " but rank ", r,
                " passed ", describe(theirs), "; every rank must pass the same place of the same allocation");
 }
@@ -150,8 +156,8 @@ void all_reduce_shared_direct(CollectiveContext& ctx, SharedSlots& slots,
   const Announcement mine{.input = input, .output = output, .count = count};
   ctx.enter_step(1, 2, Phase::reduce_scatter, -1, -1, -1, -1, "reduce");
   // The slot this round takes is free once every rank has finished the round it held before.
-  for (int r = 0; r < N; ++r) wait_for_peer(ctx, slots, r, [&] { return slots.free_for_next(r); });
-  std::memcpy(slots.begin_round(), &mine, sizeof mine);
+  for (int r = 0; r < N; ++r) wait_for_peer(ctx, slots, r, [&] { return slots.free_for_next(r, kLone); });
+  std::memcpy(slots.begin_round(kLone), &mine, sizeof mine);
   const uint64_t round = slots.begun();
   slots.publish(round, ctx.tag, kDirectPartBit | sizeof mine);
   for (int r = 0; r < N; ++r) {

@@ -34,11 +34,12 @@ int run_rank(int rank, std::vector<void*> regions, int rounds, bool scattered) {
   int wrong = 0;
   // Publishes every round the ring has room for, as comm/algorithms/all_reduce_shared.cpp does
   // while it waits: a fast rank fills its ring while a slow peer still reads the oldest slot.
+  const auto placement = scattered ? SharedSlots::Placement::scattered : SharedSlots::Placement::whole;
   const auto publish_ahead = [&] {
     while (static_cast<int>(slots.begun()) < rounds) {
       for (int r = 0; r < N; ++r)
-        if (!slots.free_for_next(r)) return;
-      auto* mine = static_cast<uint32_t*>(slots.begin_round());
+        if (!slots.free_for_next(r, placement)) return;
+      auto* mine = static_cast<uint32_t*>(slots.begin_round(placement));
       const int k = static_cast<int>(slots.begun()), n = elements(rank, k);
       for (int i = 0; i < n; ++i) mine[i] = value(rank, k, i);
       slots.publish(slots.begun(), k, static_cast<size_t>(n) * sizeof(uint32_t));
@@ -49,15 +50,15 @@ int run_rank(int rank, std::vector<void*> regions, int rounds, bool scattered) {
     for (int r = 0; r < N; ++r) {
       while (!slots.published(r, k)) sched_yield();
       if (k % 13 == rank) sched_yield();  // a slow reader now and then: a fast peer runs ahead
-      wrong += slots.tag(r, k) != k;
-      wrong += slots.bytes(r, k) != static_cast<size_t>(elements(r, k)) * sizeof(uint32_t);
-      const auto* part = static_cast<const uint32_t*>(slots.part(r, k));
+      wrong += slots.tag(r, k, placement) != k;
+      wrong += slots.bytes(r, k, placement) != static_cast<size_t>(elements(r, k)) * sizeof(uint32_t);
+      const auto* part = static_cast<const uint32_t*>(slots.part(r, k, placement));
       const int n_r = elements(r, k);
       const int from = scattered ? chunk(n_r, N, rank) : 0, to = scattered ? chunk(n_r, N, rank + 1) : n_r;
       for (int i = from; i < to; ++i) wrong += part[i] != value(r, k, i);
     }
     if (scattered) {
-      auto* mine = static_cast<uint32_t*>(slots.mine(k));
+      auto* mine = static_cast<uint32_t*>(slots.mine(k, placement));
       const int n = elements(rank, k);
       for (int i = chunk(n, N, rank); i < chunk(n, N, rank + 1); ++i) mine[i] = reduced_value(rank, k, i);
       slots.publish_reduced(k);
@@ -65,7 +66,7 @@ int run_rank(int rank, std::vector<void*> regions, int rounds, bool scattered) {
         if (r == rank) continue;
         while (!slots.reduced(r, k)) sched_yield();
         if (k % 11 == rank) sched_yield();
-        const auto* part = static_cast<const uint32_t*>(slots.part(r, k));
+        const auto* part = static_cast<const uint32_t*>(slots.part(r, k, placement));
         const int n_r = elements(r, k);
         for (int i = chunk(n_r, N, r); i < chunk(n_r, N, r + 1); ++i)
           wrong += part[i] != reduced_value(r, k, i);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstring>
 #include <new>
 
 #include "comm/transport/envelope.h"
@@ -11,26 +12,31 @@
 
 namespace ringdp::comm {
 
-// One rank's header: its counters on a cache line of their own, so that peers polling them do
-// not share a line with a part being written; the envelope of each slot of its ring after them.
+// One rank's header. The first line is what a peer waits on: the rounds published and reduced
+// and the slot each round holds, written only when a round is published or reduced, so that a
+// reader that saw a round finds its slot there. What is written more often and read rarely is
+// on a second line: the round this rank finished (every round), what it calls now (every
+// collective).
 struct alignas(64) SharedSlots::Header {
   // Rounds, each the last one this rank did (atomic_ref: other processes read them).
   uint64_t published;  // published its part
   uint64_t reduced;  // published its reduced chunk (scattered rounds)
+  // The envelopes of lone rounds, by round mod 2. Safe to rewrite two rounds later: a lone round
+  // is a whole call, so a rank begins round k + 2 only after every peer published k + 1, which
+  // each did only after it finished its call of round k.
+  int32_t lone_tag[2];
+  uint64_t lone_bytes[2];
+  // The slot of the ring each round holds, by round mod depth. Rewritten only depth rounds later,
+  // once every rank has finished the round before.
+  uint8_t slot_of[kMaxDepth];
+  // Read the last of the others' slots: read by a peer only when what it saw is not enough.
+  alignas(64) uint64_t finished;
   // The announced call: sequence mod 2^32 in the high half, its tag in the low (0: none yet). One
   // word, so that a reader never pairs one call's sequence with another's tag.
   uint64_t call;
-  // Read the last of the others' slots. Its own line: written every round but read by a peer
-  // only when its ring looks full, so a small all-reduce moves one line per round, not two.
-  alignas(64) uint64_t finished;
 };
 
-// Each slot of a ring opens with its round's envelope, and the part follows on the same line: a
-// small all-reduce then moves two lines per peer and round (the counters, the envelope with the
-// part), as when the envelope sat in the header. An envelope of its own in the header, or a part
-// that began on the next line, measured 0.1 us slower up to 128 B (docs/lab/benchmarks.md). The
-// part is then 16 bytes off a line: chunk boundaries of a scattered round may share a line of it
-// (slower by a line, not wrong: each rank writes its own chunk only).
+// A whole or scattered round's slot opens with its envelope; the part follows (Placement).
 struct SharedSlots::Envelope {
   int32_t tag;
   uint64_t bytes;
@@ -67,7 +73,9 @@ int SharedSlots::depth(size_t slot_bytes, int ranks) {
 // aligned). The headers need a cache line each, so each region has room to align it; the
 // mappings are page-aligned in every process, so all ranks align a region to the same byte.
 size_t SharedSlots::region_bytes(size_t slot_bytes, int ranks) {
-  static_assert(sizeof(Envelope) == kPartOffset, "a part follows its envelope");
+  static_assert(sizeof(Envelope) <= offset(Placement::whole) && offset(Placement::scattered) <= kSlotHead &&
+                    sizeof(Header) == 128,
+                "a part follows its envelope; the header is two lines");
   return alignof(Header) + sizeof(Header) +
          static_cast<size_t>(depth(slot_bytes, ranks)) * (kSlotHead + slot_bytes);
 }
@@ -84,11 +92,18 @@ SharedSlots::SharedSlots(int rank, std::vector<void*> regions, size_t slot_bytes
       depth_(depth(slot_bytes, static_cast<int>(regions.size()))),
       yield_(yield_while_waiting),
       release_(std::move(release)),
-      collective_release_(collective_release) {
+      collective_release_(collective_release),
+      last_round_(static_cast<size_t>(depth_), 0),
+      my_slots_(static_cast<size_t>(depth_), 0),
+      my_lone_(static_cast<size_t>(depth_), false) {
   for (void* region : regions) {
     void* header = align_up(region, alignof(Header));
     peers_.push_back(Peer{static_cast<Header*>(header), static_cast<char*>(header) + sizeof(Header), 0});
   }
+  // Touched now, so that the first rounds of the first collective do not each wait for page faults
+  // (a ring's first pass measured 100 us slower a round at 256 KiB).
+  std::memset(peers_[static_cast<size_t>(rank)].data, 0,
+              static_cast<size_t>(depth_) * (kSlotHead + slot_bytes));
   Header& mine = *new (peers_[static_cast<size_t>(rank)].header) Header{};
   store_round(mine.published, 0);
   store_round(mine.reduced, 0);
@@ -104,21 +119,59 @@ void SharedSlots::release(bool free) {
   if (free && release) release();
 }
 
-bool SharedSlots::free_for_next(int r) const {
+bool SharedSlots::finished_by(int r, uint64_t round) const {
   uint64_t& seen = peers_[static_cast<size_t>(r)].finished_seen;
-  if (seen + static_cast<uint64_t>(depth_) > round_) return true;
+  if (seen >= round) return true;
   seen = load_round(header(r).finished);
-  return seen + static_cast<uint64_t>(depth_) > round_;
+  return seen >= round;
 }
 
-void* SharedSlots::begin_round() { return mine(++round_); }
+bool SharedSlots::free_for_next(int r, Placement placement) const {
+  const uint64_t next = round_ + 1, depth = static_cast<uint64_t>(depth_);
+  // The next round rewrites the slot_of entry of round next - depth.
+  if (next > depth && !finished_by(r, next - depth)) return false;
+  return placement != Placement::lone || finished_by(r, last_round_[entry(next)]);
+}
+
+size_t SharedSlots::recent_slot() {
+  uint64_t done = UINT64_MAX;  // every round up to this one every rank has finished
+  for (int r = 0; r < size(); ++r) {
+    uint64_t& seen = peers_[static_cast<size_t>(r)].finished_seen;
+    seen = load_round(header(r).finished);
+    done = std::min(done, seen);
+  }
+  // free_for_next held for every rank: the rounds after `done` are at most depth - 1 and hold at
+  // most depth - 1 slots, so one is free.
+  size_t best = last_round_.size();
+  for (size_t slot = 0; slot < last_round_.size(); ++slot)
+    if (last_round_[slot] <= done && (best == last_round_.size() || last_round_[slot] > last_round_[best]))
+      best = slot;
+  RINGDP_CHECK(best < last_round_.size(), "shared slots: no free slot for round ", round_, " (", done,
+               " finished everywhere, a ring of ", depth_, ")");
+  return best;
+}
+
+void* SharedSlots::begin_round(Placement placement) {
+  ++round_;
+  const size_t slot = placement == Placement::lone ? entry(round_) : recent_slot();
+  last_round_[slot] = round_;
+  my_slots_[entry(round_)] = static_cast<uint8_t>(slot);
+  my_lone_[entry(round_)] = placement == Placement::lone;
+  return mine(round_, placement);
+}
 
 void SharedSlots::publish(uint64_t round, int tag, size_t bytes) {
   Header& me = my_header();
-  Envelope& envelope = envelope_of(rank_, round);
-  envelope.tag = tag;
-  envelope.bytes = bytes;
-  // Release: whoever sees the new round sees the part and its envelope too.
+  if (my_lone_[entry(round)]) {
+    me.lone_tag[round & 1] = tag;
+    me.lone_bytes[round & 1] = bytes;
+  } else {
+    Envelope& envelope = envelope_of(rank_, round, Placement::whole);  // this rank's own: as begun
+    envelope.tag = tag;
+    envelope.bytes = bytes;
+  }
+  me.slot_of[entry(round)] = my_slots_[entry(round)];
+  // Release: whoever sees the new round sees the part, its envelope and its slot too.
   store_round(me.published, round);
 }
 
@@ -130,13 +183,34 @@ bool SharedSlots::reduced(int r, uint64_t round) const { return load_round(heade
 
 void SharedSlots::finish(uint64_t round) { store_round(my_header().finished, round); }
 
-const void* SharedSlots::part(int r, uint64_t round) const { return slot_of(r, round) + kPartOffset; }
+char* SharedSlots::slot_of(int r, uint64_t round, Placement placement) const {
+  // A lone round's slot is known before its header is read: its lines can be on their way.
+  const size_t slot = r == rank_                     ? my_slots_[entry(round)]
+                      : placement == Placement::lone ? entry(round)
+                                                     : header(r).slot_of[entry(round)];
+  return peers_[static_cast<size_t>(r)].data + slot * (kSlotHead + slot_bytes_);
+}
 
-void* SharedSlots::mine(uint64_t round) { return slot_of(rank_, round) + kPartOffset; }
+bool SharedSlots::placed(int r, uint64_t round, Placement placement) const {
+  return placement != Placement::lone || r == rank_ || header(r).slot_of[entry(round)] == entry(round);
+}
 
-int SharedSlots::tag(int r, uint64_t round) const { return envelope_of(r, round).tag; }
+const void* SharedSlots::part(int r, uint64_t round, Placement placement) const {
+  return slot_of(r, round, placement) + offset(placement);
+}
 
-size_t SharedSlots::bytes(int r, uint64_t round) const { return envelope_of(r, round).bytes; }
+void* SharedSlots::mine(uint64_t round, Placement placement) {
+  return slot_of(rank_, round, placement) + offset(placement);
+}
+
+int SharedSlots::tag(int r, uint64_t round, Placement placement) const {
+  return placement == Placement::lone ? header(r).lone_tag[round & 1] : envelope_of(r, round, placement).tag;
+}
+
+size_t SharedSlots::bytes(int r, uint64_t round, Placement placement) const {
+  return placement == Placement::lone ? header(r).lone_bytes[round & 1]
+                                      : envelope_of(r, round, placement).bytes;
+}
 
 // Every rank refuses `round`, and none can have begun past round + depth - 1: that needs every
 // rank to have finished `round`. Skipping to there puts all at the same next round, whose slot

@@ -55,6 +55,9 @@ class NoticeDepartures : public Departures {
   virtual bool receive(Notice& notice, int& from) = 0;
   /// Starts sending `notice` (alive until the subclass lets it go) to `peer`. Never blocks.
   virtual void send(int peer, const Notice& notice) = 0;
+  /// Whether this rank waits in a collective of more than one rank: send and receive involve some
+  /// ranks only and are numbered apart from the collectives, so no departure is checked there.
+  bool watching_collective() const;
   /// Whether `peer`'s notice has arrived.
   bool arrived(int peer) const { return arrivals_[static_cast<size_t>(peer)].arrived; }
   /// Throws about `peer`'s departure, or about the rank it blamed; remembers whom it named, for

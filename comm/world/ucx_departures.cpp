@@ -42,7 +42,7 @@ bool UcxDepartures::receive(Notice& notice, int& from) {
 void UcxDepartures::send(int peer, const Notice& notice) {
   // Not to a peer that has left (it listens no more: without MPI no rank waits for the others at
   // leaving) or whose process has ended: UCX's shared memory would write into a queue that is gone.
-  if (sends_.empty()) take_arrivals();
+  // (announce took the arrivals just before.)
   if (arrived(peer) ||
       (watched_[static_cast<size_t>(peer)] && has_ended(processes_[static_cast<size_t>(peer)])))
     return;
@@ -51,8 +51,7 @@ void UcxDepartures::send(int peer, const Notice& notice) {
 
 void UcxDepartures::check() {
   NoticeDepartures::check();
-  if (!position_ || position_->kind == CollectiveKind::send || position_->kind == CollectiveKind::recv)
-    return;
+  if (!watching_collective()) return;
   const auto now = std::chrono::steady_clock::now();
   if (now < next_look_) return;
   next_look_ = now + std::chrono::milliseconds(100);

@@ -87,13 +87,18 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
   if (host_slots_ && !transport.device_memory() && collective) announce(sequence, call.ctx.tag);
   timeline::Clock::time_point began{};
   if (timeline::enabled()) began = timeline::Clock::now();
+  // A failed call is remembered, and what it left pending on the transport is let go (a request
+  // on memory the caller may free).
+  const auto failed = [&] {
+    first_failed_ = std::min(first_failed_, sequence);
+    transport.abandon_pending();
+  };
   try {
     body(call);
     call.ctx.end_steps();
     call.settle();
   } catch (const PeerLeft& e) {
-    first_failed_ = std::min(first_failed_, sequence);
-    transport.abandon_pending();
+    failed();
     const std::string report = detail::concat(position_.describe(), ": ", e.what());
     close("is broken: " + report);  // its peers disagree on where they are now
     throw PeerLeft(report);
@@ -102,8 +107,7 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
     // failure a notice must report (finished() counts on past it, as every peer's does).
     throw RefusedAlike(with_what_was_passed(e.what()));
   } catch (const Error& e) {
-    first_failed_ = std::min(first_failed_, sequence);
-    transport.abandon_pending();
+    failed();
     const std::string what = collective ? with_what_was_passed(e.what()) : e.what();
     if (collective) fail_collective(what);
     // A CUDA or NCCL error names the call that failed; say which collective and step it was in.
@@ -111,8 +115,7 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
       throw Error(detail::concat(position_.describe(), " on rank ", rank_, ": ", what));
     throw Error(what);
   } catch (...) {
-    first_failed_ = std::min(first_failed_, sequence);
-    transport.abandon_pending();
+    failed();
     throw;
   }
   if (began != timeline::Clock::time_point{}) record_collective(issue, sequence, began);

@@ -100,10 +100,15 @@ SharedSlots::SharedSlots(int rank, std::vector<void*> regions, size_t slot_bytes
     void* header = align_up(region, alignof(Header));
     peers_.push_back(Peer{static_cast<Header*>(header), static_cast<char*>(header) + sizeof(Header), 0});
   }
-  // Touched now, so that the first rounds of the first collective do not each wait for page faults
-  // (a ring's first pass measured 100 us slower a round at 256 KiB).
-  std::memset(peers_[static_cast<size_t>(rank)].data, 0,
-              static_cast<size_t>(depth_) * (kSlotHead + slot_bytes));
+  // Every ring is touched now: this rank's written, the others' read a byte a page. Else the first
+  // rounds of the first collectives each wait for page faults (a ring's first pass measured 100 us
+  // slower a round at 256 KiB), and the process's resident memory grows as the rounds reach slots
+  // it has not read yet (tests/cli/bench.sh soak saw 6.5 MiB under MPICH).
+  const size_t ring = static_cast<size_t>(depth_) * (kSlotHead + slot_bytes);
+  std::memset(peers_[static_cast<size_t>(rank)].data, 0, ring);
+  for (const Peer& peer : peers_)
+    for (size_t at = 0; at < ring; at += 4096)
+      static_cast<void>(*static_cast<volatile const char*>(peer.data + at));
   Header& mine = *new (peers_[static_cast<size_t>(rank)].header) Header{};
   store_round(mine.published, 0);
   store_round(mine.reduced, 0);

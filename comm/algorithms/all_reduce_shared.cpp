@@ -41,8 +41,10 @@ using Placement = SharedSlots::Placement;
 void check_part_envelope(const CollectiveContext& ctx, const SharedSlots& slots, int r, uint64_t round,
                          Placement placement, size_t bytes) {
   RINGDP_CHECK(slots.placed(r, round, placement), "rank ", ctx.rank(), " expected ", bytes, " bytes of ",
-               describe_tag(ctx.tag), " from rank ", r, " in one round, and rank ", r,
-               " is in a call of several rounds or a longer one: the ranks passed different counts");
+               describe_tag(ctx.tag), " from rank ", r, placement == Placement::lone ? " in one round" : "",
+               ", and rank ", r, "'s call ",
+               placement == Placement::lone ? "is longer" : "is one small round",
+               " (the next call, if its count was smaller): the ranks passed different counts");
   RINGDP_CHECK(slots.tag(r, round, placement) == ctx.tag, "rank ", ctx.rank(), " is in ",
                describe_tag(ctx.tag), " but rank ", r, " published a part of ",
                describe_tag(slots.tag(r, round, placement)), ": the ranks called different collectives");

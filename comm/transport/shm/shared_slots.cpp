@@ -28,7 +28,7 @@ struct alignas(64) SharedSlots::Header {
   uint64_t lone_bytes[2];
   // The slot of the ring each round holds, by round mod depth. Rewritten only depth rounds later,
   // once every rank has finished the round before.
-  uint8_t slot_of[kMaxDepth];
+  uint8_t slot_of[kMaxDepth];  // kLoneBit set for a lone round
   // Read the last of the others' slots: read by a peer only when what it saw is not enough.
   alignas(64) uint64_t finished;
   // The announced call: sequence mod 2^32 in the high half, its tag in the low (0: none yet). One
@@ -175,7 +175,8 @@ void SharedSlots::publish(uint64_t round, int tag, size_t bytes) {
     envelope.tag = tag;
     envelope.bytes = bytes;
   }
-  me.slot_of[entry(round)] = my_slots_[entry(round)];
+  me.slot_of[entry(round)] =
+      static_cast<uint8_t>(my_slots_[entry(round)] | (my_lone_[entry(round)] ? kLoneBit : 0));
   // Release: whoever sees the new round sees the part, its envelope and its slot too.
   store_round(me.published, round);
 }
@@ -192,12 +193,14 @@ char* SharedSlots::slot_of(int r, uint64_t round, Placement placement) const {
   // A lone round's slot is known before its header is read: its lines can be on their way.
   const size_t slot = r == rank_                     ? my_slots_[entry(round)]
                       : placement == Placement::lone ? entry(round)
-                                                     : header(r).slot_of[entry(round)];
+                                                     : header(r).slot_of[entry(round)] & ~kLoneBit;
   return peers_[static_cast<size_t>(r)].data + slot * (kSlotHead + slot_bytes_);
 }
 
 bool SharedSlots::placed(int r, uint64_t round, Placement placement) const {
-  return placement != Placement::lone || r == rank_ || header(r).slot_of[entry(round)] == entry(round);
+  if (r == rank_) return true;
+  const uint8_t said = header(r).slot_of[entry(round)];
+  return placement == Placement::lone ? said == (entry(round) | kLoneBit) : !(said & kLoneBit);
 }
 
 const void* SharedSlots::part(int r, uint64_t round, Placement placement) const {

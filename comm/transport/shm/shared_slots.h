@@ -123,7 +123,7 @@ class SharedSlots {
   /// This rank reads no slot of `round` or before any more: their writers may reuse them. In
   /// round order.
   void finish(uint64_t round);
-  /// Whether rank r placed `round` where `placement` says (false: its call had another count).
+  /// Whether rank r placed `round` as `placement` says (false: its call has another count).
   bool placed(int r, uint64_t round, Placement placement) const;
   /// Rank r's part of `round`, its envelope tag and byte count (once published and placed).
   const void* part(int r, uint64_t round, Placement placement) const;
@@ -147,6 +147,9 @@ class SharedSlots {
   struct Envelope;
   // A slot is a line longer than its part: room for a whole or scattered round's envelope.
   static constexpr size_t kSlotHead = 64;
+  // Marks a lone round in the header's slot_of, so that a reader expecting another placement (a
+  // rank whose call has another count) is told, not left to read a part as an envelope.
+  static constexpr uint8_t kLoneBit = 0x80;
   struct Peer {
     Header* header;  // in the shared memory
     char* data;  // depth_ slots, each kSlotHead + slot_bytes_ long

@@ -40,10 +40,12 @@ std::vector<std::vector<char>> StoreOutOfBand::all_gather(std::span<const char> 
       all[static_cast<size_t>(r)] =
           store_->get(round + std::to_string(r), std::max(left, std::chrono::milliseconds(1)));
     } catch (const Error& e) {
-      RINGDP_FAIL("rank ", rank_, " of ", size_, ": rank ", r, " never joined the store bootstrap (", scope_,
-                  ") within ", timeout_.count() / 1000.0,
-                  " s: a rank that did not start, or a world_size larger than the ranks launched (", e.what(),
-                  ")");
+      RINGDP_FAIL(
+          "rank ", rank_, " of ", size_, ": rank ", r, " never joined the store bootstrap (", scope_,
+          ") within ", timeout_.count() / 1000.0,
+          " s: a rank that did not start, a world_size larger than the ranks launched, or another job "
+          "on the same store (the same MASTER_ADDR:MASTER_PORT or init_method file) (",
+          e.what(), ")");
     }
     const auto& got = all[static_cast<size_t>(r)];
     if (std::string_view(got.data(), got.size()).starts_with(kFailed))

@@ -183,12 +183,20 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
 
 DiscoveredWorld bootstrap_store_world(CommOptions& options, std::shared_ptr<KeyValueStore> store, int rank,
                                       int size) {
-  // Scoped by how many times this rank has joined through this store: a store that outlives a
-  // job's first init_process_group (torchrun's agent store, a store= passed in) would otherwise
-  // hand a second init the first one's addresses. Every rank joins as often, so all agree.
-  const int64_t joins = store->add("ringdp/joins/" + std::to_string(rank), 1);
-  auto oob = std::make_unique<StoreOutOfBand>(std::move(store), "ringdp#" + std::to_string(joins), rank, size,
-                                              options.timeout);
+  // Scoped by generation: a store that outlives a job's first init_process_group (torchrun's agent
+  // store, a store= passed in) would otherwise hand a second init the first one's addresses. A
+  // generation is `size` arrivals: no rank can arrive a second time before all arrived once.
+  const int64_t arrival = store->add("ringdp/arrivals", 1);
+  const std::string scope = "ringdp#" + std::to_string((arrival - 1) / size + 1);
+  // Two processes with one rank in a generation: two jobs on one store, or one rank given twice.
+  // Said at once, before either waits: joined, they would exchange each other's addresses.
+  const int64_t claims = store->add(scope + "/claims/" + std::to_string(rank), 1);
+  RINGDP_CHECK(
+      claims == 1, "rank ", rank, " of ", size, ": another process already joined the store bootstrap (",
+      scope, ") as rank ", rank,
+      ": two jobs share this store (the same MASTER_ADDR:MASTER_PORT, or the same init_method file), "
+      "or two processes were given the same rank");
+  auto oob = std::make_unique<StoreOutOfBand>(std::move(store), scope, rank, size, options.timeout);
   return store_world_over(options, std::move(oob), true);
 }
 

@@ -51,6 +51,50 @@ else
     fail "the disagreement is not named: $(cat "$work/ws1")"
   grep -qF "rank 0 of 3: rank 2 never joined the store bootstrap" "$work/ws0" || fail "rank 2 not named: $(cat "$work/ws0")"
   echo "ok: world sizes that disagree are named on each rank"
+  # Two processes with one rank on one store (two jobs' rank 0, or a rank given twice): the second
+  # is refused at once, naming the store's sharing; the first names the rank that never came.
+  STORE=g TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 0 2)" >"$work/g0" 2>&1 &
+  STORE=g TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 0 2)" >"$work/g1" 2>&1
+  rc1=$?
+  wait $!
+  rc0=$?
+  [ $rc0 -eq 3 ] && [ $rc1 -eq 3 ] || fail "two rank 0s on one store: exits $rc0 and $rc1: $(cat "$work/g0" "$work/g1")"
+  grep -qF "another process already joined the store bootstrap (ringdp#1) as rank 0: two jobs share this store" \
+    "$work/g0" "$work/g1" || fail "the second rank 0 is not refused by name: $(cat "$work/g0" "$work/g1")"
+  grep -qF "rank 0 of 2: rank 1 never joined the store bootstrap (ringdp#1)" "$work/g0" "$work/g1" ||
+    fail "the first rank 0 does not name rank 1: $(cat "$work/g0" "$work/g1")"
+  echo "ok: a second process given rank 0 on one store is refused at once, naming the shared store"
+  # A second job on a running job's MASTER_PORT: its rank 0 cannot serve the store (torch's error),
+  # its rank 1 meets the first job's store and is named within its timeout; the first job goes on.
+  port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  env_init() { init "int(os.environ['RANK'])" 2 | sed 's|init_method="file://.*" + os.environ.get("STORE", "")|init_method="env://"|'; }
+  { env_init; cat <<PY; } >"$work/job_a.py"
+import time, torch
+while not os.path.exists("$work/b-done"): time.sleep(0.1)
+t = torch.ones(4) * (rank + 1)
+dist.all_reduce(t)
+print(f"job A rank {rank}: {t.tolist()}")
+PY
+  export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port
+  for r in 0 1; do RANK=$r timeout 120 /usr/bin/python3 "$work/job_a.py" >"$work/a$r" 2>&1 & done
+  for _ in $(seq 300); do [ "$(cat "$work/a0" "$work/a1" 2>/dev/null | grep -c initialised)" -eq 2 ] && break; sleep 0.1; done
+  job_b=$(env_init)
+  RANK=0 TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$job_b" >"$work/b0" 2>&1 &
+  RANK=1 TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$job_b" >"$work/b1" 2>&1
+  rcb1=$?
+  wait $!
+  rcb0=$?
+  touch "$work/b-done"
+  wait
+  unset MASTER_ADDR MASTER_PORT
+  [ $rcb0 -eq 3 ] && [ $rcb1 -eq 3 ] ||
+    fail "a second job on one MASTER_PORT: exits $rcb0 and $rcb1: $(cat "$work/b0" "$work/b1")"
+  grep -qF "rank 1 of 2: rank 0 never joined the store bootstrap (ringdp#2)" "$work/b1" &&
+    grep -qF "or another job on the same store (the same MASTER_ADDR:MASTER_PORT" "$work/b1" ||
+    fail "the second job's rank 1 does not name the shared store: $(cat "$work/b1")"
+  grep -qF "job A rank 0: [3.0, 3.0, 3.0, 3.0]" "$work/a0" && grep -qF "job A rank 1: [3.0, 3.0, 3.0, 3.0]" "$work/a1" ||
+    fail "the first job did not go on: $(cat "$work/a0" "$work/a1")"
+  echo "ok: a second job on a running job's MASTER_PORT fails within its timeout, naming the shared store; the first goes on"
   # UCX_TLS naming no transport UCX has: UCX's reason and ringdp's error, no hang.
   out=$(UCX_TLS=nosuch STORE=d TIMEOUT=10 timeout 60 /usr/bin/python3 "$here/../../docs/examples/spawn_allreduce.py" --ranks 2 2>&1)
   rc=$?

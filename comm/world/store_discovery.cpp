@@ -3,6 +3,7 @@
 // through the key-value store its launcher hands over, and UCX carries every message. MPI is never
 // initialised in such a job. Tested by the torch suite under mp.spawn (tests/torch/spawn.py), the
 // torch2 suite under torchrun, and tests/torch/test_launch.sh (a rank that never arrives).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,7 +33,13 @@ struct Introduction {
   uint64_t fields[kAgreedFields] = {};  // agreed_fields(), in its order
   char host[64] = {};
   ProcessIdentity process;  // for the departures: a peer on this machine is seen to end
+  uint64_t ipc_namespace = 0;  // the inode of /proc/self/ns/ipc: who may share this rank's memory
 };
+
+uint64_t this_ipc_namespace() {
+  struct stat ns {};
+  return stat("/proc/self/ns/ipc", &ns) == 0 ? static_cast<uint64_t>(ns.st_ino) : 0;
+}
 
 // The host as the hierarchical all-reduce sees it: the machine's name, or with
 // RINGDP_RANKS_PER_HOST=k every k consecutive ranks (as under MPI).
@@ -49,6 +56,7 @@ std::vector<Introduction> introduce(OutOfBand& oob, CommOptions& options, int as
   mine.size = asked_size;
   mine.cores = std::max(1u, std::thread::hardware_concurrency());
   mine.process = this_process();
+  mine.ipc_namespace = this_ipc_namespace();
   const auto fields = agreed_fields(options);
   for (size_t i = 0; i < kAgreedFields; ++i) mine.fields[i] = *fields[i];
   const std::string host = host_of(oob.rank());
@@ -117,10 +125,12 @@ void agree(CommOptions& options, const std::vector<Introduction>& all, const Lay
 // the shared-memory slots, in a segment of their own. Every rank decides alike, from what all sent.
 void add_shared_slots(UcxTransport& transport, const std::vector<Introduction>& all,
                       const CommOptions& options, bool yield) {
-  // An unknown boot id (no /proc of its own) says nothing: no slots then.
+  // An unknown boot id (no /proc of its own) says nothing: no slots then. Another IPC namespace is
+  // another container's memory, as UCX's shared-memory transports also take it.
   const bool one_machine =
       all[0].process.boot_id[0] && std::all_of(all.begin(), all.end(), [&](const Introduction& i) {
-        return std::strncmp(i.process.boot_id, all[0].process.boot_id, sizeof i.process.boot_id) == 0;
+        return std::strncmp(i.process.boot_id, all[0].process.boot_id, sizeof i.process.boot_id) == 0 &&
+               i.ipc_namespace == all[0].ipc_namespace;
       });
   if (one_machine && all.size() > 1 && options.shared_memory_max_bytes > 0)
     transport.set_shared_slots(
@@ -157,7 +167,11 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
     world.host_transport = std::make_unique<UcxTransport>(std::move(host_oob), options.timeout, yield);
     world.cross_transport = std::make_unique<UcxTransport>(std::move(cross_oob), options.timeout, yield);
   }
-  auto transport = std::make_unique<UcxTransport>(std::move(oob), options.timeout, yield);
+  // UCX reports the peers whose process this rank cannot see end (another machine).
+  std::vector<bool> reported;
+  for (const Introduction& i : all) reported.push_back(!can_watch(i.process));
+  auto transport =
+      std::make_unique<UcxTransport>(std::move(oob), options.timeout, yield, std::move(reported));
   if (shared_memory) add_shared_slots(*transport, all, options, oversubscribed);
   std::vector<ProcessIdentity> processes;
   for (const Introduction& i : all) processes.push_back(i.process);

@@ -43,7 +43,7 @@ void UcxDepartures::send(int peer, const Notice& notice) {
   // Not to a peer that has left (it listens no more: without MPI no rank waits for the others at
   // leaving) or whose process has ended: UCX's shared memory would write into a queue that is gone.
   // (announce took the arrivals just before.)
-  if (arrived(peer) ||
+  if (arrived(peer) || !transport_.peer_failure(peer).empty() ||
       (watched_[static_cast<size_t>(peer)] && has_ended(processes_[static_cast<size_t>(peer)])))
     return;
   sends_.push_back(transport_.send_notice(peer, &notice, sizeof notice));
@@ -58,10 +58,26 @@ void UcxDepartures::check() {
   check_processes();
 }
 
+std::string UcxDepartures::end_of(int peer) const {
+  if (peer == rank_) return {};
+  if (watched_[static_cast<size_t>(peer)])
+    return has_ended(processes_[static_cast<size_t>(peer)])
+               ? detail::concat("(process ", processes_[static_cast<size_t>(peer)].pid, " on ", host_,
+                                ") ended without leaving the job (killed by a signal, or by the ",
+                                "out-of-memory killer?)")
+               : std::string();
+  const std::string& failure = transport_.peer_failure(peer);
+  return failure.empty() ? std::string()
+                         : detail::concat("(on another machine) lost its connection to rank ", rank_,
+                                          " without leaving the job (UCX: ", failure,
+                                          "; killed, or its machine or the network failed?)");
+}
+
 void UcxDepartures::check_processes() {
   for (int peer = 0; peer < size_; ++peer) {
-    if (!watched_[static_cast<size_t>(peer)] || arrived(peer)) continue;
-    if (!has_ended(processes_[static_cast<size_t>(peer)])) continue;
+    if (arrived(peer)) continue;
+    const std::string why = end_of(peer);
+    if (why.empty()) continue;
     // Its notice, sent before it ended, may still be on its way into this worker (a busy queue,
     // TCP): looked for a while before the rank is blamed.
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
@@ -73,9 +89,7 @@ void UcxDepartures::check_processes() {
       NoticeDepartures::check();
       continue;  // it left after finishing what this rank waits for: not to blame
     }
-    throw_ended(peer, detail::concat("(process ", processes_[static_cast<size_t>(peer)].pid, " on ", host_,
-                                     ") ended without leaving the job (killed by a signal, or by the ",
-                                     "out-of-memory killer?)"));
+    throw_ended(peer, why);
   }
 }
 

@@ -3,10 +3,11 @@
 // keeps one receive posted from any rank under the notice tag (UcxTransport::receive_notice);
 // leaving sends every peer one notice, sent before this rank goes on (a bounded wait: eager, it
 // completes once written). A rank that is killed sends nothing: a peer on the same machine sees
-// its process end (comm/world/process_identity.h), looked at at most every 100 ms while a wait
-// lasts; one on another machine knows only the collective timeout, since UCX's own peer error
-// handling would rule out its shared-memory transports (comm/transport/ucx/ucx_transport.cpp).
-// Tested by tests/torch/test_leave.sh under a plain launcher without MPI.
+// its process end (comm/world/process_identity.h); a peer elsewhere sees its connection end, which
+// UCX reports on the endpoints made with its peer error handling for exactly those peers
+// (UcxTransport::peer_failure). Both are looked at at most every 100 ms while a wait lasts.
+// Tested by tests/torch/test_leave.sh under a plain launcher without MPI, and across hosts by
+// tests/net/torchrun.sh.
 #pragma once
 
 #include <chrono>
@@ -40,8 +41,11 @@ class UcxDepartures final : public NoticeDepartures {
  private:
   bool receive(Notice& notice, int& from) override;
   void send(int peer, const Notice& notice) override;
-  /// Throws PeerLeft for a peer on this machine whose process ended with no notice.
+  /// Throws PeerLeft for a peer whose end end_of tells, with no notice from it.
   void check_processes();
+  /// How `peer` is seen to have ended without a notice (its process on this machine ended, or
+  /// UCX reports its connection lost), or "" while it is not.
+  std::string end_of(int peer) const;
 
   UcxTransport& transport_;
   std::vector<ProcessIdentity> processes_;  // by rank

@@ -7,9 +7,14 @@
 #
 #   tests/net/cluster.sh up     [--hosts H] [--rate R] [--delay D]   make them (prints the hostfile)
 #   tests/net/cluster.sh status                                       what exists now
+#   tests/net/cluster.sh check                                        exit 77 saying why hosts
+#                                                                     cannot be made here, else 0
 #   tests/net/cluster.sh down                                         remove all of it
 #   tests/net/cluster.sh run    [--hosts H] [--ranks-per-host P] [--rate R] [--delay D]
 #                               [--timeout S] -- PROGRAM ARGS...      up, mpirun, down (always)
+#   tests/net/cluster.sh exec   H -- PROGRAM ARGS...                  PROGRAM on host H (after up),
+#                               as a launcher without MPI (torchrun) runs there: its own PID
+#                               namespace too, so no host sees another's processes in /proc
 #
 # Defaults: 2 hosts, 1 rank per host, 10gbit, 25us one-way delay (added only where the kernel has
 # netem; otherwise the delay is the veth's own and the run says so). Needs root and iproute2;
@@ -183,8 +188,19 @@ agent() {
     *) die "agent: '$host' is not one of the cluster's hosts (10.77.0.11 ...)" ;;
   esac
   local h=$((${host##*.} - 10))
-  exec ip netns exec "$prefix-h$h" unshare --uts /bin/sh -c 'hostname "$1" && shift && exec /bin/sh -c "$*"' \
+  exec ip netns exec "$prefix-h$h" unshare --uts --ipc /bin/sh -c 'hostname "$1" && shift && exec /bin/sh -c "$*"' \
     agent "ringdp-h$h" "$*"
+}
+
+# exec H PROGRAM ARGS: PROGRAM inside host H's namespaces (network, hostname, IPC, PID).
+exec_on() {
+  local h=$1
+  shift
+  [ "${1:-}" = -- ] && shift
+  ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$prefix-h$h" || die "exec: no host $h (run up first)"
+  [ $# -gt 0 ] || die "exec: no program after --"
+  exec ip netns exec "$prefix-h$h" unshare --uts --ipc --pid --fork --mount-proc /bin/sh -c \
+    'hostname "$1" && shift && exec "$@"' agent "ringdp-h$h" "$@"
 }
 
 run() {
@@ -204,7 +220,7 @@ run() {
   [ "$per_host" -gt 1 ] && btl=tcp,vader,self
   # The ranks get ringdp's settings from here (the daemons start with a bare environment).
   local forward=() v
-  for v in $(compgen -e | grep -E '^(RINGDP_|OMPI_ALLOW_RUN_AS_ROOT)' || true); do forward+=(-x "$v"); done
+  for v in $(compgen -e | grep -E '^(RINGDP_|UCX_|OMPI_ALLOW_RUN_AS_ROOT)' || true); do forward+=(-x "$v"); done
   local status=0
   timeout --kill-after=10 "$limit" mpirun --hostfile "$state/hostfile" -n $((hosts * per_host)) \
     --map-by slot --bind-to none \
@@ -222,7 +238,9 @@ case "$command" in
   down) down ;;
   status) status ;;
   leftovers) leftovers ;;
+  check) why=$(unavailable); [ -z "$why" ] || { echo "SKIPPED: $why"; exit 77; } ;;
   run) parse "$@"; run ;;
   agent) agent "$@" ;;
-  *) die "usage: $(basename "$0") up|status|down|run [options] [-- PROGRAM ARGS...]" ;;
+  exec) exec_on "$@" ;;
+  *) die "usage: $(basename "$0") up|status|down|run|exec [options] [-- PROGRAM ARGS...]" ;;
 esac

@@ -63,11 +63,12 @@ UcxTransport::UcxTransport(std::unique_ptr<Transport> bootstrap, std::chrono::mi
 }
 
 UcxTransport::UcxTransport(std::unique_ptr<OutOfBand> out_of_band, std::chrono::milliseconds timeout,
-                           bool yield)
+                           bool yield, std::vector<bool> reported)
     : out_of_band_(std::move(out_of_band)),
       rank_(out_of_band_->rank()),
       size_(out_of_band_->size()),
-      yield_(yield) {
+      yield_(yield),
+      reported_(std::move(reported)) {
   try {
     open(timeout);
   } catch (const std::exception& e) {
@@ -115,16 +116,27 @@ void UcxTransport::open(std::chrono::milliseconds timeout) {
       out_of_band_->all_gather(std::span(reinterpret_cast<const char*>(address), address_bytes));
   ucp_worker_release_address(worker_, address);
   endpoints_.resize(static_cast<size_t>(size_), nullptr);
+  reported_.resize(static_cast<size_t>(size_), false);
+  failures_.assign(static_cast<size_t>(size_), std::string());
+  watches_.clear();
+  for (int peer = 0; peer < size_; ++peer) watches_.push_back(EndpointWatch{this, peer});
   for (int peer = 0; peer < size_; ++peer) {
     ucp_ep_params_t ep{};
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     ep.address = reinterpret_cast<const ucp_address_t*>(addresses[static_cast<size_t>(peer)].data());
-    // Not UCX's peer error handling: UCX 1.13's shared-memory transports (posix, sysv, self) lack
-    // it, so asking for it left only TCP over the loopback on one host (8 us at 8 B and 1.7 GB/s
-    // against MPI's 0.8 us and 6.5, measured here). A peer that leaves is told by ringdp's
-    // departure notices (set_watch), as over MPI; one that is killed is seen to end by its peers on
-    // the same machine (comm/world/ucx_departures.h), or under MPI ends the job by its launcher.
+    // UCX's peer error handling only where nothing else sees a peer end: UCX 1.13's shared-memory
+    // transports (posix, sysv, self) lack it, so asking for it on one host left only TCP over the
+    // loopback (8 us at 8 B and 1.7 GB/s against MPI's 0.8 us and 6.5, measured here). A peer that
+    // leaves is told by ringdp's departure notices (set_watch), as over MPI; one killed on this
+    // machine is seen to end by its peers (comm/world/ucx_departures.h); one killed elsewhere,
+    // whose connection only TCP carries, is what UCX reports here (endpoint_failed).
     ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    if (reported_[static_cast<size_t>(peer)] && peer != rank_) {
+      ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_handler.cb = &UcxTransport::endpoint_failed;
+      ep.err_handler.arg = &watches_[static_cast<size_t>(peer)];
+    }
     ucx_check(ucp_ep_create(worker_, &ep, &endpoints_[static_cast<size_t>(peer)]), "ucp_ep_create");
   }
   connect(timeout);
@@ -161,6 +173,12 @@ void UcxTransport::connect(std::chrono::milliseconds timeout) {
   }
 }
 
+void UcxTransport::endpoint_failed(void* arg, ucp_ep_h, ucs_status_t status) {
+  const auto* watch = static_cast<const EndpointWatch*>(arg);
+  std::string& failure = watch->transport->failures_[static_cast<size_t>(watch->peer)];
+  if (failure.empty()) failure = ucs_status_string(status);
+}
+
 UcxTransport::~UcxTransport() { release(); }
 
 void UcxTransport::set_shared_slots(std::unique_ptr<SharedSlots> slots) { slots_ = std::move(slots); }
@@ -172,10 +190,14 @@ void UcxTransport::release() {
   // A flush lets the last eager messages leave; a peer that is gone never acknowledges it, so the
   // flush has a bound, and a close still pending then is handed back to UCX unfinished.
   std::vector<void*> closing;
-  for (ucp_ep_h ep : endpoints_) {
-    if (!ep) continue;
+  for (size_t peer = 0; peer < endpoints_.size(); ++peer) {
+    if (!endpoints_[peer]) continue;
     ucp_request_param_t param{};
-    void* request = ucp_ep_close_nbx(ep, &param);
+    if (!failures_[peer].empty()) {  // a failed endpoint has nothing left to flush (UCX's rule)
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    }
+    void* request = ucp_ep_close_nbx(endpoints_[peer], &param);
     if (request && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
   }
   endpoints_.clear();

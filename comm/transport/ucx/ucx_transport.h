@@ -14,10 +14,11 @@
 // collectives or counts are told at the first message. UCX cuts a message longer than its receive
 // (UCS_ERR_MESSAGE_TRUNCATED) and never writes past the buffer, so no two-part protocol is needed.
 // Every wait polls ucp_worker_progress under the collective's deadline and asks ringdp's departure
-// notices whether a peer has left, as over MPI (UCX's own peer error handling would rule out its
-// shared-memory transports: ucx_transport.cpp says why). The library's own collectives, the
-// shared-memory slots and bootstrap broadcasts stay the MPI transport's: UCX has no collectives;
-// a job without MPI has no `--algo native`, and its slots are a segment of its own
+// notices whether a peer has left, as over MPI. UCX's own peer error handling is asked for only on
+// the endpoints to peers whose process no departure watch can see end (another machine): it rules
+// out UCX's shared-memory transports (ucx_transport.cpp says why), which those peers cannot use. The
+// library's own collectives, the shared-memory slots and bootstrap broadcasts stay the MPI transport's: UCX
+// has no collectives; a job without MPI has no `--algo native`, and its slots are a segment of its own
 // (set_shared_slots, comm/transport/shm/shm_segment.h).
 // Tested by tests/mpi/ with RINGDP_TRANSPORT=ucx (every collective and algorithm against a
 // reference) and tests/cli/bench.sh (the envelope cases).
@@ -46,7 +47,10 @@ class UcxTransport final : public Transport {
   UcxTransport(std::unique_ptr<Transport> bootstrap, std::chrono::milliseconds timeout);
   /// Without MPI: over the ranks of `out_of_band` (collective over them), which it keeps for
   /// bootstrap broadcasts and groups' exchanges; `yield`: give the core away between polls.
-  UcxTransport(std::unique_ptr<OutOfBand> out_of_band, std::chrono::milliseconds timeout, bool yield);
+  /// `reported`, by rank: the peers whose endpoints ask UCX to report their failure
+  /// (peer_failure), those whose process no departure watch can see end (another machine).
+  UcxTransport(std::unique_ptr<OutOfBand> out_of_band, std::chrono::milliseconds timeout, bool yield,
+               std::vector<bool> reported = {});
   /// Flushes the endpoints for a bounded time (2 s), then lets go of what is still pending:
   /// nothing here waits for a peer that may be gone.
   ~UcxTransport() override;
@@ -105,6 +109,10 @@ class UcxTransport final : public Transport {
   bool notice_done(Request& request, int& sender);
   /// Cancels a notice's receive or send and releases it.
   void cancel_notice(Request& request);
+  /// UCX's reason once the endpoint to `peer` failed (a peer in `reported` whose connection
+  /// ended: its process was killed, or its machine or the network failed), else "". Seen as the
+  /// worker is progressed.
+  const std::string& peer_failure(int peer) const { return failures_[static_cast<size_t>(peer)]; }
 
  private:
   /// The context, the worker, the endpoints, then connect().
@@ -121,6 +129,13 @@ class UcxTransport final : public Transport {
   /// The error for a receive that completed with `status`, `tag` and `length`, or "".
   std::string check_receive(const Request& request, ucs_status_t status, ucp_tag_t tag, size_t length) const;
 
+  /// What UCX's error callback of one endpoint needs: UCX keeps a pointer to it.
+  struct EndpointWatch {
+    UcxTransport* transport;
+    int peer;
+  };
+  static void endpoint_failed(void* arg, ucp_ep_h endpoint, ucs_status_t status);
+
   std::unique_ptr<Transport> bootstrap_;  ///< null without MPI
   std::unique_ptr<OutOfBand> out_of_band_;
   int rank_ = 0, size_ = 1;
@@ -128,6 +143,9 @@ class UcxTransport final : public Transport {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> endpoints_;
+  std::vector<bool> reported_;  ///< by rank: endpoints with UCX's peer error handling
+  std::vector<EndpointWatch> watches_;  ///< by rank, never resized once endpoints exist
+  std::vector<std::string> failures_;  ///< by rank: UCX's reason, once that endpoint failed
   std::unique_ptr<SharedSlots> slots_;  ///< without MPI only
   UcxRequests pending_;  ///< isend's and irecv's that have not ended
 };

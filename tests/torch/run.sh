@@ -2,7 +2,9 @@
 # Runs one torch-suite script as an NP-rank job under the launcher of the MPI ringdp was built with,
 # with a rendezvous folder of its own (the suite's jobs run side by side); or, for MPIEXEC `torchrun`
 # or `spawn`, under torchrun (--standalone: a free port of its own) or torch.multiprocessing.spawn
-# (tests/torch/spawn.py), which start no MPI: the backend then meets its peers through torch's store.
+# (tests/torch/spawn.py), or for `plain` as a framework's own launcher may start its workers (NP
+# processes given RANK and WORLD_SIZE, nothing more), which start no MPI: the backend then meets
+# its peers through torch's store.
 #   tests/torch/run.sh MPIEXEC BUILD_DIR NP SCRIPT [ARGS...]   (launcher arguments from RINGDP_LAUNCH_ARGS;
 #   the Python from RINGDP_TORCH_PYTHON: tests/torch/python.sh)
 set -uo pipefail
@@ -16,6 +18,15 @@ export OMPI_MCA_mpi_yield_when_idle=1  # more ranks than cores here
 case $mpiexec in
   torchrun) exec timeout 300 "$python" -m torch.distributed.run --standalone --nproc_per_node "$np" "$script" "$work" "$@" ;;
   spawn) exec timeout 300 "$python" "$(dirname "$0")/spawn.py" "$np" "$script" "$work" "$@" ;;
+  plain)
+    pids=()
+    for ((r = 0; r < np; r++)); do
+      RANK=$r WORLD_SIZE=$np timeout 300 "$python" "$script" "$work" "$@" &
+      pids+=($!)
+    done
+    status=0
+    for p in "${pids[@]}"; do wait "$p" || status=$?; done
+    exit $status ;;
 esac
 # shellcheck disable=SC2086  # launcher arguments split on purpose
 exec timeout 300 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" "$python" "$script" "$work" "$@"

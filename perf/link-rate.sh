@@ -9,20 +9,24 @@
 # size, medians out of place / in place of: `link`, the bytes one host's link carries each way by
 # the algorithm's schedule, per second, over the rate (1 = the link; the goal is >= 0.9), where
 # the schedule fixes them; and busbw over the rate (the same where each rank has a link of its
-# own). The bench steps by x4 from the first size to the last. Needs root; about 4 minutes per
-# layout and round at 1gbit on 2 cores. Not a test.
+# own). The bench steps by x4 from the first size to the last. The variant `ucx` runs the same
+# bench with --backend ucx (MPI only starts the job; UCX's TCP transport carries every byte across
+# hosts, since each host has its own IPC namespace). Needs root; about 4 minutes per layout and
+# round at 1gbit on 2 cores for the two MPI variants, 1 more for UCX. Not a test.
 #   perf/link-rate.sh [--rate 1gbit] [--layouts "2x1 4x1 2x2 4x2"] [--rounds 3] [--sizes "16M 64M"]
+#                     [--variants "ringdp openmpi ucx"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
-rate=1gbit layouts="2x1 4x1 2x2 4x2" rounds=3 sizes="16M 64M"
+rate=1gbit layouts="2x1 4x1 2x2 4x2" rounds=3 sizes="16M 64M" variants="ringdp openmpi ucx"
 while [ $# -gt 0 ]; do
   case "$1" in
     --rate) rate=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
-    *) echo "link-rate.sh: unknown option '$1' (expected --rate, --layouts, --rounds or --sizes)" >&2; exit 2 ;;
+    --variants) variants=$2; shift 2 ;;
+    *) echo "link-rate.sh: unknown option '$1' (expected --rate, --layouts, --rounds, --sizes or --variants)" >&2; exit 2 ;;
   esac
 done
 case "$rate" in
@@ -42,13 +46,19 @@ for layout in $layouts; do
   hosts=${layout%x*} per_host=${layout#*x}
   run() { tests/net/cluster.sh run --hosts "$hosts" --ranks-per-host "$per_host" --rate "$rate" --timeout 900 -- "$@"; }
   for i in $(seq "$rounds"); do
-    for flags in ringdp openmpi; do
-      if [ "$flags" = openmpi ]; then export OMPI_MCA_btl_tcp_flags=$open_mpi_default; else unset OMPI_MCA_btl_tcp_flags; fi
+    for flags in $variants; do
+      case "$flags" in
+        ringdp | ucx) unset OMPI_MCA_btl_tcp_flags ;;
+        openmpi) export OMPI_MCA_btl_tcp_flags=$open_mpi_default ;;
+        *) echo "link-rate.sh: --variants '$flags': expected ringdp, openmpi or ucx" >&2; exit 2 ;;
+      esac
+      backend=mpi
+      [ "$flags" = ucx ] && backend=ucx
       for algo in all auto; do
-        run "$build/apps/bench/ringdp-bench" all_reduce --algo "$algo" -b "$first" -e "$last" -f 4 -n 3 -w 1 \
-          --csv "$o/$layout-$flags-$algo$i.csv" >/dev/null
+        run "$build/apps/bench/ringdp-bench" all_reduce --backend "$backend" --algo "$algo" -b "$first" -e "$last" \
+          -f 4 -n 3 -w 1 --csv "$o/$layout-$flags-$algo$i.csv" >/dev/null
       done
-      if [ "$hosts" = 2 ] && [ "$per_host" = 1 ]; then
+      if [ "$hosts" = 2 ] && [ "$per_host" = 1 ] && [ "$flags" != ucx ]; then
         # Raw MPI does not go through ringdp's MPI_Init: give it ringdp's value by hand.
         [ "$flags" = ringdp ] && export OMPI_MCA_btl_tcp_flags=$ringdp_flags
         for size in $sizes; do
@@ -60,10 +70,11 @@ for layout in $layouts; do
   done
 done
 echo "# load after: $(uptime | sed 's/.*load average/load average/')"
-/usr/bin/python3 - "$o" "$rounds" "$bytes_per_s" "$rate" "$layouts" <<'P'
+/usr/bin/python3 - "$o" "$rounds" "$bytes_per_s" "$rate" "$layouts" "$variants" <<'P'
 import csv, glob, math, re, statistics, sys
 o, rounds, rate, rate_name, layouts = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5].split()
-flags_name = {"ringdp": "ringdp's btl_tcp_flags", "openmpi": "Open MPI's default (put)"}
+names = {"ringdp": "MPI, ringdp's btl_tcp_flags", "openmpi": "MPI, Open MPI's default (put)", "ucx": "UCX (--backend ucx)"}
+flags_name = {v: names[v] for v in sys.argv[6].split()}
 
 
 def link_bytes(algorithm, hosts, per_host, size):

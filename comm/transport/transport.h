@@ -209,6 +209,10 @@ class Transport {
     return now > deadline_;
   }
   [[noreturn]] void expire();
+  /// Asks the watch now (a peer's end it knows becomes its error, naming the peer).
+  void check_watch() {
+    if (watch_) watch_->check();
+  }
 
  private:
   bool device_memory_ = false;

@@ -43,6 +43,7 @@ ProcessIdentity this_process() {
   }
   struct stat ns {};
   if (stat("/proc/self/ns/pid", &ns) == 0) me.pid_namespace = static_cast<uint64_t>(ns.st_ino);
+  if (stat("/proc/self/ns/ipc", &ns) == 0) me.ipc_namespace = static_cast<uint64_t>(ns.st_ino);
   me.pid = static_cast<int32_t>(getpid());
   char state = 0;
   if (!read_stat("self", me.pid, state, me.start_ticks)) me.boot_id[0] = 0;  // no /proc of ours: watch nobody
@@ -66,6 +67,15 @@ bool has_ended(const ProcessIdentity& other) {
   if (stat(folder.c_str(), &info) != 0) return errno == ENOENT || errno == ESRCH;
   if (!read_stat(std::to_string(other.pid), other.pid, state, start)) return false;
   return state == 'Z' || state == 'X' || start != other.start_ticks;
+}
+
+bool share_memory(const ProcessIdentity& a, const ProcessIdentity& b) {
+  return a.boot_id[0] && a.ipc_namespace != 0 && std::strncmp(a.boot_id, b.boot_id, sizeof a.boot_id) == 0 &&
+         a.ipc_namespace == b.ipc_namespace;
+}
+
+bool apart(const ProcessIdentity& a, const ProcessIdentity& b) {
+  return a.boot_id[0] && b.boot_id[0] && a.ipc_namespace != 0 && b.ipc_namespace != 0 && !share_memory(a, b);
 }
 
 }  // namespace ringdp::comm

@@ -3,7 +3,6 @@
 // through the key-value store its launcher hands over, and UCX carries every message. MPI is never
 // initialised in such a job. Tested by the torch suite under mp.spawn (tests/torch/spawn.py), the
 // torch2 suite under torchrun, and tests/torch/test_launch.sh (a rank that never arrives).
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,14 +31,8 @@ struct Introduction {
   uint32_t cores = 1;
   uint64_t fields[kAgreedFields] = {};  // agreed_fields(), in its order
   char host[64] = {};
-  ProcessIdentity process;  // for the departures: a peer on this machine is seen to end
-  uint64_t ipc_namespace = 0;  // the inode of /proc/self/ns/ipc: who may share this rank's memory
+  ProcessIdentity process;  // for the departures (a peer on this machine is seen to end) and slots
 };
-
-uint64_t this_ipc_namespace() {
-  struct stat ns {};
-  return stat("/proc/self/ns/ipc", &ns) == 0 ? static_cast<uint64_t>(ns.st_ino) : 0;
-}
 
 // The host as the hierarchical all-reduce sees it: the machine's name, or with
 // RINGDP_RANKS_PER_HOST=k every k consecutive ranks (as under MPI).
@@ -56,7 +49,6 @@ std::vector<Introduction> introduce(OutOfBand& oob, CommOptions& options, int as
   mine.size = asked_size;
   mine.cores = std::max(1u, std::thread::hardware_concurrency());
   mine.process = this_process();
-  mine.ipc_namespace = this_ipc_namespace();
   const auto fields = agreed_fields(options);
   for (size_t i = 0; i < kAgreedFields; ++i) mine.fields[i] = *fields[i];
   const std::string host = host_of(oob.rank());
@@ -125,13 +117,9 @@ void agree(CommOptions& options, const std::vector<Introduction>& all, const Lay
 // the shared-memory slots, in a segment of their own. Every rank decides alike, from what all sent.
 void add_shared_slots(UcxTransport& transport, const std::vector<Introduction>& all,
                       const CommOptions& options, bool yield) {
-  // An unknown boot id (no /proc of its own) says nothing: no slots then. Another IPC namespace is
-  // another container's memory, as UCX's shared-memory transports also take it.
-  const bool one_machine =
-      all[0].process.boot_id[0] && std::all_of(all.begin(), all.end(), [&](const Introduction& i) {
-        return std::strncmp(i.process.boot_id, all[0].process.boot_id, sizeof i.process.boot_id) == 0 &&
-               i.ipc_namespace == all[0].ipc_namespace;
-      });
+  // An unknown identity (no /proc of its own) says nothing: no slots then.
+  const bool one_machine = std::all_of(
+      all.begin(), all.end(), [&](const Introduction& i) { return share_memory(all[0].process, i.process); });
   if (one_machine && all.size() > 1 && options.shared_memory_max_bytes > 0)
     transport.set_shared_slots(
         segment_slots(transport.out_of_band(), options.shared_memory_slot_bytes, yield));
@@ -167,9 +155,10 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
     world.host_transport = std::make_unique<UcxTransport>(std::move(host_oob), options.timeout, yield);
     world.cross_transport = std::make_unique<UcxTransport>(std::move(cross_oob), options.timeout, yield);
   }
-  // UCX reports the peers whose process this rank cannot see end (another machine).
+  // UCX reports the peers known to be apart (another machine): no shared memory is lost there.
   std::vector<bool> reported;
-  for (const Introduction& i : all) reported.push_back(!can_watch(i.process));
+  for (const Introduction& i : all)
+    reported.push_back(apart(all[static_cast<size_t>(oob->rank())].process, i.process));
   auto transport =
       std::make_unique<UcxTransport>(std::move(oob), options.timeout, yield, std::move(reported));
   if (shared_memory) add_shared_slots(*transport, all, options, oversubscribed);
@@ -195,23 +184,56 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
 
 }  // namespace
 
+namespace {
+
+// A rank among `size` whose world_size key says another size, named; "" when none does. Read
+// when the meeting failed: ranks given different sizes count their arrivals apart and never meet.
+std::string size_mismatch(KeyValueStore& store, int rank, int size) {
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+    std::vector<char> theirs;
+    try {
+      theirs = store.get("ringdp/size/" + std::to_string(r), std::chrono::milliseconds(1));
+    } catch (const Error&) {  // never arrived: the wait's own error says so
+      continue;
+    }
+    const std::string text(theirs.begin(), theirs.end());
+    if (text != std::to_string(size))
+      return detail::concat("rank ", r, " was started with world_size ", text, " but rank ", rank, " with ",
+                            size, ": every rank must be given the same world_size");
+  }
+  return {};
+}
+
+}  // namespace
+
 DiscoveredWorld bootstrap_store_world(CommOptions& options, std::shared_ptr<KeyValueStore> store, int rank,
                                       int size) {
+  const std::string mine = std::to_string(size);
+  store->set("ringdp/size/" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
   // Scoped by generation: a store that outlives a job's first init_process_group (torchrun's agent
   // store, a store= passed in) would otherwise hand a second init the first one's addresses. A
-  // generation is `size` arrivals: no rank can arrive a second time before all arrived once.
-  const int64_t arrival = store->add("ringdp/arrivals", 1);
-  const std::string scope = "ringdp#" + std::to_string((arrival - 1) / size + 1);
-  // Two processes with one rank in a generation: two jobs on one store, or one rank given twice.
-  // Said at once, before either waits: joined, they would exchange each other's addresses.
+  // generation is `size` arrivals of that size (no rank arrives twice before all arrived once), so
+  // an init with another world_size on the same store starts its own count.
+  const int64_t arrival = store->add("ringdp/arrivals/" + mine, 1);
+  const std::string scope = "ringdp/" + mine + "#" + std::to_string((arrival - 1) / size + 1);
+  // Two processes with one rank in a generation: said at once, before either waits (joined, they
+  // would exchange each other's addresses).
   const int64_t claims = store->add(scope + "/claims/" + std::to_string(rank), 1);
   RINGDP_CHECK(
       claims == 1, "rank ", rank, " of ", size, ": another process already joined the store bootstrap (",
       scope, ") as rank ", rank,
-      ": two jobs share this store (the same MASTER_ADDR:MASTER_PORT, or the same init_method file), "
-      "or two processes were given the same rank");
-  auto oob = std::make_unique<StoreOutOfBand>(std::move(store), scope, rank, size, options.timeout);
-  return store_world_over(options, std::move(oob), true);
+      ": two jobs share this store (the same MASTER_ADDR:MASTER_PORT, or the same init_method file), two "
+      "processes were given the same rank, or an earlier init on this store did not finish on every "
+      "rank");
+  auto oob = std::make_unique<StoreOutOfBand>(store, scope, rank, size, options.timeout);
+  try {
+    return store_world_over(options, std::move(oob), true);
+  } catch (const Error&) {
+    const std::string mismatch = size_mismatch(*store, rank, size);
+    if (mismatch.empty()) throw;
+    RINGDP_FAIL(mismatch);
+  }
 }
 
 DiscoveredWorld bootstrap_store_group(CommOptions& options, Transport& parent, std::span<const int> ranks) {

@@ -52,31 +52,30 @@ void UcxDepartures::send(int peer, const Notice& notice) {
 void UcxDepartures::check() {
   NoticeDepartures::check();
   if (!watching_collective()) return;
+  // UCX's reports cost a look at a string each, so every time; /proc at most every 100 ms.
   const auto now = std::chrono::steady_clock::now();
-  if (now < next_look_) return;
-  next_look_ = now + std::chrono::milliseconds(100);
-  check_processes();
+  const bool processes = now >= next_look_;
+  if (processes) next_look_ = now + std::chrono::milliseconds(100);
+  check_ends(processes);
 }
 
-std::string UcxDepartures::end_of(int peer) const {
+std::string UcxDepartures::end_of(int peer, bool processes) const {
   if (peer == rank_) return {};
-  if (watched_[static_cast<size_t>(peer)])
-    return has_ended(processes_[static_cast<size_t>(peer)])
-               ? detail::concat("(process ", processes_[static_cast<size_t>(peer)].pid, " on ", host_,
-                                ") ended without leaving the job (killed by a signal, or by the ",
-                                "out-of-memory killer?)")
-               : std::string();
+  const ProcessIdentity& process = processes_[static_cast<size_t>(peer)];
+  if (processes && watched_[static_cast<size_t>(peer)] && has_ended(process))
+    return detail::concat(
+        "(process ", process.pid, " on ", host_,
+        ") ended without leaving the job (killed by a signal, or by the out-of-memory killer?)");
   const std::string& failure = transport_.peer_failure(peer);
-  return failure.empty() ? std::string()
-                         : detail::concat("(on another machine) lost its connection to rank ", rank_,
-                                          " without leaving the job (UCX: ", failure,
-                                          "; killed, or its machine or the network failed?)");
+  if (failure.empty()) return {};
+  return detail::concat("(on another machine) lost its connection to rank ", rank_,
+                        " without leaving the job (UCX: ", failure, "; was it killed?)");
 }
 
-void UcxDepartures::check_processes() {
+void UcxDepartures::check_ends(bool processes) {
   for (int peer = 0; peer < size_; ++peer) {
     if (arrived(peer)) continue;
-    const std::string why = end_of(peer);
+    const std::string why = end_of(peer, processes);
     if (why.empty()) continue;
     // Its notice, sent before it ended, may still be on its way into this worker (a busy queue,
     // TCP): looked for a while before the rank is blamed.

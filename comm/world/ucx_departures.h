@@ -3,9 +3,11 @@
 // keeps one receive posted from any rank under the notice tag (UcxTransport::receive_notice);
 // leaving sends every peer one notice, sent before this rank goes on (a bounded wait: eager, it
 // completes once written). A rank that is killed sends nothing: a peer on the same machine sees
-// its process end (comm/world/process_identity.h); a peer elsewhere sees its connection end, which
-// UCX reports on the endpoints made with its peer error handling for exactly those peers
-// (UcxTransport::peer_failure). Both are looked at at most every 100 ms while a wait lasts.
+// its process end (comm/world/process_identity.h), looked at at most every 100 ms while a wait
+// lasts; a peer on another machine sees its connection end, which UCX reports on the endpoints
+// made with its peer error handling for exactly those peers (UcxTransport::peer_failure), looked
+// at on every check. Ranks on one machine in other PID namespaces that share an IPC namespace
+// (containers with --ipc=host) are neither: their kill is known at the timeout.
 // Tested by tests/torch/test_leave.sh under a plain launcher without MPI, and across hosts by
 // tests/net/torchrun.sh.
 #pragma once
@@ -42,10 +44,10 @@ class UcxDepartures final : public NoticeDepartures {
   bool receive(Notice& notice, int& from) override;
   void send(int peer, const Notice& notice) override;
   /// Throws PeerLeft for a peer whose end end_of tells, with no notice from it.
-  void check_processes();
-  /// How `peer` is seen to have ended without a notice (its process on this machine ended, or
-  /// UCX reports its connection lost), or "" while it is not.
-  std::string end_of(int peer) const;
+  void check_ends(bool processes);
+  /// How `peer` is seen to have ended without a notice (with `processes`: its process on this
+  /// machine ended; always: UCX reports its connection lost), or "" while it is not.
+  std::string end_of(int peer, bool processes) const;
 
   UcxTransport& transport_;
   std::vector<ProcessIdentity> processes_;  // by rank

@@ -74,6 +74,13 @@ unavailable() {
     echo "cannot run a command inside a network namespace here (ip netns exec: ${err:-failed}; a chroot?)"
     return
   fi
+  # What the agent and `exec` add: a hostname and IPC namespace each, and for exec a PID namespace
+  # with its own /proc (a container whose /proc is masked refuses that mount).
+  if ! err=$(ip netns exec "$prefix-probe" unshare --uts --ipc --pid --fork --mount-proc true 2>&1); then
+    ip netns del "$prefix-probe" >/dev/null 2>&1 || true
+    echo "cannot give a host its own hostname, IPC and PID namespaces here (unshare: ${err:-failed})"
+    return
+  fi
   ip netns del "$prefix-probe" >/dev/null 2>&1 || true
   # The links: a bridge and a veth pair (kernel modules a minimal kernel may lack).
   if ! err=$(ip link add "$prefix-pb" type bridge 2>&1); then

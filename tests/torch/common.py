@@ -40,8 +40,8 @@ def _let_gloo_workers_finish():
 def init(rendezvous_dir):
     """The ringdp default group and a gloo group of the same ranks; returns (rank, size, gloo)."""
     rank, size = mpi_rank_and_size()
-    # RINGDP_TEST_INIT_METHOD=env://: the launcher's own store (torchrun's, across hosts: tests/net/torchrun.sh).
-    method = os.environ.get("RINGDP_TEST_INIT_METHOD", f"file://{rendezvous_dir}/store")
+    # TEST_INIT_METHOD=env://: the launcher's own store (torchrun's, across hosts: tests/net/torchrun.sh).
+    method = os.environ.get("TEST_INIT_METHOD", f"file://{rendezvous_dir}/store")
     dist.init_process_group("ringdp", init_method=method, rank=rank, world_size=size)
     atexit.register(_let_gloo_workers_finish)
     return rank, size, dist.new_group(backend="gloo")

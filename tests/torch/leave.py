@@ -34,8 +34,8 @@ rendezvous, mode = sys.argv[1], sys.argv[2]
 rank = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))))
 size = int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1"))))
 timeout = {"timeout": datetime.timedelta(seconds=3)} if mode == "timeout" else {}
-# RINGDP_TEST_INIT_METHOD=env://: the launcher's own store (torchrun's, across hosts: tests/net/torchrun.sh).
-method = os.environ.get("RINGDP_TEST_INIT_METHOD", f"file://{rendezvous}/store")
+# TEST_INIT_METHOD=env://: the launcher's own store (torchrun's, across hosts: tests/net/torchrun.sh).
+method = os.environ.get("TEST_INIT_METHOD", f"file://{rendezvous}/store")
 dist.init_process_group("ringdp", init_method=method, rank=rank, world_size=size, **timeout)
 
 

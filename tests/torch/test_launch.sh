@@ -25,7 +25,8 @@ try:
 except RuntimeError as e:
     print("RuntimeError:", e)
     sys.exit(3)
-print(f"initialised rank {dist.get_rank()} of {dist.get_world_size()}")  # one write: launchers interleave writes
+# One write (launchers interleave writes), flushed: a job's output may be a file read while it runs.
+print(f"initialised rank {dist.get_rank()} of {dist.get_world_size()}", flush=True)
 PY
 }
 if ! grep -q "define RINGDP_HAVE_UCX 1" "$build/config.h"; then
@@ -35,12 +36,12 @@ else
   out=$(STORE=a TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 0 2)" 2>&1)
   rc=$? took=$(($(date +%s) - began))
   [ $rc -eq 3 ] || fail "rank 1 of 2 never started: exit $rc, expected the RuntimeError: $out"
-  grep -qF "rank 0 of 2: rank 1 never joined the store bootstrap (ringdp#1) within 3 s" <<<"$out" ||
+  grep -qF "rank 0 of 2: rank 1 never joined the store bootstrap (ringdp/2#1) within 3 s" <<<"$out" ||
     fail "the missing rank is not named: $out"
   [ $took -lt 30 ] || fail "the missing rank was named after $took s, with a timeout of 3 s"
   echo "ok: without a launcher, a rank that never arrives is named after torch's timeout (3 s; took $took s)"
-  # Two ranks given different world sizes: the one that meets a rank of another size names both;
-  # the other names the rank it waits for in vain.
+  # Two ranks given different world sizes: they count their arrivals apart and never meet; each
+  # names the other's size once its wait ends.
   STORE=c TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 0 3)" >"$work/ws0" 2>&1 &
   STORE=c TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 1 2)" >"$work/ws1" 2>&1
   rc1=$?
@@ -49,7 +50,8 @@ else
   [ $rc0 -eq 3 ] && [ $rc1 -eq 3 ] || fail "world sizes 3 and 2: exits $rc0 and $rc1: $(cat "$work/ws0" "$work/ws1")"
   grep -qF "rank 0 was started with world_size 3 but rank 1 with 2: every rank must be given the same world_size" "$work/ws1" ||
     fail "the disagreement is not named: $(cat "$work/ws1")"
-  grep -qF "rank 0 of 3: rank 2 never joined the store bootstrap" "$work/ws0" || fail "rank 2 not named: $(cat "$work/ws0")"
+  grep -qF "rank 1 was started with world_size 2 but rank 0 with 3: every rank must be given the same world_size" "$work/ws0" ||
+    fail "the disagreement is not named on rank 0: $(cat "$work/ws0")"
   echo "ok: world sizes that disagree are named on each rank"
   # Two processes with one rank on one store (two jobs' rank 0, or a rank given twice): the second
   # is refused at once, naming the store's sharing; the first names the rank that never came.
@@ -59,9 +61,9 @@ else
   wait $!
   rc0=$?
   [ $rc0 -eq 3 ] && [ $rc1 -eq 3 ] || fail "two rank 0s on one store: exits $rc0 and $rc1: $(cat "$work/g0" "$work/g1")"
-  grep -qF "another process already joined the store bootstrap (ringdp#1) as rank 0: two jobs share this store" \
+  grep -qF "another process already joined the store bootstrap (ringdp/2#1) as rank 0: two jobs share this store" \
     "$work/g0" "$work/g1" || fail "the second rank 0 is not refused by name: $(cat "$work/g0" "$work/g1")"
-  grep -qF "rank 0 of 2: rank 1 never joined the store bootstrap (ringdp#1)" "$work/g0" "$work/g1" ||
+  grep -qF "rank 0 of 2: rank 1 never joined the store bootstrap (ringdp/2#1)" "$work/g0" "$work/g1" ||
     fail "the first rank 0 does not name rank 1: $(cat "$work/g0" "$work/g1")"
   echo "ok: a second process given rank 0 on one store is refused at once, naming the shared store"
   # A second job on a running job's MASTER_PORT: its rank 0 cannot serve the store (torch's error),
@@ -77,7 +79,8 @@ print(f"job A rank {rank}: {t.tolist()}")
 PY
   export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port
   for r in 0 1; do RANK=$r timeout 120 /usr/bin/python3 "$work/job_a.py" >"$work/a$r" 2>&1 & done
-  for _ in $(seq 300); do [ "$(cat "$work/a0" "$work/a1" 2>/dev/null | grep -c initialised)" -eq 2 ] && break; sleep 0.1; done
+  for _ in $(seq 600); do [ "$(cat "$work/a0" "$work/a1" 2>/dev/null | grep -c initialised)" -eq 2 ] && break; sleep 0.1; done
+  [ "$(cat "$work/a0" "$work/a1" | grep -c initialised)" -eq 2 ] || fail "the first job did not start: $(cat "$work/a0" "$work/a1")"
   job_b=$(env_init)
   RANK=0 TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$job_b" >"$work/b0" 2>&1 &
   RANK=1 TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$job_b" >"$work/b1" 2>&1
@@ -89,7 +92,7 @@ PY
   unset MASTER_ADDR MASTER_PORT
   [ $rcb0 -eq 3 ] && [ $rcb1 -eq 3 ] ||
     fail "a second job on one MASTER_PORT: exits $rcb0 and $rcb1: $(cat "$work/b0" "$work/b1")"
-  grep -qF "rank 1 of 2: rank 0 never joined the store bootstrap (ringdp#2)" "$work/b1" &&
+  grep -qF "rank 1 of 2: rank 0 never joined the store bootstrap (ringdp/2#2)" "$work/b1" &&
     grep -qF "or another job on the same store (the same MASTER_ADDR:MASTER_PORT" "$work/b1" ||
     fail "the second job's rank 1 does not name the shared store: $(cat "$work/b1")"
   grep -qF "job A rank 0: [3.0, 3.0, 3.0, 3.0]" "$work/a0" && grep -qF "job A rank 1: [3.0, 3.0, 3.0, 3.0]" "$work/a1" ||
@@ -110,7 +113,7 @@ PY
   wait $!
   rc0=$? took=$(($(date +%s) - began))
   [ $rc0 -eq 3 ] || fail "rank 1 failed: rank 0's exit $rc0: $(cat "$work/f0")"
-  grep -qF "rank 0 of 2: rank 1 could not join (ringdp#1): UCX: ucp_init failed" "$work/f0" ||
+  grep -qF "rank 0 of 2: rank 1 could not join (ringdp/2#1): UCX: ucp_init failed" "$work/f0" ||
     fail "rank 1's failure not named on rank 0: $(cat "$work/f0")"
   [ $took -lt 30 ] || fail "rank 1's failure reached rank 0 after $took s (timeout 60 s)"
   echo "ok: a rank that fails while the ranks meet is named by the others at once ($took s)"

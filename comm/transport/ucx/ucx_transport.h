@@ -15,8 +15,8 @@
 // (UCS_ERR_MESSAGE_TRUNCATED) and never writes past the buffer, so no two-part protocol is needed.
 // Every wait polls ucp_worker_progress under the collective's deadline and asks ringdp's departure
 // notices whether a peer has left, as over MPI. UCX's own peer error handling is asked for only on
-// the endpoints to peers whose process no departure watch can see end (another machine): it rules
-// out UCX's shared-memory transports (ucx_transport.cpp says why), which those peers cannot use. The
+// the endpoints to peers on another machine: it rules out UCX's shared-memory transports
+// (ucx_transport.cpp says why), which those peers cannot use anyway. The
 // library's own collectives, the shared-memory slots and bootstrap broadcasts stay the MPI transport's: UCX
 // has no collectives; a job without MPI has no `--algo native`, and its slots are a segment of its own
 // (set_shared_slots, comm/transport/shm/shm_segment.h).
@@ -48,7 +48,9 @@ class UcxTransport final : public Transport {
   /// Without MPI: over the ranks of `out_of_band` (collective over them), which it keeps for
   /// bootstrap broadcasts and groups' exchanges; `yield`: give the core away between polls.
   /// `reported`, by rank: the peers whose endpoints ask UCX to report their failure
-  /// (peer_failure), those whose process no departure watch can see end (another machine).
+  /// (peer_failure), those known to be on another machine (no shared memory is lost there). The
+  /// world's transport only: the hierarchical path's host and cross transports rely on its
+  /// reports, since the departures progress its worker in every wait.
   UcxTransport(std::unique_ptr<OutOfBand> out_of_band, std::chrono::milliseconds timeout, bool yield,
                std::vector<bool> reported = {});
   /// Flushes the endpoints for a bounded time (2 s), then lets go of what is still pending:

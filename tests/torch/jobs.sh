@@ -10,24 +10,7 @@ trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1  # more ranks than cores here
 
-# plain_launch NP COMMAND...: a launcher without MPI, as a framework's own may be: NP processes
-# with RANK and WORLD_SIZE set, each waited for and none ended when another fails (torchrun and
-# mp.spawn end the others; a launcher that does not leaves it to ringdp). Its status: the first
-# non-zero one of the ranks'.
-plain_launch() {
-  local n=$1 r pids=() status=0 s
-  shift
-  for ((r = 0; r < n; r++)); do
-    RANK=$r WORLD_SIZE=$n "$@" &
-    pids+=($!)
-  done
-  for r in "${pids[@]}"; do
-    wait "$r"
-    s=$?
-    [ $status -ne 0 ] || status=$s
-  done
-  return $status
-}
+source "$(dirname "${BASH_SOURCE[0]}")/plain_launch.sh"
 
 # job MODE [LIMIT]: one $np-rank job of $script with a rendezvous folder of its own ($dir) and
 # MODE, under $mpiexec (or plain_launch when it is "plain"); sets $out, $rc and $seconds. A job

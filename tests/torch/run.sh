@@ -19,14 +19,9 @@ case $mpiexec in
   torchrun) exec timeout 300 "$python" -m torch.distributed.run --standalone --nproc_per_node "$np" "$script" "$work" "$@" ;;
   spawn) exec timeout 300 "$python" "$(dirname "$0")/spawn.py" "$np" "$script" "$work" "$@" ;;
   plain)
-    pids=()
-    for ((r = 0; r < np; r++)); do
-      RANK=$r WORLD_SIZE=$np timeout 300 "$python" "$script" "$work" "$@" &
-      pids+=($!)
-    done
-    status=0
-    for p in "${pids[@]}"; do wait "$p" || status=$?; done
-    exit $status ;;
+    source "$(dirname "$0")/plain_launch.sh"
+    plain_launch "$np" timeout 300 "$python" "$script" "$work" "$@"
+    exit $? ;;
 esac
 # shellcheck disable=SC2086  # launcher arguments split on purpose
 exec timeout 300 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" "$python" "$script" "$work" "$@"

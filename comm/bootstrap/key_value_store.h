@@ -13,7 +13,8 @@ namespace ringdp::comm {
 class KeyValueStore {
  public:
   virtual ~KeyValueStore() = default;
-  /// Publishes `value` under `key` for every process of the job; a key is written once.
+  /// Publishes `value` under `key` for every process of the job; a later set replaces it (as
+  /// torch's stores do: a rank's world size is set again at each init).
   virtual void set(const std::string& key, const std::vector<char>& value) = 0;
   /// The value under `key`, waiting until some process has set it; an Error naming the key once
   /// `timeout` has passed without it.

@@ -24,6 +24,14 @@ namespace ringdp::comm {
 
 namespace {
 
+[[maybe_unused]] [[noreturn]] void refuse_without_ucx() {
+  RINGDP_FAIL(
+      "this process was not started by an MPI launcher, and ringdp was built without UCX, which "
+      "carries the messages of jobs started by torchrun, mp.spawn or other launchers: launch with "
+      "mpirun, mpiexec or srun, or install libucx-dev and rebuild ringdp (docs/ucx.md)");
+}
+
+#if RINGDP_HAVE_UCX
 // What each rank tells every other before any transport exists: the world size it was given, its
 // host, and the options every rank must agree on (the same fields as the MPI world's agreement).
 struct Introduction {
@@ -112,7 +120,6 @@ void agree(CommOptions& options, const std::vector<Introduction>& all, const Lay
   }
 }
 
-#if RINGDP_HAVE_UCX
 // Every rank on this machine (RINGDP_RANKS_PER_HOST's hosts may still share one, as under MPI):
 // the shared-memory slots, in a segment of their own. Every rank decides alike, from what all sent.
 void add_shared_slots(UcxTransport& transport, const std::vector<Introduction>& all,
@@ -175,16 +182,9 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
   (void)options;
   (void)oob;
   (void)shared_memory;
-  RINGDP_FAIL(
-      "this process was not started by an MPI launcher, and ringdp was built without UCX, which "
-      "carries the messages of jobs started by torchrun, mp.spawn or other launchers: launch with "
-      "mpirun, mpiexec or srun, or install libucx-dev and rebuild ringdp (docs/ucx.md)");
+  refuse_without_ucx();
 #endif
 }
-
-}  // namespace
-
-namespace {
 
 // A rank among `size` whose world_size key says another size, named; "" when none does. Read
 // when the meeting failed: ranks given different sizes count their arrivals apart and never meet.
@@ -209,6 +209,9 @@ std::string size_mismatch(KeyValueStore& store, int rank, int size) {
 
 DiscoveredWorld bootstrap_store_world(CommOptions& options, std::shared_ptr<KeyValueStore> store, int rank,
                                       int size) {
+#if !RINGDP_HAVE_UCX
+  refuse_without_ucx();  // before it counts as an arrival its peers would wait for
+#endif
   const std::string mine = std::to_string(size);
   store->set("ringdp/size/" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
   // Scoped by generation: a store that outlives a job's first init_process_group (torchrun's agent

@@ -37,4 +37,12 @@ int64_t TorchStore::add(const std::string& key, int64_t delta) {
   }
 }
 
+bool TorchStore::has(const std::string& key) {
+  try {
+    return store_->check({key});
+  } catch (const std::exception& e) {
+    RINGDP_FAIL("the store torch handed ringdp could not say whether it has key '", key, "': ", e.what());
+  }
+}
+
 }  // namespace ringdp_torch

@@ -18,6 +18,7 @@ class TorchStore final : public ringdp::comm::KeyValueStore {
   /// Waits with the store's own wait (torch's error names the key on timeout), then reads.
   std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
+  bool has(const std::string& key) override;
 
  private:
   c10::intrusive_ptr<::c10d::Store> store_;

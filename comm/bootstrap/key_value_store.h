@@ -21,6 +21,8 @@ class KeyValueStore {
   virtual std::vector<char> get(const std::string& key, std::chrono::milliseconds timeout) = 0;
   /// Adds `delta` to the number under `key` (0 when unset) and returns the sum, atomically.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  /// Whether some process has set `key`, now; never waits.
+  virtual bool has(const std::string& key) = 0;
 };
 
 }  // namespace ringdp::comm

@@ -191,16 +191,14 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
 std::string size_mismatch(KeyValueStore& store, int rank, int size) {
   for (int r = 0; r < size; ++r) {
     if (r == rank) continue;
-    std::vector<char> theirs;
-    try {
-      theirs = store.get("ringdp/size/" + std::to_string(r), std::chrono::milliseconds(1));
-    } catch (const Error&) {  // never arrived: the wait's own error says so
-      continue;
-    }
+    const std::string key = "ringdp/size/" + std::to_string(r);
+    if (!store.has(key)) continue;  // never arrived: the wait's own error says so
+    const std::vector<char> theirs = store.get(key, std::chrono::seconds(10));
     const std::string text(theirs.begin(), theirs.end());
+    // "last joined": the key may be an earlier init's, on a store that outlived it.
     if (text != std::to_string(size))
-      return detail::concat("rank ", r, " was started with world_size ", text, " but rank ", rank, " with ",
-                            size, ": every rank must be given the same world_size");
+      return detail::concat("rank ", r, " last joined this store with world_size ", text, " but rank ", rank,
+                            " with ", size, ": every rank must be given the same world_size");
   }
   return {};
 }
@@ -212,6 +210,8 @@ DiscoveredWorld bootstrap_store_world(CommOptions& options, std::shared_ptr<KeyV
 #if !RINGDP_HAVE_UCX
   refuse_without_ucx();  // before it counts as an arrival its peers would wait for
 #endif
+  RINGDP_CHECK(size >= 1 && rank >= 0 && rank < size, "store bootstrap: rank ", rank, " of ", size,
+               " (expected 0 <= rank < world_size)");
   const std::string mine = std::to_string(size);
   store->set("ringdp/size/" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
   // Scoped by generation: a store that outlives a job's first init_process_group (torchrun's agent
@@ -223,6 +223,8 @@ DiscoveredWorld bootstrap_store_world(CommOptions& options, std::shared_ptr<KeyV
   // Two processes with one rank in a generation: said at once, before either waits (joined, they
   // would exchange each other's addresses).
   const int64_t claims = store->add(scope + "/claims/" + std::to_string(rank), 1);
+  // A refused process gives its arrival back, so that the generations after it stay aligned.
+  if (claims != 1) store->add("ringdp/arrivals/" + mine, -1);
   RINGDP_CHECK(
       claims == 1, "rank ", rank, " of ", size, ": another process already joined the store bootstrap (",
       scope, ") as rank ", rank,

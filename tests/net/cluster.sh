@@ -8,7 +8,7 @@
 #   tests/net/cluster.sh up     [--hosts H] [--rate R] [--delay D]   make them (prints the hostfile)
 #   tests/net/cluster.sh status                                       what exists now
 #   tests/net/cluster.sh check                                        exit 77 saying why hosts
-#                                                                     cannot be made here, else 0
+#                                                                     for exec cannot be made here
 #   tests/net/cluster.sh down                                         remove all of it
 #   tests/net/cluster.sh run    [--hosts H] [--ranks-per-host P] [--rate R] [--delay D]
 #                               [--timeout S] -- PROGRAM ARGS...      up, mpirun, down (always)
@@ -74,11 +74,11 @@ unavailable() {
     echo "cannot run a command inside a network namespace here (ip netns exec: ${err:-failed}; a chroot?)"
     return
   fi
-  # What the agent and `exec` add: a hostname and IPC namespace each, and for exec a PID namespace
-  # with its own /proc (a container whose /proc is masked refuses that mount).
-  if ! err=$(ip netns exec "$prefix-probe" unshare --uts --ipc --pid --fork --mount-proc true 2>&1); then
+  # What the agent adds: a hostname and IPC namespace each (`exec`'s PID namespace: exec_unavailable).
+  if ! err=$(ip netns exec "$prefix-probe" unshare --uts --ipc true 2>&1); then
     ip netns del "$prefix-probe" >/dev/null 2>&1 || true
-    echo "cannot give a host its own hostname, IPC and PID namespaces here (unshare: ${err:-failed})"
+    rm -f "/run/netns/$prefix-probe" 2>/dev/null || true
+    echo "cannot give a host its own hostname and IPC namespace here (unshare: ${err:-failed})"
     return
   fi
   ip netns del "$prefix-probe" >/dev/null 2>&1 || true
@@ -93,6 +93,17 @@ unavailable() {
     return
   fi
   ip link del "$prefix-pv" >/dev/null 2>&1 || true
+}
+
+# Why `exec` cannot run here, or nothing: unavailable's reasons, and a PID namespace with its own
+# /proc (a container whose /proc is masked refuses that mount).
+exec_unavailable() {
+  local why err
+  why=$(unavailable)
+  [ -z "$why" ] || { echo "$why"; return; }
+  if ! err=$(unshare --pid --fork --mount-proc true 2>&1); then
+    echo "cannot give a host its own PID namespace and /proc here (unshare: ${err:-failed})"
+  fi
 }
 
 has_netem() {
@@ -245,7 +256,7 @@ case "$command" in
   down) down ;;
   status) status ;;
   leftovers) leftovers ;;
-  check) why=$(unavailable); [ -z "$why" ] || { echo "SKIPPED: $why"; exit 77; } ;;
+  check) why=$(exec_unavailable); [ -z "$why" ] || { echo "SKIPPED: $why"; exit 77; } ;;
   run) parse "$@"; run ;;
   agent) agent "$@" ;;
   exec) exec_on "$@" ;;

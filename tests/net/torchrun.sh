@@ -18,6 +18,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 cluster=$here/cluster.sh
 source "$here/../torch/python.sh"
 export RINGDP_NET_PREFIX=rdpn-r
+# leave.py kills rank 1: on host 2 only with one rank per host.
+[ "$mode" != kill ] || [ "$per_host" = 1 ] || { echo "FAIL: kill needs RANKS_PER_HOST 1 (rank 1 on host 2), not $per_host"; exit 1; }
 "$cluster" check || exit $?
 work=$(mktemp -d)
 trap '"$cluster" down; rm -rf "$work"' EXIT
@@ -32,15 +34,12 @@ export PYTHONPATH="$here/../torch${PYTHONPATH:+:$PYTHONPATH}" TEST_INIT_METHOD=e
 case "$mode" in
   ddp) program=("$here/../torch/test_ddp.py" "$work") ;;
   collectives) program=("$here/../torch/test_collectives.py" "$work") ;;
-  kill)
-    # leave.py kills rank 1: on host 2 only with one rank per host.
-    [ "$per_host" = 1 ] || fail "kill needs RANKS_PER_HOST 1 (rank 1 on host 2), not $per_host"
-    program=("$here/../torch/leave.py" "$work" kill) ;;
+  kill) program=("$here/../torch/leave.py" "$work" kill) ;;
   *) fail "mode '$mode': expected ddp, collectives or kill" ;;
 esac
 began=$SECONDS
 for h in 1 2; do
-  "$cluster" exec "$h" -- timeout 240 "$python" -m torch.distributed.run --nnodes 2 --node_rank $((h - 1)) \
+  "$cluster" exec "$h" -- timeout 200 "$python" -m torch.distributed.run --nnodes 2 --node_rank $((h - 1)) \
     --nproc_per_node "$per_host" --master_addr 10.77.0.11 --master_port 29517 "${program[@]}" \
     >"$work/h$h.log" 2>&1 &
 done
@@ -61,7 +60,7 @@ if [ "$mode" != kill ]; then
   grep -h "ok: rank 0 of" "$work/h1.log" "$work/h2.log"
   echo "ok: torchrun --nnodes 2 x $per_host across 2 hosts, no MPI: $mode on ringdp as on gloo ($took s)"
 else
-  [[ " ${codes[*]} " != *" 124 "* ]] || fail "a rank killed on host 2: a torchrun ran into its 240 s limit"
+  [[ " ${codes[*]} " != *" 124 "* ]] || fail "a rank killed on host 2: a torchrun ran into its 200 s limit"
   [ $took -le 60 ] || fail "a rank killed on host 2 ended the job after $took s"
   caught=$(grep -h "caught: .*rank 1 (on another machine) lost its connection to rank" "$work/h1.log" | sort -u)
   [ "$(grep -c . <<<"$caught")" -eq "$per_host" ] ||

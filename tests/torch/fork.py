@@ -17,8 +17,9 @@ from torch.utils.data import DataLoader, Dataset
 import ringdp_torch  # noqa: F401  (its import registers the backend)
 
 rendezvous, mode = sys.argv[1], sys.argv[2]
-rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")))
-size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1")))
+# mpirun's, mpiexec's, or (no MPI) a plain launcher's RANK and WORLD_SIZE.
+rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", os.environ.get("RANK", "0"))))
+size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", os.environ.get("WORLD_SIZE", "1"))))
 dist.init_process_group("ringdp", init_method=f"file://{rendezvous}/store", rank=rank, world_size=size)
 
 

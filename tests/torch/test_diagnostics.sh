@@ -3,7 +3,9 @@
 # (docs/errors.md): two ranks calling different collectives are reported (at once by the envelope
 # check, and by RINGDP_DEBUG=DETAIL naming both calls); RINGDP_FAULT kill ends the job, delay
 # brings the watchdog's step-level report; RINGDP_TRACE prints the steps; RINGDP_TIMELINE records
-# DDP's bucket all-reduces as ringdp collectives. No case may hang.
+# DDP's bucket all-reduces as ringdp collectives. No case may hang. MPIEXEC `plain`: the ranks
+# started as a framework's own launcher starts them (tests/torch/plain_launch.sh), no MPI, so
+# every message goes over UCX.
 #   tests/torch/test_diagnostics.sh MPIEXEC BUILD_DIR
 set -uo pipefail
 mpiexec=$1 build=$2
@@ -14,10 +16,15 @@ trap 'rm -rf "$work"' EXIT
 export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1
+source "$(dirname "$0")/plain_launch.sh"
 job() {  # job NP MODE: sets $out, $rc and $seconds
   local start=$SECONDS dir
   dir=$(mktemp -d -p "$work")
-  out=$(timeout 120 "$mpiexec" -n "$1" /usr/bin/python3 "$script" "$dir" "$2" 2>&1)
+  if [ "$mpiexec" = plain ]; then
+    out=$(plain_launch "$1" timeout 120 /usr/bin/python3 "$script" "$dir" "$2" 2>&1)
+  else
+    out=$(timeout 120 "$mpiexec" -n "$1" /usr/bin/python3 "$script" "$dir" "$2" 2>&1)
+  fi
   rc=$? seconds=$((SECONDS - start))
   [ $rc -ne 124 ] || fail "$2 on $1 ranks hung: $out"
 }

@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "comm/comm_options.h"
 #include "comm/world/departures.h"
@@ -39,7 +40,9 @@ std::string join_error(std::shared_ptr<test::MemoryStore> store, int rank, int s
 TEST_CASE("a second process as a rank its generation already has is refused at once", "[store]") {
   auto store = std::make_shared<test::MemoryStore>();
   auto first = std::async(std::launch::async, [&] { return join_error(store, 0, 2, 400ms); });
-  while (store->add("ringdp/2#1/claims/0", 0) == 0) std::this_thread::sleep_for(1ms);
+  for (int i = 0; i < 2000 && store->add("ringdp/2#1/claims/0", 0) == 0; ++i)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(store->add("ringdp/2#1/claims/0", 0) == 1);
   const auto began = std::chrono::steady_clock::now();
   const std::string second = join_error(store, 0, 2, 400ms);
   CHECK(std::chrono::steady_clock::now() - began < 200ms);
@@ -48,6 +51,13 @@ TEST_CASE("a second process as a rank its generation already has is refused at o
                              "two jobs share this store"));
   CHECK_THAT(first.get(),
              Catch::Contains("rank 0 of 2: rank 1 never joined the store bootstrap (ringdp/2#1)"));
+  CHECK(store->add("ringdp/arrivals/2", 0) == 1);  // the refused one gave its arrival back
+}
+
+TEST_CASE("a rank outside the world is refused before it counts as an arrival", "[store]") {
+  auto store = std::make_shared<test::MemoryStore>();
+  CHECK_THAT(join_error(store, 2, 2, 50ms), Catch::Contains("rank 2 of 2 (expected 0 <= rank < world_size)"));
+  CHECK(store->add("ringdp/arrivals/2", 0) == 0);
 }
 
 TEST_CASE("arrivals are counted per world size", "[store]") {
@@ -58,6 +68,8 @@ TEST_CASE("arrivals are counted per world size", "[store]") {
              Catch::Contains("rank 1 never joined the store bootstrap (ringdp/2#1)"));
   CHECK_THAT(join_error(store, 0, 3, 50ms),
              Catch::Contains("rank 1 never joined the store bootstrap (ringdp/3#1)"));
+  CHECK(store->add("ringdp/arrivals/2", 0) == 1);
+  CHECK(store->add("ringdp/arrivals/3", 0) == 1);
   CHECK_THAT(join_error(store, 0, 2, 50ms),
              Catch::Contains("another process already joined the store bootstrap (ringdp/2#1) as rank 0"));
 }
@@ -66,10 +78,11 @@ TEST_CASE("ranks given different world sizes each name the other's", "[store]") 
   auto store = std::make_shared<test::MemoryStore>();
   auto three = std::async(std::launch::async, [&] { return join_error(store, 0, 3, 300ms); });
   const std::string two = join_error(store, 1, 2, 300ms);
-  CHECK_THAT(two,
-             Catch::Contains("rank 0 was started with world_size 3 but rank 1 with 2: every rank must be "
-                             "given the same world_size"));
-  CHECK_THAT(three.get(), Catch::Contains("rank 1 was started with world_size 2 but rank 0 with 3"));
+  CHECK_THAT(two, Catch::Contains(
+                      "rank 0 last joined this store with world_size 3 but rank 1 with 2: every rank must be "
+                      "given the same world_size"));
+  CHECK_THAT(three.get(),
+             Catch::Contains("rank 1 last joined this store with world_size 2 but rank 0 with 3"));
 }
 #else
 TEST_CASE("without UCX a job started without MPI is refused before it counts as an arrival", "[store]") {

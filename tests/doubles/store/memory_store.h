@@ -32,6 +32,11 @@ class MemoryStore final : public comm::KeyValueStore {
     return values_[key];
   }
 
+  bool has(const std::string& key) override {
+    std::lock_guard lock(mutex_);
+    return values_.count(key) != 0;
+  }
+
   int64_t add(const std::string& key, int64_t delta) override {
     std::lock_guard lock(mutex_);
     std::vector<char>& value = values_[key];

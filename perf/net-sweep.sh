@@ -20,10 +20,15 @@ while [ $# -gt 0 ]; do
     --max) max=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
     --ddp) ddp=1; shift ;;
-    --backend) backend=$2; shift 2 ;;
+    --backend)
+      backend=$2
+      case "$backend" in mpi | ucx) ;; *) echo "net-sweep.sh: --backend '$backend': expected mpi or ucx" >&2; exit 2 ;; esac
+      shift 2 ;;
     *) echo "net-sweep.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
+# The DDP step's program is ringdp's own over MPI (perf/ddp_step.cpp): --backend is the bench's.
+[ "$ddp" = 0 ] || [ "$backend" = mpi ] || { echo "net-sweep.sh: --ddp measures over MPI only, not --backend $backend" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RINGDP_NET_PREFIX=rdpn-s
 for layout in $layouts; do
   hosts=${layout%x*} per_host=${layout#*x}

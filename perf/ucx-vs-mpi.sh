@@ -12,7 +12,10 @@ rounds=${1:-5} nps=${2:-2 4}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "# load before: $(uptime | sed 's/.*load average/load average/')"
+yield_when_idle=${OMPI_MCA_mpi_yield_when_idle-unset}
 for np in $nps; do
+  # launcher.sh sets Open MPI's yield for this rank count, unless the caller set it: not the last one's.
+  if [ "$yield_when_idle" = unset ]; then unset OMPI_MCA_mpi_yield_when_idle; fi
   source perf/launcher.sh
   bench=("$launcher" -n "$np" "${launch_args[@]}" "$build/apps/bench/ringdp-bench" all_reduce)
   for i in $(seq "$rounds"); do

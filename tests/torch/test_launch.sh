@@ -29,6 +29,18 @@ except RuntimeError as e:
 print(f"initialised rank {dist.get_rank()} of {dist.get_world_size()}", flush=True)
 PY
 }
+# pair NAME "RANK SIZE" "RANK SIZE": two processes on store NAME with a 3 s timeout, the first in
+# the background; their output in $work/NAME0 and NAME1, their exits in rc0 and rc1.
+pair() {
+  local ra sa rb sb
+  read -r ra sa <<<"$2"
+  read -r rb sb <<<"$3"
+  STORE=$1 TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init "$ra" "$sa")" >"$work/${1}0" 2>&1 &
+  STORE=$1 TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init "$rb" "$sb")" >"$work/${1}1" 2>&1
+  rc1=$?
+  wait $!
+  rc0=$?
+}
 if ! grep -q "define RINGDP_HAVE_UCX 1" "$build/config.h"; then
   echo "ok: (skipped: built without UCX, a job without an MPI launcher cannot start)"
 else
@@ -42,24 +54,16 @@ else
   echo "ok: without a launcher, a rank that never arrives is named after torch's timeout (3 s; took $took s)"
   # Two ranks given different world sizes: they count their arrivals apart and never meet; each
   # names the other's size once its wait ends.
-  STORE=c TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 0 3)" >"$work/ws0" 2>&1 &
-  STORE=c TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 1 2)" >"$work/ws1" 2>&1
-  rc1=$?
-  wait $!
-  rc0=$?
-  [ $rc0 -eq 3 ] && [ $rc1 -eq 3 ] || fail "world sizes 3 and 2: exits $rc0 and $rc1: $(cat "$work/ws0" "$work/ws1")"
-  grep -qF "rank 0 last joined this store with world_size 3 but rank 1 with 2: every rank must be given the same world_size" "$work/ws1" ||
-    fail "the disagreement is not named: $(cat "$work/ws1")"
-  grep -qF "rank 1 last joined this store with world_size 2 but rank 0 with 3: every rank must be given the same world_size" "$work/ws0" ||
-    fail "the disagreement is not named on rank 0: $(cat "$work/ws0")"
+  pair c "0 3" "1 2"
+  [ $rc0 -eq 3 ] && [ $rc1 -eq 3 ] || fail "world sizes 3 and 2: exits $rc0 and $rc1: $(cat "$work/c0" "$work/c1")"
+  grep -qF "rank 0 last joined this store with world_size 3 but rank 1 with 2: every rank must be given the same world_size" "$work/c1" ||
+    fail "the disagreement is not named: $(cat "$work/c1")"
+  grep -qF "rank 1 last joined this store with world_size 2 but rank 0 with 3: every rank must be given the same world_size" "$work/c0" ||
+    fail "the disagreement is not named on rank 0: $(cat "$work/c0")"
   echo "ok: world sizes that disagree are named on each rank"
   # Two processes with one rank on one store (two jobs' rank 0, or a rank given twice): the second
   # is refused at once, naming the store's sharing; the first names the rank that never came.
-  STORE=g TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 0 2)" >"$work/g0" 2>&1 &
-  STORE=g TIMEOUT=3 timeout 60 /usr/bin/python3 -c "$(init 0 2)" >"$work/g1" 2>&1
-  rc1=$?
-  wait $!
-  rc0=$?
+  pair g "0 2" "0 2"
   [ $rc0 -eq 3 ] && [ $rc1 -eq 3 ] || fail "two rank 0s on one store: exits $rc0 and $rc1: $(cat "$work/g0" "$work/g1")"
   grep -qF "another process already joined the store bootstrap (ringdp/2#1) as rank 0: two jobs share this store" \
     "$work/g0" "$work/g1" || fail "the second rank 0 is not refused by name: $(cat "$work/g0" "$work/g1")"

@@ -224,7 +224,7 @@ Request UcxTransport::isend(int peer, const void* data, size_t bytes, int tag) {
       ucp_tag_send_nbx(endpoints_[static_cast<size_t>(peer)], data, bytes, wire_tag(tag, rank_), &param);
   // A send refused by a lost peer: the departures name it (this transport's reports, or the world's
   // when this is the hierarchical path's), as for a receive.
-  if (UCS_PTR_IS_ERR(request)) check_watch();
+  if (UCS_PTR_IS_ERR(request) && tag < kUserTagBase) check_watch();  // send/recv are not watched
   RINGDP_CHECK(!UCS_PTR_IS_ERR(request), "rank ", rank_, " could not send ", bytes, " bytes of ",
                describe_tag(tag), " to rank ", peer, ": UCX says ",
                ucs_status_string(UCS_PTR_STATUS(request)));
@@ -304,7 +304,7 @@ bool UcxTransport::finish(Request& request) {
   pending_.forget(ucx);
   ucp_request_free(ucx);
   request.handle = 0;
-  if (status != UCS_OK) check_watch();  // as in isend
+  if (status != UCS_OK && request.tag < kUserTagBase) check_watch();  // as in isend
   RINGDP_CHECK(status == UCS_OK, "rank ", rank_, " could not send ", request.bytes, " bytes of ",
                describe_tag(request.tag), " to rank ", request.peer, ": UCX says ",
                ucs_status_string(status));

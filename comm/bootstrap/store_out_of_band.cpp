@@ -10,8 +10,13 @@
 namespace ringdp::comm {
 
 StoreOutOfBand::StoreOutOfBand(std::shared_ptr<KeyValueStore> store, std::string scope, int rank, int size,
-                               std::chrono::milliseconds timeout)
-    : store_(std::move(store)), scope_(std::move(scope)), rank_(rank), size_(size), timeout_(timeout) {
+                               std::chrono::milliseconds timeout, Absence absence)
+    : store_(std::move(store)),
+      scope_(std::move(scope)),
+      rank_(rank),
+      size_(size),
+      timeout_(timeout),
+      absence_(std::move(absence)) {
   RINGDP_CHECK(size_ >= 1 && rank_ >= 0 && rank_ < size_, "store bootstrap: rank ", rank_, " of ", size_,
                " (expected 0 <= rank < world_size)");
 }
@@ -40,6 +45,8 @@ std::vector<std::vector<char>> StoreOutOfBand::all_gather(std::span<const char> 
       all[static_cast<size_t>(r)] =
           store_->get(round + std::to_string(r), std::max(left, std::chrono::milliseconds(1)));
     } catch (const Error& e) {
+      const std::string why = explain_absence(r);
+      if (!why.empty()) RINGDP_FAIL(why);
       RINGDP_FAIL(
           "rank ", rank_, " of ", size_, ": rank ", r, " never joined the store bootstrap (", scope_,
           ") within ", timeout_.count() / 1000.0,
@@ -53,6 +60,15 @@ std::vector<std::vector<char>> StoreOutOfBand::all_gather(std::span<const char> 
                   "): ", std::string(got.begin() + static_cast<std::ptrdiff_t>(kFailed.size()), got.end()));
   }
   return all;
+}
+
+std::string StoreOutOfBand::explain_absence(int rank) const {
+  if (!absence_) return {};
+  try {
+    return absence_(*store_, rank);
+  } catch (const Error&) {  // the store is gone too: the timeout says what is known
+    return {};
+  }
 }
 
 void StoreOutOfBand::fail(const std::string& why) {

@@ -200,7 +200,7 @@ class Transport {
   /// For the transports of CUDA tensors (CudaStreamTransport).
   explicit Transport(bool device_memory) : device_memory_(device_memory) {}
   bool deadline_passed() {
-    if (watch_) watch_->check();
+    check_watch();
     const auto now = Clock::now();
     if (deadline_ == kNotStarted) {
       deadline_ = now + timeout_;

@@ -186,21 +186,17 @@ DiscoveredWorld store_world_over(CommOptions& options, std::unique_ptr<OutOfBand
 #endif
 }
 
-// A rank among `size` whose world_size key says another size, named; "" when none does. Read
-// when the meeting failed: ranks given different sizes count their arrivals apart and never meet.
-std::string size_mismatch(KeyValueStore& store, int rank, int size) {
-  for (int r = 0; r < size; ++r) {
-    if (r == rank) continue;
-    const std::string key = "ringdp/size/" + std::to_string(r);
-    if (!store.has(key)) continue;  // never arrived: the wait's own error says so
-    const std::vector<char> theirs = store.get(key, std::chrono::seconds(10));
-    const std::string text(theirs.begin(), theirs.end());
-    // "last joined": the key may be an earlier init's, on a store that outlived it.
-    if (text != std::to_string(size))
-      return detail::concat("rank ", r, " last joined this store with world_size ", text, " but rank ", rank,
-                            " with ", size, ": every rank must be given the same world_size");
-  }
-  return {};
+// Why `missing` never met rank `rank` of `size`, when its world_size key says another size; "" when
+// it does not. Ranks given different sizes count their arrivals apart and never meet.
+std::string size_mismatch(KeyValueStore& store, int missing, int rank, int size) {
+  const std::string key = "ringdp/size/" + std::to_string(missing);
+  if (!store.has(key)) return {};  // never arrived: the wait's own error says so
+  const std::vector<char> theirs = store.get(key, std::chrono::seconds(10));
+  const std::string text(theirs.begin(), theirs.end());
+  if (text == std::to_string(size)) return {};
+  // "last joined": the key may be an earlier init's, on a store that outlived it.
+  return detail::concat("rank ", missing, " last joined this store with world_size ", text, " but rank ",
+                        rank, " with ", size, ": every rank must be given the same world_size");
 }
 
 }  // namespace
@@ -231,14 +227,12 @@ DiscoveredWorld bootstrap_store_world(CommOptions& options, std::shared_ptr<KeyV
       ": two jobs share this store (the same MASTER_ADDR:MASTER_PORT, or the same init_method file), two "
       "processes were given the same rank, or an earlier init on this store did not finish on every "
       "rank");
-  auto oob = std::make_unique<StoreOutOfBand>(store, scope, rank, size, options.timeout);
-  try {
-    return store_world_over(options, std::move(oob), true);
-  } catch (const Error&) {
-    const std::string mismatch = size_mismatch(*store, rank, size);
-    if (mismatch.empty()) throw;
-    RINGDP_FAIL(mismatch);
-  }
+  // Only an absence is explained so: a peer's failure (UCX that cannot start) is its own error.
+  auto absence = [rank, size](KeyValueStore& s, int missing) {
+    return size_mismatch(s, missing, rank, size);
+  };
+  return store_world_over(
+      options, std::make_unique<StoreOutOfBand>(store, scope, rank, size, options.timeout, absence), true);
 }
 
 DiscoveredWorld bootstrap_store_group(CommOptions& options, Transport& parent, std::span<const int> ranks) {

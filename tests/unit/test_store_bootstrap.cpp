@@ -1,9 +1,12 @@
 // comm/world/store_discovery.cpp's meeting through a store (torchrun, mp.spawn): arrivals counted
 // per world size, a rank claimed twice in one generation refused at once, ranks given different
-// world sizes naming each other's, over a store as strict as torch's (tests/doubles/store/).
-// A rank alone waits out a short timeout: no second process, no UCX is reached.
+// world sizes naming each other's, a rank's own failure raised as it is, over a store as strict as
+// torch's (tests/doubles/store/).
+// A rank alone waits out a short timeout: no second process. UCX is reached only where it is told
+// to fail (UCX_TLS=nosuch).
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <memory>
 #include <string>
@@ -83,6 +86,25 @@ TEST_CASE("ranks given different world sizes each name the other's", "[store]") 
                       "given the same world_size"));
   CHECK_THAT(three.get(),
              Catch::Contains("rank 1 last joined this store with world_size 2 but rank 0 with 3"));
+}
+
+TEST_CASE("a rank's own failure is raised as it is, even once the store is gone", "[store]") {
+  // UCX cannot start on either rank (UCX_TLS names no transport), and the store's server ends once
+  // rank 1 read rank 0's introduction, as TCPStore's does with a rank 0 that failed and exited:
+  // rank 1 raises UCX's reason, not the store's end.
+  const char* was = std::getenv("UCX_TLS");
+  const std::string saved = was ? was : "";
+  setenv("UCX_TLS", "nosuch", 1);
+  auto store = std::make_shared<test::MemoryStore>();
+  store->end_after_reading("ringdp/2#1/0/0");
+  auto zero = std::async(std::launch::async, [&] { return join_error(store, 0, 2, 2000ms); });
+  const std::string one = join_error(store, 1, 2, 2000ms);
+  zero.get();
+  if (was)
+    setenv("UCX_TLS", saved.c_str(), 1);
+  else
+    unsetenv("UCX_TLS");
+  CHECK_THAT(one, Catch::Contains("UCX: ucp_init failed"));
 }
 #else
 TEST_CASE("without UCX a job started without MPI is refused before it counts as an arrival", "[store]") {

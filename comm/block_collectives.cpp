@@ -195,7 +195,8 @@ Work Communicator::gather(const Tensor& input, Tensor& output, int root, Collect
                 .algorithm = resolve(CollectiveKind::gather, input.nbytes(), opts.algorithm),
                 .root = root,
                 .route = state.routes_.route_for(input),
-                .async = opts.async},
+                .async = opts.async,
+                .stream = opts.stream},
       .rank = rank_,
       .blocks = rooted_blocks(true, rank_, root, size_, n)};
   if (state.executor_.run_direct(
@@ -222,7 +223,8 @@ Work Communicator::scatter(const Tensor& input, Tensor& output, int root, Collec
                 .algorithm = resolve(CollectiveKind::scatter, output.nbytes(), opts.algorithm),
                 .root = root,
                 .route = state.routes_.route_for(output),
-                .async = opts.async},
+                .async = opts.async,
+                .stream = opts.stream},
       .rank = rank_,
       .blocks = rooted_blocks(false, rank_, root, size_, n)};
   if (state.executor_.run_direct(
@@ -247,7 +249,8 @@ Work Communicator::all_to_all(const Tensor& input, Tensor& output, CollectiveOpt
                 .count = n,
                 .algorithm = resolve(CollectiveKind::all_to_all, input.nbytes(), opts.algorithm),
                 .route = state.routes_.route_for(input),
-                .async = opts.async},
+                .async = opts.async,
+                .stream = opts.stream},
       .blocks = {.send_counts = counts,
                  .send_offsets = offsets,
                  .recv_counts = counts,
@@ -284,6 +287,7 @@ Work Communicator::all_to_all(const Tensor& input, std::span<const int64_t> send
                 .algorithm = resolve(CollectiveKind::all_to_all, input.nbytes(), opts.algorithm),
                 .route = state.routes_.route_for(input),
                 .async = opts.async,
+                .stream = opts.stream,
                 .layout = 1,  // uneven: never equal to an even all_to_all's 0
                 .per_rank_count = true},
       .blocks = std::move(blocks),
@@ -312,6 +316,7 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, std::span<con
                 .algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm),
                 .route = state.routes_.route_for(input),
                 .async = opts.async,
+                .stream = opts.stream,
                 .layout = counts_hash(counts)},
       .rank = rank_,
       .blocks = {.send_counts = std::vector<int64_t>(size_, counts[rank_]),

@@ -276,6 +276,7 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
                                        .op = op,
                                        .route = route,
                                        .async = opts.async,
+                                       .stream = opts.stream,
                                        .shape = ShapeNote::of(input.shape())},
                              .size = size_,
                              .scatter_min_bytes = options_.shared_memory_scatter_min_bytes,
@@ -315,6 +316,7 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
                 .root = root,
                 .route = state.routes_.route_for(input),
                 .async = opts.async,
+                .stream = opts.stream,
                 .shape = ShapeNote::of(input.shape())},
       .rank = rank_,
       .size = size_};
@@ -345,6 +347,7 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
                 .root = root,
                 .route = state.routes_.route_for(input),
                 .async = opts.async,
+                .stream = opts.stream,
                 .shape = ShapeNote::of(input.shape())},
       .rank = rank_};
   if (state.executor_.run_direct(collective.issue, [&] {
@@ -368,6 +371,7 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
                 .algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm),
                 .route = state.routes_.route_for(input),
                 .async = opts.async,
+                .stream = opts.stream,
                 .shape = ShapeNote::of(input.shape())}};
   if (state.executor_.run_direct(collective.issue,
                                  [&] { collective.library(state.routes_.host(), input, output); }))
@@ -390,6 +394,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
                 .op = op,
                 .route = state.routes_.route_for(input),
                 .async = opts.async,
+                .stream = opts.stream,
                 .shape = ShapeNote::of(output.shape())},
       .size = size_};
   if (state.executor_.run_direct(collective.issue, [&] {
@@ -404,7 +409,8 @@ Work Communicator::barrier(CollectiveOptions opts) {
   State& state = *state_;
   const Barrier collective{.issue = {.kind = CollectiveKind::barrier,
                                      .algorithm = resolve(CollectiveKind::barrier, 0, opts.algorithm),
-                                     .async = opts.async}};
+                                     .async = opts.async,
+                                     .stream = opts.stream}};
   if (state.executor_.run_direct(collective.issue, [&] { collective.library(state.routes_.host()); }))
     return Work::returned();
   Tensor none;

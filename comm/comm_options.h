@@ -76,6 +76,11 @@ struct CommOptions {
 struct CollectiveOptions {
   Algorithm algorithm = Algorithm::automatic;
   bool async = false;  ///< return at once; the Work completes when the collective has run
+  /// CUDA tensors: the caller's stream (a cudaStream_t; null: the legacy default stream). The
+  /// collective waits for what is already enqueued there, and work enqueued there after the
+  /// call's Work completes runs after the collective (as torch's current stream with NCCL).
+  /// Ignored for host tensors.
+  void* stream = nullptr;
 };
 
 /// The longest collective timeout: a deadline is now + timeout on a steady clock of 64-bit

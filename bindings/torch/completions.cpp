@@ -2,6 +2,9 @@
 #include "bindings/torch/completions.h"
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <pybind11/pybind11.h>
 
 #include <exception>
@@ -21,10 +24,49 @@ Call::Call(int rank, const char* name, std::vector<at::Tensor> outputs)
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
 TensorView& Call::view(const at::Tensor& tensor, const char* what, bool output) {
-  views_.emplace_back(tensor, what);
+  views_.emplace_back(tensor, what);  // refuses what the backend does not carry, naming it
+  const c10::Device device = tensor.device();
+  if (!device_) {
+    device_ = device;
+    if (device.is_cuda()) {
+      stream_ = c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
+      // A future of CUDA values: its users wait on the stream, not the host (nothing holds it yet).
+      future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                         std::vector<c10::Device>{device});
+    }
+  }
+  RINGDP_CHECK(device == *device_, what, " is on ", device.str(), " but the call's first tensor is on ",
+               device_->str(), ": every tensor of a call must be on one device");
   write_back_.push_back(output);
   return views_.back();
 }
+
+ringdp::comm::CollectiveOptions Call::options() const {
+  void* stream = nullptr;
+#if RINGDP_TORCH_CUDA
+  if (stream_) stream = stream_->native_handle();
+#endif
+  return {.algorithm = ringdp::comm::Algorithm::automatic, .async = true, .stream = stream};
+}
+
+void Call::synchronize_stream() const {
+  if (stream_) stream_->synchronize();
+}
+
+#if RINGDP_TORCH_CUDA
+bool Call::wait(std::chrono::milliseconds timeout) {
+  const bool done = ::c10d::Work::wait(timeout);
+  if (!stream_) return done;
+  const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(stream_->device_type());
+  const c10::Stream current = cuda->getStream(stream_->device());
+  if (current != *stream_) {
+    c10::Event joined(stream_->device_type());
+    joined.record(*stream_);
+    joined.block(current);
+  }
+  return done;
+}
+#endif
 
 void Call::complete() {
   std::exception_ptr error;
@@ -43,6 +85,10 @@ void Call::complete() {
       keep(e);
     }
   }
+  // On the call's stream: the write-backs queue there after the collectives, and the future's
+  // events are recorded there (no-op for CPU tensors).
+  std::optional<c10::StreamGuard> on_stream;
+  if (stream_) on_stream.emplace(*stream_);
   if (!error) {
     try {
       for (size_t i = 0; i < views_.size(); ++i)

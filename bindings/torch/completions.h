@@ -10,7 +10,13 @@
 // callbacks run on the thread that completes it and may wait for a later call (PowerSGD's hook
 // does), and a receive waits for its peer, who may send only after a later call of ours completes:
 // with one thread either would wait on itself. Each blocked thread leaves the others free.
-// Tested by tests/torch/.
+//
+// CUDA tensors (RINGDP_TORCH_CUDA): a call takes torch's current stream of their device when it
+// is issued. The collectives wait for what is enqueued there and that stream waits for them
+// (CollectiveOptions::stream), so the host never waits for the GPU; the write-backs and the
+// future's completion run on that stream too (its events are what the future's users wait on),
+// and wait() makes the stream current then wait as well, as NCCL's Work does.
+// Tested by tests/torch/ and, on a GPU, tests/gpu/device_check.sh.
 #pragma once
 
 #include <condition_variable>
@@ -19,11 +25,15 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include <c10/core/Stream.h>
+
 #include "bindings/torch/compat.h"
 #include "bindings/torch/tensor_view.h"
+#include "comm/comm_options.h"
 #include "comm/work.h"
 
 namespace ringdp_torch {
@@ -33,8 +43,15 @@ class Call final : public ::c10d::Work {
  public:
   Call(int rank, const char* name, std::vector<at::Tensor> outputs);
   /// A view of `tensor` (TensorView) that lives as long as the call; `output`: written back on
-  /// completion when the view had to copy.
+  /// completion when the view had to copy. Every tensor of a call is on one device.
   TensorView& view(const at::Tensor& tensor, const char* what, bool output);
+  /// How the call's collectives are posted: asynchronously, on the stream taken by view().
+  ringdp::comm::CollectiveOptions options() const;
+  /// For calls staged through the host (send and receive): the host waits for the stream first.
+  void synchronize_stream() const;
+#if RINGDP_TORCH_CUDA
+  bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
+#endif
   void add(ringdp::comm::Work work) { works_.push_back(std::move(work)); }
   /// Whether a collective was posted (an argument error after one must still let it finish).
   bool posted() const { return !works_.empty(); }
@@ -60,6 +77,8 @@ class Call final : public ::c10d::Work {
   std::vector<ringdp::comm::Work> works_;
   std::function<void()> after_;
   int source_ = -1;  // written before the call completes, read after wait(): ordered by its lock
+  std::optional<c10::Device> device_;  // the device of the call's tensors, once one was viewed
+  std::optional<c10::Stream> stream_;  // CUDA tensors: torch's current stream when issued
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

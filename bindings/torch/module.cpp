@@ -180,9 +180,14 @@ PYBIND11_MODULE(_ringdp_torch, m) {
   // PyTorch 2.x takes the devices a backend serves and warns when they are not given.
   py::object parameters =
       py::module::import("inspect").attr("signature")(backend.attr("register_backend")).attr("parameters");
+  // CUDA tensors where the backend carries them (bindings/torch/completions.h); "cpu:ringdp,cuda:nccl"
+  // gives them to NCCL instead, as torch documents.
+  m.attr("cuda_tensors") = py::bool_(RINGDP_TORCH_CUDA != 0);
   if (parameters.contains("devices"))
     backend.attr("register_backend")("ringdp", m.attr("create_process_group"), py::arg("extended_api") = true,
-                                     py::arg("devices") = py::make_tuple("cpu"));
+                                     py::arg("devices") = RINGDP_TORCH_CUDA
+                                                              ? py::tuple(py::make_tuple("cpu", "cuda"))
+                                                              : py::tuple(py::make_tuple("cpu")));
   else
     backend.attr("register_backend")("ringdp", m.attr("create_process_group"),
                                      py::arg("extended_api") = true);

@@ -10,10 +10,6 @@
 
 namespace ringdp_torch {
 
-namespace {
-const ringdp::comm::CollectiveOptions kAsync{.algorithm = ringdp::comm::Algorithm::automatic, .async = true};
-}  // namespace
-
 ProcessGroupRingdp::ProcessGroupRingdp(std::shared_ptr<ringdp::comm::Communicator> communicator)
     : BackendBase(communicator->rank(), communicator->size()), comm_(std::move(communicator)) {}
 
@@ -79,7 +75,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::broadcast(std::vector<at::T
                                                                const ::c10d::BroadcastOptions& opts) {
   return issue("broadcast", tensors, [&](Call& call) {
     TensorView& t = call.view(only(tensors, "broadcast"), "broadcast's tensor", true);
-    call.add(comm_->broadcast(t.ringdp(), static_cast<int>(opts.rootRank), kAsync));
+    call.add(comm_->broadcast(t.ringdp(), static_cast<int>(opts.rootRank), call.options()));
   });
 }
 
@@ -93,7 +89,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allreduce(std::vector<at::T
       check_premultipliable(tensor, "allreduce's tensor");
       t.premultiply(*reduction.factor);
     }
-    call.add(comm_->all_reduce(t.ringdp(), reduction.op, kAsync));
+    call.add(comm_->all_reduce(t.ringdp(), reduction.op, call.options()));
   });
 }
 
@@ -108,7 +104,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allreduce_coalesced(
     }
     for (TensorView* t : views) {
       if (reduction.factor) t->premultiply(*reduction.factor);
-      call.add(comm_->all_reduce(t->ringdp(), reduction.op, kAsync));
+      call.add(comm_->all_reduce(t->ringdp(), reduction.op, call.options()));
     }
   });
 }
@@ -118,7 +114,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::reduce(std::vector<at::Tens
   return issue("reduce", tensors, [&](Call& call) {
     TensorView& t = call.view(only(tensors, "reduce"), "reduce's tensor", true);
     call.add(comm_->reduce(t.ringdp(), static_cast<int>(opts.rootRank), to_ringdp(opts.reduceOp, "reduce"),
-                           kAsync));
+                           call.options()));
   });
 }
 
@@ -146,9 +142,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather(std::vector<std::
     TensorView& in = call.view(input, "allgather's input", false);
     TensorView& all = call.view(gathered, "allgather's buffer", false);
     if (even)
-      call.add(comm_->all_gather(in.ringdp(), all.ringdp(), kAsync));
+      call.add(comm_->all_gather(in.ringdp(), all.ringdp(), call.options()));
     else
-      call.add(comm_->all_gather(in.ringdp(), all.ringdp(), counts, kAsync));
+      call.add(comm_->all_gather(in.ringdp(), all.ringdp(), counts, call.options()));
     call.then([gathered, targets = outputs[0]] { unpack(gathered, targets); });
   });
 }
@@ -159,7 +155,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::_allgather_base(at::Tensor&
     check_like(output, input, size_ * input.numel(), "all_gather_into_tensor's output");
     TensorView& in = call.view(input, "all_gather_into_tensor's input", false);
     TensorView& out = call.view(output, "all_gather_into_tensor's output", true);
-    call.add(comm_->all_gather(in.ringdp(), out.ringdp(), kAsync));
+    call.add(comm_->all_gather(in.ringdp(), out.ringdp(), call.options()));
   });
 }
 
@@ -180,7 +176,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::reduce_scatter(
     TensorView& in = call.view(premultiplied(at::cat(flat), reduction, "reduce_scatter's input"),
                                "reduce_scatter's buffer", false);
     TensorView& out = call.view(output, "reduce_scatter's output", true);
-    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), reduction.op, kAsync));
+    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), reduction.op, call.options()));
   });
 }
 
@@ -192,7 +188,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::_reduce_scatter_base(
     TensorView& in = call.view(premultiplied(input, reduction, "reduce_scatter_tensor's input"),
                                "reduce_scatter_tensor's input", false);
     TensorView& out = call.view(output, "reduce_scatter_tensor's output", true);
-    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), reduction.op, kAsync));
+    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), reduction.op, call.options()));
   });
 }
 
@@ -210,7 +206,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather_into_tensor_coale
     at::Tensor gathered = at::empty({size_, packed.numel()}, packed.options());
     TensorView& in = call.view(packed, "all_gather_into_tensor_coalesced's buffer", false);
     TensorView& all = call.view(gathered, "all_gather_into_tensor_coalesced's output buffer", false);
-    call.add(comm_->all_gather(in.ringdp(), all.ringdp(), kAsync));
+    call.add(comm_->all_gather(in.ringdp(), all.ringdp(), call.options()));
     call.then([gathered, targets = outputs, flat] {
       int64_t at = 0;
       for (size_t i = 0; i < targets.size(); ++i) {
@@ -238,7 +234,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::reduce_scatter_tensor_coale
     at::Tensor reduced = at::empty({packed.numel() / size_}, packed.options());
     TensorView& in = call.view(packed, "reduce_scatter_tensor_coalesced's buffer", false);
     TensorView& out = call.view(reduced, "reduce_scatter_tensor_coalesced's output buffer", false);
-    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), reduction.op, kAsync));
+    call.add(comm_->reduce_scatter(in.ringdp(), out.ringdp(), reduction.op, call.options()));
     call.then([reduced, targets = outputs] { unpack(reduced, targets); });
   });
 }
@@ -250,7 +246,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::send(std::vector<at::Tensor
       "send", tensors,
       [&](Call& call) {
         TensorView& t = call.view(only(tensors, "send"), "send's tensor", false);
-        call.add(comm_->send(t.ringdp(), dst_rank, tag, kAsync));
+        call.synchronize_stream();  // staged through the host
+        call.add(comm_->send(t.ringdp(), dst_rank, tag, call.options()));
       },
       point_to_point_);
 }
@@ -261,13 +258,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recv(std::vector<at::Tensor
       "recv", tensors,
       [&](Call& call) {
         TensorView& t = call.view(only(tensors, "recv"), "recv's tensor", true);
-        call.add(comm_->recv(t.ringdp(), src_rank, tag, kAsync));
+        call.synchronize_stream();  // staged through the host
+        call.add(comm_->recv(t.ringdp(), src_rank, tag, call.options()));
       },
       point_to_point_);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::barrier(const ::c10d::BarrierOptions&) {
-  return issue("barrier", {}, [&](Call& call) { call.add(comm_->barrier(kAsync)); });
+  return issue("barrier", {}, [&](Call& call) { call.add(comm_->barrier(call.options())); });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather_coalesced(
@@ -297,7 +295,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::allgather_coalesced(
     at::Tensor gathered = at::empty({size_ * packed.numel()}, packed.options());
     TensorView& in = call.view(packed, "allgather_coalesced's buffer", false);
     TensorView& all = call.view(gathered, "allgather_coalesced's output buffer", false);
-    call.add(comm_->all_gather(in.ringdp(), all.ringdp(), kAsync));
+    call.add(comm_->all_gather(in.ringdp(), all.ringdp(), call.options()));
     call.then([gathered, targets = flat_outputs] { unpack(gathered, targets); });
   });
 }
@@ -321,7 +319,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::gather(std::vector<std::vec
     }
     TensorView& in = call.view(input, "gather's input", false);
     TensorView& all = call.view(gathered, "gather's buffer", false);
-    call.add(comm_->gather(in.ringdp(), all.ringdp(), root, kAsync));
+    call.add(comm_->gather(in.ringdp(), all.ringdp(), root, call.options()));
     if (rank_ == root) call.then([gathered, targets = outputs[0]] { unpack(gathered, targets); });
   });
 }
@@ -349,7 +347,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::scatter(std::vector<at::Ten
     }
     TensorView& in = call.view(packed, "scatter's buffer", false);
     TensorView& out = call.view(output, "scatter's output", true);
-    call.add(comm_->scatter(in.ringdp(), out.ringdp(), root, kAsync));
+    call.add(comm_->scatter(in.ringdp(), out.ringdp(), root, call.options()));
   });
 }
 
@@ -367,9 +365,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall_base(at::Tensor& o
     TensorView& in = call.view(input, "all_to_all_single's input", false);
     TensorView& out = call.view(output, "all_to_all_single's output", true);
     if (input_splits.empty() && output_splits.empty())
-      call.add(comm_->all_to_all(in.ringdp(), out.ringdp(), kAsync));
+      call.add(comm_->all_to_all(in.ringdp(), out.ringdp(), call.options()));
     else
-      call.add(comm_->all_to_all(in.ringdp(), send, out.ringdp(), recv, kAsync));
+      call.add(comm_->all_to_all(in.ringdp(), send, out.ringdp(), recv, call.options()));
   });
 }
 
@@ -400,7 +398,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::alltoall(std::vector<at::Te
     at::Tensor received = at::empty({total}, inputs[0].options());
     TensorView& in = call.view(at::cat(flat), "all_to_all's buffer", false);
     TensorView& out = call.view(received, "all_to_all's output buffer", false);
-    call.add(comm_->all_to_all(in.ringdp(), send, out.ringdp(), recv, kAsync));
+    call.add(comm_->all_to_all(in.ringdp(), send, out.ringdp(), recv, call.options()));
     call.then([received, targets = outputs] { unpack(received, targets); });
   });
 }
@@ -411,7 +409,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recvAnysource(std::vector<a
       "recv from any source", tensors,
       [&](Call& call) {
         TensorView& t = call.view(only(tensors, "recv"), "recv's tensor", true);
-        call.add(comm_->recv_any(t.ringdp(), call.source_slot(), tag, kAsync));
+        call.synchronize_stream();  // staged through the host
+        call.add(comm_->recv_any(t.ringdp(), call.source_slot(), tag, call.options()));
       },
       point_to_point_);
 }

@@ -27,8 +27,16 @@ ringdp::DType to_ringdp(at::ScalarType type, const char* what) {
 
 TensorView::TensorView(const at::Tensor& tensor, const char* what) : original_(tensor) {
   RINGDP_CHECK(tensor.defined(), what, " is an undefined tensor");
-  RINGDP_CHECK(tensor.device().is_cpu(), what, " is on ", tensor.device().str(),
-               "; the ringdp backend takes CPU tensors (docs/torch.md)");
+#if RINGDP_TORCH_CUDA
+  RINGDP_CHECK(tensor.device().is_cpu() || tensor.device().is_cuda(), what, " is on ", tensor.device().str(),
+               "; the ringdp backend takes CPU and CUDA tensors (docs/torch.md)");
+#else
+  RINGDP_CHECK(
+      tensor.device().is_cpu(), what, " is on ", tensor.device().str(),
+      "; the ringdp backend takes CPU tensors (docs/torch.md): this one was built without CUDA tensors "
+      "(a torch without CUDA, or a ringdp without CUDA and NCCL); give CUDA tensors to NCCL with "
+      "init_process_group(\"cpu:ringdp,cuda:nccl\")");
+#endif
   RINGDP_CHECK(!tensor.is_sparse(), what, " is sparse; the ringdp backend takes dense tensors");
   const ringdp::DType dtype = to_ringdp(tensor.scalar_type(), what);
   contiguous_ = tensor.is_contiguous() ? tensor : tensor.contiguous();
@@ -38,7 +46,9 @@ TensorView::TensorView(const at::Tensor& tensor, const char* what) : original_(t
   const auto sizes = contiguous_.sizes();
   const ringdp::Shape shape =
       sizes.size() <= 8 ? ringdp::Shape(sizes.begin(), sizes.end()) : ringdp::Shape{contiguous_.numel()};
-  view_ = ringdp::Tensor::borrow(contiguous_.data_ptr(), shape, dtype);
+  const ringdp::Device device =
+      tensor.device().is_cuda() ? ringdp::Device::cuda(tensor.device().index()) : ringdp::Device::cpu();
+  view_ = ringdp::Tensor::borrow(contiguous_.data_ptr(), shape, dtype, device);
 }
 
 void TensorView::write_back() {

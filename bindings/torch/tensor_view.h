@@ -1,7 +1,9 @@
-// An at::Tensor as the ringdp tensor a collective runs on. A contiguous CPU tensor is borrowed:
-// ringdp reads and writes its memory, nothing is copied (ringdp::Tensor::borrow). A non-contiguous
-// one goes through a contiguous copy, written back afterwards (docs/torch.md). CUDA tensors and
-// dtypes ringdp lacks are refused, naming them. Tested by tests/torch/test_collectives.py.
+// An at::Tensor as the ringdp tensor a collective runs on. A contiguous tensor is borrowed: ringdp
+// reads and writes its memory, nothing is copied (ringdp::Tensor::borrow), in device memory too
+// where the backend carries CUDA tensors (RINGDP_TORCH_CUDA: the communicator routes them to NCCL).
+// A non-contiguous one goes through a contiguous copy, written back afterwards (docs/torch.md).
+// CUDA tensors in a backend built without them, and dtypes ringdp lacks, are refused, naming them.
+// Tested by tests/torch/test_collectives.py and, on a GPU, tests/gpu/device_check.sh.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -28,3 +28,5 @@ print("cxx11_abi\t" + str(int(C._GLIBCXX_USE_CXX11_ABI)))
 print("defines\t" + ";".join(defines))
 print("suffix\t" + sysconfig.get_config_var("EXT_SUFFIX"))
 print("pyver\t" + sysconfig.get_python_version())
+# The CUDA torch was built with ("none" for a CPU-only torch): CUDA tensors through the backend need it.
+print("cuda\t" + (torch.version.cuda or "none"))

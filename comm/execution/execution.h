@@ -53,6 +53,7 @@ struct Issue {
   int root = -1;
   Route route = Route::host;
   bool async = false;
+  void* stream = nullptr;  ///< CollectiveOptions::stream
   /// The uneven forms: a hash of the counts every rank passes alike (all_gather's), which DETAIL
   /// compares with the rest of the call; 0 for the even forms.
   uint64_t layout = 0;
@@ -71,6 +72,7 @@ struct Call {
   int64_t count_delta = 0;  ///< RINGDP_FAULT count: run with this many elements more (or fewer)
   std::chrono::milliseconds timeout;
   bool blocking_wait = false;
+  void* stream = nullptr;  ///< the caller's CUDA stream (CollectiveOptions::stream)
   bool settled = false;
   Tensor staged[2];  ///< view()'s host copies of CUDA tensors, when the transport needs them
 
@@ -79,7 +81,7 @@ struct Call {
   void settle() {
     if (settled || !ctx.transport.device_memory()) return;
     settled = true;
-    ctx.transport.end_collective(ctx.position.describe(), timeout, blocking_wait);
+    ctx.transport.end_collective(ctx.position.describe(), timeout, blocking_wait, stream);
   }
   /// The tensor the transport works on: itself in device memory or on the host (no handle copy),
   /// else a host copy that this Call keeps (one per tensor of the collective).

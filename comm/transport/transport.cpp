@@ -52,7 +52,7 @@ void Transport::native_exchange(const BlockExchange&) {
   RINGDP_FAIL("this transport has no library collectives of its own (--algo native)");
 }
 
-void Transport::end_collective(const std::string&, std::chrono::milliseconds, bool) {}
+void Transport::end_collective(const std::string&, std::chrono::milliseconds, bool, void*) {}
 
 int Transport::tag_upper_bound() const { return INT_MAX; }
 

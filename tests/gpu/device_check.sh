@@ -171,7 +171,8 @@ options=(-Dcuda=enabled -Dtests=enabled -Dbuildtype=release)
 if [ -n "$nccl_home" ]; then options+=(-Dnccl=enabled "-Dnccl_home=$nccl_home"); else options+=(-Dnccl=disabled); fi
 if [ -n "$mpi" ]; then options+=(-Dmpi=enabled); else options+=(-Dmpi=disabled); fi
 # The torch backend against this image's pip PyTorch 2.x (bindings/torch/compat.h's other branch):
-# built when /usr/bin/python3 imports torch and MPI is here; it carries CPU tensors only.
+# built when /usr/bin/python3 imports torch and MPI is here; with NCCL and a CUDA torch it carries
+# CUDA tensors too (RINGDP_TORCH_CUDA, configure.log says which).
 torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || true)
 if [ -n "$torch_version" ] && [ -n "$mpi" ]; then options+=(-Dtorch=enabled); else options+=(-Dtorch=disabled); fi
 note "- PyTorch for the torch backend: ${torch_version:-none in /usr/bin/python3}"
@@ -297,6 +298,23 @@ print('max relative difference %.2e: %s' % (d, 'match' if d < 1e-4 else 'MISMATC
   fi
 fi
 if [ -n "$torch_module" ]; then
+  # CUDA tensors through the backend (issue #50 item 3): 1 rank, and 2 on the one GPU where NCCL
+  # allows it; before the CPU scripts, which the budget skips first.
+  if [ "$gpu" = none ]; then
+    row "torch: CUDA tensors through the backend" "SKIPPED: no CUDA device" 0
+  elif ! grep -q -- '-DRINGDP_TORCH_CUDA=1' "$build/build.ninja"; then
+    row "torch: CUDA tensors through the backend" "SKIPPED: built without them ($(grep -m1 -o 'torch.*tensors)' "$logs/configure.log" || echo 'configure.log'))" 0
+  else
+    gpu_step "torch $torch_version: CUDA tensors through the backend, 1 rank (tests/torch/cuda_tensors.py)" 120 torch-cuda-np1.log \
+      env RINGDP_LAUNCH_ARGS="-x PYTHONPATH" bash tests/torch/run.sh mpirun "$build" 1 tests/torch/cuda_tensors.py
+    if [ -n "$nccl_home" ] && [ "$nccl_minor" -ge 30 ]; then
+      gpu_step "torch $torch_version: CUDA tensors through the backend, 2 ranks on one GPU (NCCL_MULTI_RANK_GPU_ENABLE=1)" 120 torch-cuda-np2.log \
+        env NCCL_MULTI_RANK_GPU_ENABLE=1 RINGDP_LAUNCH_ARGS="-x PYTHONPATH -x NCCL_MULTI_RANK_GPU_ENABLE" \
+        bash tests/torch/run.sh mpirun "$build" 2 tests/torch/cuda_tensors.py
+    else
+      row "torch: CUDA tensors, 2 ranks on one GPU" "SKIPPED: NCCL 2.${nccl_minor:-?} refuses several ranks on one GPU" 0
+    fi
+  fi
   # The same scripts as the torch suite here (tests/torch/): every collective against gloo, DDP.
   for script in test_collectives test_ddp; do
     step "torch $torch_version: tests/torch/$script.py, 2 ranks (CPU tensors, against gloo)" 120 torch-$script.log \

@@ -409,6 +409,38 @@ TEST_CASE("a collective waits for the caller's stream, and the caller's stream f
   ringdp::doubles::set_stream_order(StreamOrder::round_robin);
 }
 
+TEST_CASE("a collective on the caller's own stream (torch's current stream) is joined to that stream",
+          "[device]") {
+  // As above, on a stream of the caller's (CollectiveOptions::stream: a side stream torch's user
+  // made current). A join to the default stream instead leaves this one unordered: newest first
+  // then sends the input unwritten, oldest first reads the result unreduced.
+  World& w = world();
+  const int64_t count = 2999;
+  const size_t bytes = count * sizeof(float);
+  using ringdp::doubles::StreamOrder;
+  cudaStream_t caller = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking) == cudaSuccess);
+  for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
+    for (auto [name, device] : w.transports()) {
+      CAPTURE(name, order == StreamOrder::newest_first ? "newest first" : "oldest first");
+      ringdp::doubles::set_stream_order(order);
+      std::vector<float> in(count), out(count, -1.0f);
+      for (int64_t i = 0; i < count; ++i) in[i] = static_cast<float>(input_value(w.rank(), i, ReduceOp::sum));
+      DeviceBuffer buf(DType::float32, count);
+      cudaMemcpyAsync(buf.data, in.data(), bytes, cudaMemcpyHostToDevice, caller);
+      device->begin_collective(caller);
+      CollectiveContext ctx = w.context(*device, DType::float32, ReduceOp::sum, kSegment);
+      all_reduce_ring(ctx, buf.data, buf.data, count);
+      device->end_collective("all_reduce (caller's stream test)", std::chrono::seconds(60), false, caller);
+      cudaMemcpyAsync(out.data(), buf.data, bytes, cudaMemcpyDeviceToHost, caller);
+      cudaStreamSynchronize(caller);  // the caller's stream only
+      std::vector<double> got(out.begin(), out.end());
+      CHECK(wrong(got, [&](int64_t i) { return expected_value(w.size(), i, ReduceOp::sum); }) == 0);
+    }
+  ringdp::doubles::set_stream_order(StreamOrder::round_robin);
+  cudaStreamDestroy(caller);
+}
+
 TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[device]") {
   World& w = world();
   const int N = w.size();
@@ -570,7 +602,7 @@ TEST_CASE("a collective's timeout counts from when the GPU starts it, not from w
   for (auto [name, device] : w.transports()) {
     CAPTURE(name);
     ringdp::doubles::stall_streams(true);
-    device->begin_collective();
+    device->begin_collective(nullptr);
     device->copy(a.data, b.data, 1024 * sizeof(float));
     device->join_caller(std::string("all_reduce (late start, ") + name + ")", std::chrono::milliseconds(300));
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
@@ -597,7 +629,7 @@ void start_stuck_collective(CudaStreamTransport& device, const char* what) {
   cudaMalloc(&a, 4096);
   cudaMalloc(&b, 4096);
   ringdp::doubles::stall_streams(true);
-  device.begin_collective();
+  device.begin_collective(nullptr);
   device.copy(a, b, 4096);
   device.join_caller(what, std::chrono::milliseconds(300));
 }

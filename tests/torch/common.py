@@ -70,6 +70,11 @@ class Checks:
                   f" {want.flatten()[:8].tolist()}", flush=True)
             sys.exit(1)
 
+    def fail(self, what):
+        """A check that is not a comparison of tensors, failed."""
+        print(f"FAIL rank {self.rank}: {what}", flush=True)
+        sys.exit(1)
+
     def raises(self, what, text, call):
         self.count += 1
         try:

@@ -8,8 +8,10 @@ Join (the comm hooks are tests/torch/test_ddp.py's, run on 2.x too). Inputs are 
 result must be bit-for-bit; FSDP2's parameters are compared with gloo's within a tolerance.
     mpirun -n N python tests/torch/test_torch2.py RENDEZVOUS_DIR   (tests/torch/run.sh with the
     venv's Python: RINGDP_TORCH_PYTHON)"""
+import os
 import sys
 
+import ringdp_torch
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
@@ -229,6 +231,32 @@ for zero in (True, False):
     what = "DDP with ZeroRedundancyOptimizer(AdamW), 5 steps" if zero else "DDP under Join, rank r with 3 + r batches"
     mine, theirs = both(lambda g: ddp_run(g, zero))
     check.close(what, mine, theirs, 64)
+
+# --- devices: what ringdp serves, and a "device:backend" string that names it -----------------------
+# CUDA tensors ride ringdp's NCCL transport where ringdp has NCCL and torch was built with CUDA (the
+# venv's torch is a CUDA build); they cannot run without a GPU: tests/gpu/device_check.sh runs them.
+cuda = torch.version.cuda is not None and os.environ.get("TEST_HAVE_NCCL") == "1"
+if ringdp_torch.cuda_tensors != cuda:
+    check.fail(f"ringdp_torch.cuda_tensors is {ringdp_torch.cuda_tensors}, expected {cuda} (torch CUDA "
+               f"{torch.version.cuda}, TEST_HAVE_NCCL={os.environ.get('TEST_HAVE_NCCL')})")
+served = list(dist.Backend.backend_capability["ringdp"])
+if served != (["cpu", "cuda"] if cuda else ["cpu"]):
+    check.fail(f"ringdp registered for {served}")
+# As PyTorch documents it: CPU tensors to ringdp, CUDA tensors to another backend (gloo here: NCCL
+# needs a GPU to start).
+mixed = dist.new_group(backend="cpu:ringdp,cuda:gloo")
+if mixed._get_backend(torch.device("cpu")).name() != "ringdp":
+    check.fail(f"'cpu:ringdp,cuda:gloo' gave CPU tensors to {mixed._get_backend(torch.device('cpu')).name()}")
+
+
+def mixed_or_gloo(group):
+    t = data(rank, 7)
+    dist.all_reduce(t, group=mixed if group is world else group)
+    return t
+
+
+mine, theirs = both(mixed_or_gloo)
+check.equal("all_reduce on a group made with 'cpu:ringdp,cuda:gloo'", mine, theirs)
 
 dist.barrier()
 print(f"rank {rank}: {check.count} checks of PyTorch {torch.__version__}'s 2.x calls against gloo and references "

@@ -50,8 +50,8 @@ Transport::Buffer CudaStreamTransport::allocate(size_t bytes) {
 
 void CudaStreamTransport::activate() { RINGDP_CUDA_CHECK(cudaSetDevice(device_)); }
 
-void CudaStreamTransport::wait_for_compute() {
-  RINGDP_CUDA_CHECK(cudaEventRecord(compute_done_, nullptr));
+void CudaStreamTransport::wait_for_compute(cudaStream_t caller) {
+  RINGDP_CUDA_CHECK(cudaEventRecord(compute_done_, caller));
   RINGDP_CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
 }
 
@@ -94,27 +94,28 @@ void CudaStreamTransport::release_event(cudaEvent_t event) {
   spare_events_.push_back(event);
 }
 
-void CudaStreamTransport::begin_collective() {
+void CudaStreamTransport::begin_collective(void* caller_stream) {
   activate();
-  wait_for_compute();
+  wait_for_compute(static_cast<cudaStream_t>(caller_stream));
   if (!start_) start_ = acquire_event();
   RINGDP_CUDA_CHECK(cudaEventRecord(start_, stream_));
 }
 
 void CudaStreamTransport::end_collective(const std::string& what, std::chrono::milliseconds timeout,
-                                         bool blocking) {
+                                         bool blocking, void* caller_stream) {
   if (blocking)
     synchronize();
   else
-    join_caller(what, timeout);
+    join_caller(what, timeout, static_cast<cudaStream_t>(caller_stream));
 }
 
-void CudaStreamTransport::join_caller(const std::string& what, std::chrono::milliseconds timeout) {
+void CudaStreamTransport::join_caller(const std::string& what, std::chrono::milliseconds timeout,
+                                      cudaStream_t caller) {
   issue_pending();
   cudaEvent_t done = acquire_event();
   std::unique_lock lock(mutex_);
   RINGDP_CUDA_CHECK(cudaEventRecord(done, stream_));
-  RINGDP_CUDA_CHECK(cudaStreamWaitEvent(nullptr, done, 0));
+  RINGDP_CUDA_CHECK(cudaStreamWaitEvent(caller, done, 0));
   outstanding_.push_back({std::exchange(start_, nullptr), done, Clock::now(), timeout, false, {}, what});
   if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch(); });
   lock.unlock();

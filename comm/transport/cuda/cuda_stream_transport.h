@@ -46,23 +46,25 @@ class CudaStreamTransport : public Transport {
   cudaStream_t stream() const { return stream_; }
   Buffer allocate(size_t bytes) override;  // device memory: the algorithms' scratch lives there
 
-  /// activate() then wait_for_compute().
-  void begin_collective() override;
-  /// join_caller(what, timeout), or synchronize() when `blocking`.
-  void end_collective(const std::string& what, std::chrono::milliseconds timeout, bool blocking) override;
+  /// activate() then wait_for_compute(caller_stream).
+  void begin_collective(void* caller_stream) override;
+  /// join_caller(what, timeout, caller_stream), or synchronize() when `blocking`.
+  void end_collective(const std::string& what, std::chrono::milliseconds timeout, bool blocking,
+                      void* caller_stream) override;
 
   /// Makes the calling host thread use the transport's device: cudaSetDevice is per thread, and
   /// asynchronous collectives run on the communicator's worker thread.
   void activate();
-  /// Makes the transport's stream wait for work already on the caller's (default) stream.
-  void wait_for_compute();
+  /// Makes the transport's stream wait for work already on `caller` (null: the legacy default
+  /// stream; torch's current stream when the torch backend carries CUDA tensors).
+  void wait_for_compute(cudaStream_t caller = nullptr);
   /// Blocks until everything enqueued on the stream has finished, polling against the deadline.
   void synchronize() override;
   /// On the device, on the transport's stream (NCCL: its reduction stream), after the receive.
   void corrupt_byte(void* p) override;
-  /// Ends a collective without blocking the host: the caller's stream waits for its completion,
-  /// and the watchdog reports `what` if it has not completed within `timeout`.
-  void join_caller(const std::string& what, std::chrono::milliseconds timeout);
+  /// Ends a collective without blocking the host: `caller` (as in wait_for_compute) waits for its
+  /// completion, and the watchdog reports `what` if it has not completed within `timeout`.
+  void join_caller(const std::string& what, std::chrono::milliseconds timeout, cudaStream_t caller = nullptr);
 
  protected:
   /// Selects `device` (the communicator's choice: Communicator::device()) and creates the

@@ -195,8 +195,7 @@ Work Communicator::gather(const Tensor& input, Tensor& output, int root, Collect
                 .algorithm = resolve(CollectiveKind::gather, input.nbytes(), opts.algorithm),
                 .root = root,
                 .route = state.routes_.route_for(input),
-                .async = opts.async,
-                .stream = opts.stream},
+                .requested = opts},
       .rank = rank_,
       .blocks = rooted_blocks(true, rank_, root, size_, n)};
   if (state.executor_.run_direct(
@@ -223,8 +222,7 @@ Work Communicator::scatter(const Tensor& input, Tensor& output, int root, Collec
                 .algorithm = resolve(CollectiveKind::scatter, output.nbytes(), opts.algorithm),
                 .root = root,
                 .route = state.routes_.route_for(output),
-                .async = opts.async,
-                .stream = opts.stream},
+                .requested = opts},
       .rank = rank_,
       .blocks = rooted_blocks(false, rank_, root, size_, n)};
   if (state.executor_.run_direct(
@@ -249,8 +247,7 @@ Work Communicator::all_to_all(const Tensor& input, Tensor& output, CollectiveOpt
                 .count = n,
                 .algorithm = resolve(CollectiveKind::all_to_all, input.nbytes(), opts.algorithm),
                 .route = state.routes_.route_for(input),
-                .async = opts.async,
-                .stream = opts.stream},
+                .requested = opts},
       .blocks = {.send_counts = counts,
                  .send_offsets = offsets,
                  .recv_counts = counts,
@@ -286,8 +283,7 @@ Work Communicator::all_to_all(const Tensor& input, std::span<const int64_t> send
                 .count = sent,
                 .algorithm = resolve(CollectiveKind::all_to_all, input.nbytes(), opts.algorithm),
                 .route = state.routes_.route_for(input),
-                .async = opts.async,
-                .stream = opts.stream,
+                .requested = opts,
                 .layout = 1,  // uneven: never equal to an even all_to_all's 0
                 .per_rank_count = true},
       .blocks = std::move(blocks),
@@ -315,8 +311,7 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, std::span<con
                 .count = total,
                 .algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm),
                 .route = state.routes_.route_for(input),
-                .async = opts.async,
-                .stream = opts.stream,
+                .requested = opts,
                 .layout = counts_hash(counts)},
       .rank = rank_,
       .blocks = {.send_counts = std::vector<int64_t>(size_, counts[rank_]),

@@ -29,9 +29,11 @@ void check_same_numel(const Tensor& input, const Tensor& output, const char* wha
 }
 
 // avg's division of a result the collective wrote through `out` (a handle the body may not own).
-void scale_result(const Tensor& out, double alpha) {
+// On the caller's stream (CollectiveOptions::stream), which waits for the collective: on the
+// legacy stream a side stream's reader would not wait for the division.
+void scale_result(const Tensor& out, double alpha, const Issue& issue) {
   Tensor handle = out;
-  ops::scale_(handle, alpha);
+  ops::scale_(handle, alpha, issue.requested.stream);
 }
 
 void write_back(Tensor& target, const Tensor& host) {
@@ -74,7 +76,7 @@ struct AllReduce {
     t.native_all_reduce(in.data_ptr(), out.data_ptr(), n, in.dtype(), issue.op);
   }
   void finish(const Tensor& out) const {
-    if (issue.op == ReduceOp::avg) scale_result(out, 1.0 / size);
+    if (issue.op == ReduceOp::avg) scale_result(out, 1.0 / size, issue);
   }
   void operator()(Call& call, const Tensor& input, Tensor& output) const;
   void hierarchical(Call& call, void* buf, int64_t n) const;
@@ -143,7 +145,7 @@ struct Reduce {
     t.native_reduce(in.data_ptr(), out.data_ptr(), in.numel(), in.dtype(), issue.op, issue.root);
   }
   void finish(const Tensor& out) const {
-    if (at_root() && issue.op == ReduceOp::avg) scale_result(out, 1.0 / size);
+    if (at_root() && issue.op == ReduceOp::avg) scale_result(out, 1.0 / size, issue);
   }
   void operator()(Call& call, const Tensor& input, Tensor& output) const {
     const Tensor& in = call.view(input);
@@ -214,7 +216,7 @@ struct ReduceScatter {
     t.native_reduce_scatter(in.data_ptr(), out.data_ptr(), out.numel(), in.dtype(), issue.op);
   }
   void finish(const Tensor& out) const {
-    if (issue.op == ReduceOp::avg) scale_result(out, 1.0 / size);
+    if (issue.op == ReduceOp::avg) scale_result(out, 1.0 / size, issue);
   }
   void operator()(Call& call, const Tensor& input, Tensor& output) const {
     const Tensor& in = call.view(input);
@@ -275,8 +277,7 @@ Work Communicator::all_reduce(const Tensor& input, Tensor& output, ReduceOp op, 
                                        .algorithm = algorithm,
                                        .op = op,
                                        .route = route,
-                                       .async = opts.async,
-                                       .stream = opts.stream,
+                                       .requested = opts,
                                        .shape = ShapeNote::of(input.shape())},
                              .size = size_,
                              .scatter_min_bytes = options_.shared_memory_scatter_min_bytes,
@@ -315,8 +316,7 @@ Work Communicator::reduce(const Tensor& input, Tensor& output, int root, ReduceO
                 .op = op,
                 .root = root,
                 .route = state.routes_.route_for(input),
-                .async = opts.async,
-                .stream = opts.stream,
+                .requested = opts,
                 .shape = ShapeNote::of(input.shape())},
       .rank = rank_,
       .size = size_};
@@ -346,8 +346,7 @@ Work Communicator::broadcast(const Tensor& input, Tensor& output, int root, Coll
                 .algorithm = resolve(CollectiveKind::broadcast, input.nbytes(), opts.algorithm),
                 .root = root,
                 .route = state.routes_.route_for(input),
-                .async = opts.async,
-                .stream = opts.stream,
+                .requested = opts,
                 .shape = ShapeNote::of(input.shape())},
       .rank = rank_};
   if (state.executor_.run_direct(collective.issue, [&] {
@@ -370,8 +369,7 @@ Work Communicator::all_gather(const Tensor& input, Tensor& output, CollectiveOpt
                 .count = input.numel(),
                 .algorithm = resolve(CollectiveKind::all_gather, output.nbytes(), opts.algorithm),
                 .route = state.routes_.route_for(input),
-                .async = opts.async,
-                .stream = opts.stream,
+                .requested = opts,
                 .shape = ShapeNote::of(input.shape())}};
   if (state.executor_.run_direct(collective.issue,
                                  [&] { collective.library(state.routes_.host(), input, output); }))
@@ -393,8 +391,7 @@ Work Communicator::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp 
                 .algorithm = resolve(CollectiveKind::reduce_scatter, input.nbytes(), opts.algorithm),
                 .op = op,
                 .route = state.routes_.route_for(input),
-                .async = opts.async,
-                .stream = opts.stream,
+                .requested = opts,
                 .shape = ShapeNote::of(output.shape())},
       .size = size_};
   if (state.executor_.run_direct(collective.issue, [&] {
@@ -409,8 +406,7 @@ Work Communicator::barrier(CollectiveOptions opts) {
   State& state = *state_;
   const Barrier collective{.issue = {.kind = CollectiveKind::barrier,
                                      .algorithm = resolve(CollectiveKind::barrier, 0, opts.algorithm),
-                                     .async = opts.async,
-                                     .stream = opts.stream}};
+                                     .requested = opts}};
   if (state.executor_.run_direct(collective.issue, [&] { collective.library(state.routes_.host()); }))
     return Work::returned();
   Tensor none;

@@ -81,6 +81,11 @@ struct CollectiveOptions {
   /// call's Work completes runs after the collective (as torch's current stream with NCCL).
   /// Ignored for host tensors.
   void* stream = nullptr;
+  /// CUDA tensors: an event (a cudaEvent_t) the caller recorded on `stream` when it issued the
+  /// call; the collective waits for it instead of for the stream. An asynchronous call starts on
+  /// ringdp's worker later, when the stream may hold later work (a later collective of another
+  /// communicator's, whose peers may run them in the other order: a cycle on the GPU).
+  void* ready = nullptr;
 };
 
 /// The longest collective timeout: a deadline is now + timeout on a steady clock of 64-bit

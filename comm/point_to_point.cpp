@@ -75,7 +75,8 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
   // posts it, and the Work's wait() completes it.
   auto pending = std::make_shared<Pending>();
   pending->source = source;
-  const Issue issue{.kind = kind, .dtype = tensor.dtype(), .count = tensor.numel(), .async = async};
+  const Issue issue{
+      .kind = kind, .dtype = tensor.dtype(), .count = tensor.numel(), .requested = {.async = async}};
   auto post = [&transport, kind, peer, tag, pending, async](Call& call, const Tensor&, Tensor& tensor) {
     call.ctx.position.waiting_for_rank = peer;
     pending->host = tensor.to(Device::cpu());

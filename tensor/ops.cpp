@@ -43,8 +43,8 @@ void add_(Tensor& a, const Tensor& b, double alpha) {
   RINGDP_ON_DEVICE(a, add, a.data_ptr(), b.data_ptr(), a.data_ptr(), a.numel(), a.dtype(), alpha, nullptr);
 }
 
-void scale_(Tensor& t, double alpha) {
-  RINGDP_ON_DEVICE(t, scale, t.data_ptr(), t.numel(), t.dtype(), alpha, nullptr);
+void scale_(Tensor& t, double alpha, Stream stream) {
+  RINGDP_ON_DEVICE(t, scale, t.data_ptr(), t.numel(), t.dtype(), alpha, stream);
 }
 
 void fill_(Tensor& t, double value) {

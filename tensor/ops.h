@@ -16,7 +16,8 @@ void check_same_shape(const Tensor& a, const Tensor& b, const char* what);
 
 Tensor add(const Tensor& a, const Tensor& b, double alpha = 1.0);  ///< a + alpha·b
 void add_(Tensor& a, const Tensor& b, double alpha = 1.0);  ///< a += alpha·b
-void scale_(Tensor& t, double alpha);
+/// t *= alpha; a CUDA tensor's on `stream` (null: the legacy default stream).
+void scale_(Tensor& t, double alpha, Stream stream = nullptr);
 void fill_(Tensor& t, double value);
 
 /// y[B,OC] = x[B,C]·W[OC,C]ᵀ + b[OC]; b may be undefined.

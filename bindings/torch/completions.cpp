@@ -30,6 +30,10 @@ TensorView& Call::view(const at::Tensor& tensor, const char* what, bool output) 
     device_ = device;
     if (device.is_cuda()) {
       stream_ = c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
+      // Now, on the issuing thread: ringdp's worker starts the collective later, and what the
+      // stream holds by then is none of its business.
+      issued_.emplace(device.type());
+      issued_->record(*stream_);
       // A future of CUDA values: its users wait on the stream, not the host (nothing holds it yet).
       future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                          std::vector<c10::Device>{device});
@@ -37,20 +41,37 @@ TensorView& Call::view(const at::Tensor& tensor, const char* what, bool output) 
   }
   RINGDP_CHECK(device == *device_, what, " is on ", device.str(), " but the call's first tensor is on ",
                device_->str(), ": every tensor of a call must be on one device");
+  // ringdp's streams use the memory until the call's stream has waited for them: a tensor made on
+  // another stream goes back to that stream's pool only after this one's work (as NCCL's backend
+  // records its stream). A copy made here (not contiguous) was made on this stream already.
+  if (stream_) tensor.record_stream(*stream_);
   write_back_.push_back(output);
   return views_.back();
 }
 
 ringdp::comm::CollectiveOptions Call::options() const {
   void* stream = nullptr;
+  void* ready = nullptr;
 #if RINGDP_TORCH_CUDA
-  if (stream_) stream = stream_->native_handle();
+  if (stream_) {
+    stream = stream_->native_handle();
+    ready = issued_->eventId();
+  }
 #endif
-  return {.algorithm = ringdp::comm::Algorithm::automatic, .async = true, .stream = stream};
+  return {.algorithm = ringdp::comm::Algorithm::automatic, .async = true, .stream = stream, .ready = ready};
 }
 
-void Call::synchronize_stream() const {
-  if (stream_) stream_->synchronize();
+void Call::stage_through_host() {
+  if (!stream_) return;
+  stream_->synchronize();
+  staged_ = true;
+}
+
+void Call::check_outputs() const {
+  for (const at::Tensor& t : outputs_)
+    RINGDP_CHECK(!device_ || !t.defined() || t.device() == *device_, name_, "'s output is on ",
+                 t.device().str(), " but its input on ", device_->str(),
+                 ": every tensor of a call must be on one device");
 }
 
 #if RINGDP_TORCH_CUDA
@@ -89,6 +110,13 @@ void Call::complete() {
   // events are recorded there (no-op for CPU tensors).
   std::optional<c10::StreamGuard> on_stream;
   if (stream_) on_stream.emplace(*stream_);
+  if (staged_ && !error) {
+    // A receive's host-to-device copy ran on the legacy stream, and from pageable memory it may
+    // return before the data lands: the call's stream waits for that stream.
+    c10::Event landed(stream_->device_type());
+    landed.record(c10::impl::getDeviceGuardImpl(stream_->device_type())->getDefaultStream(stream_->device()));
+    landed.block(*stream_);
+  }
   if (!error) {
     try {
       for (size_t i = 0; i < views_.size(); ++i)

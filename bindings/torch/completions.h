@@ -12,11 +12,11 @@
 // with one thread either would wait on itself. Each blocked thread leaves the others free.
 //
 // CUDA tensors (RINGDP_TORCH_CUDA): a call takes torch's current stream of their device when it
-// is issued. The collectives wait for what is enqueued there and that stream waits for them
-// (CollectiveOptions::stream), so the host never waits for the GPU; the write-backs and the
-// future's completion run on that stream too (its events are what the future's users wait on),
-// and wait() makes the stream current then wait as well, as NCCL's Work does.
-// Tested by tests/torch/ and, on a GPU, tests/gpu/device_check.sh.
+// is issued. The collectives wait for what was enqueued there by then (an event recorded at the
+// issue: CollectiveOptions::ready) and that stream waits for them (CollectiveOptions::stream), so the host
+// never waits for the GPU; the write-backs and the future's completion run on that stream too (its events are
+// what the future's users wait on), and wait() makes the stream current then wait as well, as NCCL's Work
+// does. Tested by tests/torch/ and, on a GPU, tests/gpu/device_check.sh.
 #pragma once
 
 #include <condition_variable>
@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include <c10/core/Event.h>
 #include <c10/core/Stream.h>
 
 #include "bindings/torch/compat.h"
@@ -47,8 +48,12 @@ class Call final : public ::c10d::Work {
   TensorView& view(const at::Tensor& tensor, const char* what, bool output);
   /// How the call's collectives are posted: asynchronously, on the stream taken by view().
   ringdp::comm::CollectiveOptions options() const;
-  /// For calls staged through the host (send and receive): the host waits for the stream first.
-  void synchronize_stream() const;
+  /// For calls staged through the host (send and receive): the host waits for the stream first,
+  /// and on completion the stream waits for the legacy stream the staging copies ran on.
+  void stage_through_host();
+  /// Refuses outputs on another device than the tensors viewed (the copies into them and the
+  /// future's events are on that device's stream).
+  void check_outputs() const;
 #if RINGDP_TORCH_CUDA
   bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
 #endif
@@ -79,6 +84,8 @@ class Call final : public ::c10d::Work {
   int source_ = -1;  // written before the call completes, read after wait(): ordered by its lock
   std::optional<c10::Device> device_;  // the device of the call's tensors, once one was viewed
   std::optional<c10::Stream> stream_;  // CUDA tensors: torch's current stream when issued
+  std::optional<c10::Event> issued_;  // recorded there at the issue (CollectiveOptions::ready)
+  bool staged_ = false;  // stage_through_host()
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

@@ -25,6 +25,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::issue(const char* name, std
   }
   try {
     body(*call);
+    call->check_outputs();
   } catch (const ringdp::Error& e) {
     // What was posted before the error still runs on the call's memory: complete it first.
     if (call->posted()) {
@@ -246,7 +247,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::send(std::vector<at::Tensor
       "send", tensors,
       [&](Call& call) {
         TensorView& t = call.view(only(tensors, "send"), "send's tensor", false);
-        call.synchronize_stream();  // staged through the host
+        call.stage_through_host();
         call.add(comm_->send(t.ringdp(), dst_rank, tag, call.options()));
       },
       point_to_point_);
@@ -258,7 +259,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recv(std::vector<at::Tensor
       "recv", tensors,
       [&](Call& call) {
         TensorView& t = call.view(only(tensors, "recv"), "recv's tensor", true);
-        call.synchronize_stream();  // staged through the host
+        call.stage_through_host();
         call.add(comm_->recv(t.ringdp(), src_rank, tag, call.options()));
       },
       point_to_point_);
@@ -409,7 +410,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recvAnysource(std::vector<a
       "recv from any source", tensors,
       [&](Call& call) {
         TensorView& t = call.view(only(tensors, "recv"), "recv's tensor", true);
-        call.synchronize_stream();  // staged through the host
+        call.stage_through_host();
         call.add(comm_->recv_any(t.ringdp(), call.source_slot(), tag, call.options()));
       },
       point_to_point_);

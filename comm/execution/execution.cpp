@@ -73,11 +73,11 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
       .count_delta = fault.count_delta,
       .timeout = options_.timeout,
       .blocking_wait = options_.blocking_wait,
-      .stream = issue.stream,
+      .stream = issue.requested.stream,
       .settled = false,
       .staged = {}};
   call.ctx.corrupt_next_receive = fault.corrupt;
-  transport.begin_collective(issue.stream);
+  transport.begin_collective(issue.requested.stream, issue.requested.ready);
   const bool collective = issue.kind != CollectiveKind::send && issue.kind != CollectiveKind::recv;
   if (check_calls_ && size_ > 1 && collective)
     check_same_call(issue, sequence, call.effective(issue.count),

@@ -52,8 +52,8 @@ struct Issue {
   ReduceOp op = ReduceOp::sum;
   int root = -1;
   Route route = Route::host;
-  bool async = false;
-  void* stream = nullptr;  ///< CollectiveOptions::stream
+  /// As the caller passed them: async, the CUDA stream (`algorithm` above is the resolved one).
+  CollectiveOptions requested{};
   /// The uneven forms: a hash of the counts every rank passes alike (all_gather's), which DETAIL
   /// compares with the rest of the call; 0 for the even forms.
   uint64_t layout = 0;
@@ -241,9 +241,9 @@ Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F
   // RINGDP_FAULT numbers collectives only (see comm/execution/fault.h).
   const FaultAction fault = p2p || faults_.empty() ? FaultAction{} : faults_.action(rank_, sequence);
   if (fault.kill) kill(issue, sequence);
-  if (fault.skip) return issue.async ? Work::completed() : Work::returned();
+  if (fault.skip) return issue.requested.async ? Work::completed() : Work::returned();
   auto note = [this, &issue, sequence] { return queue_note(issue, sequence); };
-  if (!issue.async &&
+  if (!issue.requested.async &&
       queue_->run_inline([&] { execute(issue, sequence, fault, BodyRef(body, input, output)); }, note))
     return Work::returned();
   return queue_->run(
@@ -251,12 +251,13 @@ Work Executor::submit(const Issue& issue, const Tensor& input, Tensor& output, F
         execute(issue, sequence, fault, BodyRef(body, input, output));
       },
       // A note only where the queue is shared: a std::function of this lambda is a heap allocation.
-      issue.async, queue_->shared() ? std::function<std::string()>(note) : std::function<std::string()>());
+      issue.requested.async,
+      queue_->shared() ? std::function<std::string()>(note) : std::function<std::string()>());
 }
 
 template <typename F>
 bool Executor::run_direct(const Issue& issue, F&& library_call) {
-  if (issue.algorithm != Algorithm::native || issue.route != Route::host || issue.async ||
+  if (issue.algorithm != Algorithm::native || issue.route != Route::host || issue.requested.async ||
       closed_.load(std::memory_order_acquire))
     return false;
   bool ran = false;

@@ -133,9 +133,12 @@ class Transport {
   /// True when the library behind the transport reads and writes device memory itself.
   virtual bool reads_device_memory() const { return false; }
   /// Before a collective, on the thread that runs it: the device is selected per host thread,
-  /// and the transport's work is ordered after what `caller_stream` (CollectiveOptions::stream)
-  /// has already enqueued.
-  virtual void begin_collective(void* caller_stream) { (void)caller_stream; }
+  /// and the transport's work is ordered after `ready` (CollectiveOptions::ready), else after
+  /// what `caller_stream` (CollectiveOptions::stream) has enqueued by now.
+  virtual void begin_collective(void* caller_stream, void* ready) {
+    (void)caller_stream;
+    (void)ready;
+  }
   /// After it: `caller_stream` waits for the collective (the host does not), or with `blocking`
   /// the host waits too; a watchdog names `what` if it is late past `timeout`.
   virtual void end_collective(const std::string& what, std::chrono::milliseconds timeout, bool blocking,

@@ -428,7 +428,7 @@ TEST_CASE("a collective on the caller's own stream (torch's current stream) is j
       for (int64_t i = 0; i < count; ++i) in[i] = static_cast<float>(input_value(w.rank(), i, ReduceOp::sum));
       DeviceBuffer buf(DType::float32, count);
       cudaMemcpyAsync(buf.data, in.data(), bytes, cudaMemcpyHostToDevice, caller);
-      device->begin_collective(caller);
+      device->begin_collective(caller, nullptr);
       CollectiveContext ctx = w.context(*device, DType::float32, ReduceOp::sum, kSegment);
       all_reduce_ring(ctx, buf.data, buf.data, count);
       device->end_collective("all_reduce (caller's stream test)", std::chrono::seconds(60), false, caller);
@@ -602,7 +602,7 @@ TEST_CASE("a collective's timeout counts from when the GPU starts it, not from w
   for (auto [name, device] : w.transports()) {
     CAPTURE(name);
     ringdp::doubles::stall_streams(true);
-    device->begin_collective(nullptr);
+    device->begin_collective(nullptr, nullptr);
     device->copy(a.data, b.data, 1024 * sizeof(float));
     device->join_caller(std::string("all_reduce (late start, ") + name + ")", std::chrono::milliseconds(300));
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
@@ -629,7 +629,7 @@ void start_stuck_collective(CudaStreamTransport& device, const char* what) {
   cudaMalloc(&a, 4096);
   cudaMalloc(&b, 4096);
   ringdp::doubles::stall_streams(true);
-  device.begin_collective(nullptr);
+  device.begin_collective(nullptr, nullptr);
   device.copy(a, b, 4096);
   device.join_caller(what, std::chrono::milliseconds(300));
 }

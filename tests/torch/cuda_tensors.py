@@ -77,6 +77,28 @@ torch.cuda.synchronize()
 check.equal("all_reduce issued on a side stream, waited for on the default stream", tripled.cpu(),
             torch.full((1 << 22,), 3.0 * size * (size + 1) / 2))
 
+# Out of place on a side stream (it moves data at 1 rank too), from a tensor made on the default
+# stream (record_stream keeps its memory from that stream's pool until the side stream is done).
+made_elsewhere = torch.zeros(1 << 20, device=device)
+with torch.cuda.stream(side):
+    torch.cuda._sleep(50_000_000)
+    made_elsewhere.fill_(rank + 1)
+    gathered = torch.empty((1 << 20) * size, device=device)
+    dist.all_gather_into_tensor(gathered, made_elsewhere)
+    total = gathered.sum()
+del made_elsewhere
+side.synchronize()
+check.equal("all_gather_into_tensor on a side stream, after a late fill", total.cpu(),
+            torch.tensor(float((1 << 20) * size * (size + 1) // 2)))
+# send and recv go through host memory.
+if size > 1:
+    message = torch.arange(1031, dtype=torch.float32, device=device) * (rank + 1)
+    if rank == 0:
+        dist.send(message, 1)
+    elif rank == 1:
+        dist.recv(message, 0)
+        check.equal("recv of a CUDA tensor from rank 0", (message * 1).cpu(), torch.arange(1031, dtype=torch.float32))
+
 
 # DDP on the GPU over ringdp against DDP on the CPU over gloo: the same model, data and steps.
 def train(model_device, group):

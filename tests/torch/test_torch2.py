@@ -235,7 +235,8 @@ for zero in (True, False):
 # --- devices: what ringdp serves, and a "device:backend" string that names it -----------------------
 # CUDA tensors ride ringdp's NCCL transport where ringdp has NCCL and torch was built with CUDA (the
 # venv's torch is a CUDA build); they cannot run without a GPU: tests/gpu/device_check.sh runs them.
-cuda = torch.version.cuda is not None and os.environ.get("TEST_HAVE_NCCL") == "1"
+cuda = (torch.version.cuda is not None and os.environ.get("TEST_HAVE_NCCL") == "1"
+        and tuple(int(v) for v in torch.__version__.split(".")[:2]) >= (2, 3))  # c10::Stream::native_handle
 if ringdp_torch.cuda_tensors != cuda:
     check.fail(f"ringdp_torch.cuda_tensors is {ringdp_torch.cuda_tensors}, expected {cuda} (torch CUDA "
                f"{torch.version.cuda}, TEST_HAVE_NCCL={os.environ.get('TEST_HAVE_NCCL')})")

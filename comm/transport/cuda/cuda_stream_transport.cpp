@@ -94,9 +94,12 @@ void CudaStreamTransport::release_event(cudaEvent_t event) {
   spare_events_.push_back(event);
 }
 
-void CudaStreamTransport::begin_collective(void* caller_stream) {
+void CudaStreamTransport::begin_collective(void* caller_stream, void* ready) {
   activate();
-  wait_for_compute(static_cast<cudaStream_t>(caller_stream));
+  if (ready)
+    RINGDP_CUDA_CHECK(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(ready), 0));
+  else
+    wait_for_compute(static_cast<cudaStream_t>(caller_stream));
   if (!start_) start_ = acquire_event();
   RINGDP_CUDA_CHECK(cudaEventRecord(start_, stream_));
 }

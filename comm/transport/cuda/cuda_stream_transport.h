@@ -46,8 +46,8 @@ class CudaStreamTransport : public Transport {
   cudaStream_t stream() const { return stream_; }
   Buffer allocate(size_t bytes) override;  // device memory: the algorithms' scratch lives there
 
-  /// activate() then wait_for_compute(caller_stream).
-  void begin_collective(void* caller_stream) override;
+  /// activate(), then the stream waits for `ready` or, without one, wait_for_compute(caller_stream).
+  void begin_collective(void* caller_stream, void* ready) override;
   /// join_caller(what, timeout, caller_stream), or synchronize() when `blocking`.
   void end_collective(const std::string& what, std::chrono::milliseconds timeout, bool blocking,
                       void* caller_stream) override;

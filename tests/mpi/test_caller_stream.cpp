@@ -1,0 +1,62 @@
+// A collective on CUDA tensors through the shipped communicator, on a stream of the caller's
+// (CollectiveOptions::stream, what the torch backend passes: torch's current stream): the input is
+// written on that stream, the result read there, and nothing else orders them. The CPU emulator's
+// deferred streams run each order that breaks a missing join every time: the newest stream first
+// (the caller's: its read runs before the collective unless the stream waits for it) and the
+// oldest first (the legacy stream and the transports' before the caller's: a collective that waits
+// on the legacy stream sends the input unwritten, and AVG's division queued there divides before
+// the input arrives). With an event recorded at the issue (CollectiveOptions::ready, the torch
+// backend's), the collective waits for that event instead. Run by tests/mpi/meson.build under mpirun, 2 ranks
+// on 2 emulated GPUs, with RINGDP_BACKEND=mpi and =nccl.
+#include <cuda_runtime.h>
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "tests/doubles/cuda/cuda_emu.h"
+#include "tests/support/mpi_test.h"
+
+using namespace ringdp;
+using ringdp::testing::world;
+
+TEST_CASE("a collective on the caller's stream waits for it and is waited for there, AVG included",
+          "[stream]") {
+  auto& w = world();
+  const Device mine = w.device();
+  REQUIRE(mine.is_cuda());
+  REQUIRE(cudaSetDevice(mine.index) == cudaSuccess);
+  cudaStream_t caller = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking) == cudaSuccess);
+  cudaEvent_t issued = nullptr;
+  REQUIRE(cudaEventCreateWithFlags(&issued, cudaEventDisableTiming) == cudaSuccess);
+  const int64_t count = 2 * w.size() + 1031;
+  using doubles::StreamOrder;
+  for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg})
+      for (int how = 0; how < 3; ++how) {  // blocking, asynchronous, asynchronous after an event
+        const bool async = how > 0, event = how == 2;
+        CAPTURE(order == StreamOrder::newest_first ? "newest first" : "oldest first", reduce_op_name(op),
+                async, event);
+        doubles::set_stream_order(order);
+        std::vector<float> in(static_cast<size_t>(count)), out(in.size(), -1.0f);
+        for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((w.rank() + 1) * (i % 7 + 1));
+        Tensor t = empty({count}, DType::float32, mine);
+        REQUIRE(cudaMemcpyAsync(t.data_ptr(), in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                caller) == cudaSuccess);
+        if (event) REQUIRE(cudaEventRecord(issued, caller) == cudaSuccess);
+        w.all_reduce(t, op, {.async = async, .stream = caller, .ready = event ? issued : nullptr}).wait();
+        REQUIRE(cudaMemcpyAsync(out.data(), t.data_ptr(), out.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                caller) == cudaSuccess);
+        REQUIRE(cudaStreamSynchronize(caller) == cudaSuccess);
+        const double ranks = w.size() * (w.size() + 1) / 2.0;
+        int64_t wrong = 0;
+        for (size_t i = 0; i < out.size(); ++i) {
+          const double sum = ranks * static_cast<double>(i % 7 + 1);
+          wrong += out[i] != static_cast<float>(op == ReduceOp::avg ? sum * (1.0 / w.size()) : sum);
+        }
+        CHECK(testing::global_sum(wrong) == 0);
+      }
+  doubles::set_stream_order(StreamOrder::round_robin);
+  REQUIRE(cudaEventDestroy(issued) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(caller) == cudaSuccess);
+}

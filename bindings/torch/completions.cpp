@@ -30,10 +30,6 @@ TensorView& Call::view(const at::Tensor& tensor, const char* what, bool output) 
     device_ = device;
     if (device.is_cuda()) {
       stream_ = c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
-      // Now, on the issuing thread: ringdp's worker starts the collective later, and what the
-      // stream holds by then is none of its business.
-      issued_.emplace(device.type());
-      issued_->record(*stream_);
       // A future of CUDA values: its users wait on the stream, not the host (nothing holds it yet).
       future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                          std::vector<c10::Device>{device});
@@ -49,16 +45,20 @@ TensorView& Call::view(const at::Tensor& tensor, const char* what, bool output) 
   return views_.back();
 }
 
-ringdp::comm::CollectiveOptions Call::options() const {
-  void* stream = nullptr;
-  void* ready = nullptr;
+ringdp::comm::CollectiveOptions Call::options() {
+  ringdp::comm::CollectiveOptions options{.algorithm = ringdp::comm::Algorithm::automatic, .async = true};
 #if RINGDP_TORCH_CUDA
   if (stream_) {
-    stream = stream_->native_handle();
-    ready = issued_->eventId();
+    options.stream = stream_->native_handle();
+    // Now, on the issuing thread, after what the call itself enqueued (a packed copy, PREMUL_SUM's
+    // multiplication): ringdp's worker starts the collective later, when the stream may hold
+    // later work that is none of its business.
+    issued_.emplace_back(stream_->device_type());
+    issued_.back().record(*stream_);
+    options.ready = issued_.back().eventId();
   }
 #endif
-  return {.algorithm = ringdp::comm::Algorithm::automatic, .async = true, .stream = stream, .ready = ready};
+  return options;
 }
 
 void Call::stage_through_host() {

@@ -46,8 +46,9 @@ class Call final : public ::c10d::Work {
   /// A view of `tensor` (TensorView) that lives as long as the call; `output`: written back on
   /// completion when the view had to copy. Every tensor of a call is on one device.
   TensorView& view(const at::Tensor& tensor, const char* what, bool output);
-  /// How the call's collectives are posted: asynchronously, on the stream taken by view().
-  ringdp::comm::CollectiveOptions options() const;
+  /// How the call's next collective is posted: asynchronously, on the stream taken by view(),
+  /// after an event recorded there now (CollectiveOptions::ready).
+  ringdp::comm::CollectiveOptions options();
   /// For calls staged through the host (send and receive): the host waits for the stream first,
   /// and on completion the stream waits for the legacy stream the staging copies ran on.
   void stage_through_host();
@@ -84,7 +85,7 @@ class Call final : public ::c10d::Work {
   int source_ = -1;  // written before the call completes, read after wait(): ordered by its lock
   std::optional<c10::Device> device_;  // the device of the call's tensors, once one was viewed
   std::optional<c10::Stream> stream_;  // CUDA tensors: torch's current stream when issued
-  std::optional<c10::Event> issued_;  // recorded there at the issue (CollectiveOptions::ready)
+  std::deque<c10::Event> issued_;  // recorded there as each collective is posted (options())
   bool staged_ = false;  // stage_through_host()
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

@@ -51,6 +51,10 @@ for dtype in (torch.float32, torch.bfloat16, torch.int64):
 avg = data(rank, 1031).to(device)
 dist.all_reduce(avg, op=dist.ReduceOp.AVG)
 check.close("all_reduce avg of 1031 x float32", avg.cpu(), summed(1031, torch.float32) / size, 4)
+# PREMUL_SUM multiplies on the stream before the collective, which must wait for it.
+premul = data(rank, 4097).to(device)
+dist.all_reduce(premul, op=dist._make_nccl_premul_sum(0.5))
+check.equal("all_reduce PREMUL_SUM 0.5 of 4097 x float32", premul.cpu(), summed(4097, torch.float32) * 0.5)
 
 # A side stream made current, as a user's overlap code does: the fill is late (the GPU sleeps
 # first), so a collective that waited on another stream would send the old values, and the doubling

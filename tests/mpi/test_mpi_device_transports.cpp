@@ -376,69 +376,44 @@ TEST_CASE("the barrier's zero-byte messages pass through both transports", "[dev
 
 TEST_CASE("a collective waits for the caller's stream, and the caller's stream for the collective",
           "[device]") {
-  // The backward pass writes the input on the caller's (default) stream and the optimizer reads
-  // the result there, with no host wait in between: only the two event joins order them. Each
-  // stream order is the adversary of one join: newest first runs the transport's stream before
-  // the caller's (a missing wait_for_compute sends the input unwritten), oldest first runs the
-  // caller's first (a missing join_caller reads the result unreduced).
+  // The backward pass writes the input on the caller's stream and the optimizer reads the result
+  // there, with no host wait in between: only the two event joins order them. The caller's stream
+  // is the legacy default one, or one of its own (CollectiveOptions::stream: torch's current
+  // stream, a side stream its user made current). Each stream order is the adversary of one join:
+  // one runs the transport's stream before the caller's (a missing wait sends the input
+  // unwritten), the other the caller's first (a missing join reads the result unreduced).
   World& w = world();
   const int64_t count = 3001;
   const size_t bytes = count * sizeof(float);
   using ringdp::doubles::StreamOrder;
-  for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
-    for (auto [name, device] : w.transports()) {
-      CAPTURE(name, order == StreamOrder::newest_first ? "newest first" : "oldest first");
-      ringdp::doubles::set_stream_order(order);
-      std::vector<float> in(count), out(count, -1.0f);
-      for (int64_t i = 0; i < count; ++i) in[i] = static_cast<float>(input_value(w.rank(), i, ReduceOp::sum));
-      DeviceBuffer buf(DType::float32, count);
-      cudaMemcpyAsync(buf.data, in.data(), bytes, cudaMemcpyHostToDevice, nullptr);
-      device->wait_for_compute();
-      CollectiveContext ctx = w.context(*device, DType::float32, ReduceOp::sum, kSegment);
-      all_reduce_ring(ctx, buf.data, buf.data, count);
-      device->join_caller("all_reduce (join test)", std::chrono::seconds(60));
-      cudaMemcpyAsync(out.data(), buf.data, bytes, cudaMemcpyDeviceToHost, nullptr);
-      cudaEvent_t caller_done;
-      cudaEventCreateWithFlags(&caller_done, cudaEventDisableTiming);
-      cudaEventRecord(caller_done, nullptr);
-      cudaEventSynchronize(caller_done);  // the caller's stream only
-      cudaEventDestroy(caller_done);
-      std::vector<double> got(out.begin(), out.end());
-      CHECK(wrong(got, [&](int64_t i) { return expected_value(w.size(), i, ReduceOp::sum); }) == 0);
-    }
+  cudaStream_t own = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking) == cudaSuccess);
+  cudaEvent_t caller_done;
+  REQUIRE(cudaEventCreateWithFlags(&caller_done, cudaEventDisableTiming) == cudaSuccess);
+  for (cudaStream_t caller : {cudaStream_t{nullptr}, own})
+    for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
+      for (auto [name, device] : w.transports()) {
+        CAPTURE(name, order == StreamOrder::newest_first ? "newest first" : "oldest first",
+                caller ? "its own stream" : "the legacy stream");
+        ringdp::doubles::set_stream_order(order);
+        std::vector<float> in(count), out(count, -1.0f);
+        for (int64_t i = 0; i < count; ++i)
+          in[i] = static_cast<float>(input_value(w.rank(), i, ReduceOp::sum));
+        DeviceBuffer buf(DType::float32, count);
+        cudaMemcpyAsync(buf.data, in.data(), bytes, cudaMemcpyHostToDevice, caller);
+        device->begin_collective(caller, nullptr);
+        CollectiveContext ctx = w.context(*device, DType::float32, ReduceOp::sum, kSegment);
+        all_reduce_ring(ctx, buf.data, buf.data, count);
+        device->end_collective("all_reduce (join test)", std::chrono::seconds(60), false, caller);
+        cudaMemcpyAsync(out.data(), buf.data, bytes, cudaMemcpyDeviceToHost, caller);
+        cudaEventRecord(caller_done, caller);
+        cudaEventSynchronize(caller_done);  // the caller's stream only
+        std::vector<double> got(out.begin(), out.end());
+        CHECK(wrong(got, [&](int64_t i) { return expected_value(w.size(), i, ReduceOp::sum); }) == 0);
+      }
   ringdp::doubles::set_stream_order(StreamOrder::round_robin);
-}
-
-TEST_CASE("a collective on the caller's own stream (torch's current stream) is joined to that stream",
-          "[device]") {
-  // As above, on a stream of the caller's (CollectiveOptions::stream: a side stream torch's user
-  // made current). A join to the default stream instead leaves this one unordered: newest first
-  // then sends the input unwritten, oldest first reads the result unreduced.
-  World& w = world();
-  const int64_t count = 2999;
-  const size_t bytes = count * sizeof(float);
-  using ringdp::doubles::StreamOrder;
-  cudaStream_t caller = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking) == cudaSuccess);
-  for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
-    for (auto [name, device] : w.transports()) {
-      CAPTURE(name, order == StreamOrder::newest_first ? "newest first" : "oldest first");
-      ringdp::doubles::set_stream_order(order);
-      std::vector<float> in(count), out(count, -1.0f);
-      for (int64_t i = 0; i < count; ++i) in[i] = static_cast<float>(input_value(w.rank(), i, ReduceOp::sum));
-      DeviceBuffer buf(DType::float32, count);
-      cudaMemcpyAsync(buf.data, in.data(), bytes, cudaMemcpyHostToDevice, caller);
-      device->begin_collective(caller, nullptr);
-      CollectiveContext ctx = w.context(*device, DType::float32, ReduceOp::sum, kSegment);
-      all_reduce_ring(ctx, buf.data, buf.data, count);
-      device->end_collective("all_reduce (caller's stream test)", std::chrono::seconds(60), false, caller);
-      cudaMemcpyAsync(out.data(), buf.data, bytes, cudaMemcpyDeviceToHost, caller);
-      cudaStreamSynchronize(caller);  // the caller's stream only
-      std::vector<double> got(out.begin(), out.end());
-      CHECK(wrong(got, [&](int64_t i) { return expected_value(w.size(), i, ReduceOp::sum); }) == 0);
-    }
-  ringdp::doubles::set_stream_order(StreamOrder::round_robin);
-  cudaStreamDestroy(caller);
+  cudaEventDestroy(caller_done);
+  cudaStreamDestroy(own);
 }
 
 TEST_CASE("NCCL's own collectives, the native baseline, on device memory", "[device]") {

@@ -105,11 +105,11 @@ Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whol
   if (state_->world_.departures) {
     state_->world_.departures->watch_position(&state_->executor_.position());
     state_->executor_.set_departures(state_->world_.departures.get());
-    state_->exit_hook_ = add_exit_hook([this](const std::string& why) { leave(why); });
+    state_->exit_hook_ = add_exit_hook([this](const Leaving& leaving) { leave(leaving); });
   }
 }
 
-void Communicator::leave(const std::string& why) {
+void Communicator::leave(const Leaving& leaving) {
   State& state = *state_;
   std::lock_guard guard(state.leave_mutex_);
   if (state.left_) return;
@@ -119,16 +119,18 @@ void Communicator::leave(const std::string& why) {
   CallQueue& queue = state.executor_.queue();
   queue.drain();
   std::unique_lock lock(queue.exec_mutex());
-  state.executor_.close("has left the job (" + why + ")");
+  state.executor_.close("has left the job (" + leaving.why + ")");
   Departures* departures = state.world_.departures.get();
   if (!departures || !departures->usable()) return;  // a program may have finalized MPI itself
   // Only the shared windows need every rank at teardown; every rank has the same ones.
   const bool shared = (state.shared_slots_ && state.shared_slots_->collective_release()) ||
                       !state.shared_allocations_.empty();
-  const bool unwinding = std::uncaught_exceptions() > 0;
-  departures->announce(why, state.executor_.finished(), shared && !unwinding);
+  // A failing process (an exception unwinding here, or one Python did not catch) frees its own
+  // windows alone: waiting for its peers could last for ever where another library blocks them.
+  const bool collective = shared && !leaving.failed && std::uncaught_exceptions() == 0;
+  departures->announce(leaving.why, state.executor_.finished(), collective);
   bool free = false;
-  if (shared && !unwinding) {
+  if (collective) {
     await_peers(lock);
     free = departures->everyone_frees_shared();
   }
@@ -171,7 +173,7 @@ Communicator::~Communicator() {
     return;  // the executor's queue drains nothing in a child (comm/execution/call_queue.h)
   }
   if (state_->exit_hook_) drop_exit_hook(state_->exit_hook_);
-  leave("its communicator was destroyed");
+  leave({.why = "its communicator was destroyed"});
   // Freeing the transports' MPI communicators must not run while another communicator's call is
   // inside MPI where one queue serves them all (comm/execution/call_queue.h).
   std::lock_guard lock(state_->executor_.queue().exec_mutex());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comm/comm_options.h"
+#include "comm/leaving.h"
 #include "comm/position.h"
 #include "comm/types.h"
 #include "comm/work.h"
@@ -147,10 +148,11 @@ class Communicator {
  private:
   /// `whole_job`: the communicator of every rank, which also checks the job-wide settings.
   Communicator(DiscoveredWorld world, CommOptions options, bool whole_job);
-  /// Leaves the job, once: waits for this communicator's calls, tells the peers `why` and, for the
-  /// world's, waits for them all and frees the shared windows (comm/world/departures.h). Run by the
-  /// destructor or, for a communicator still alive then, when the process exits (leave_job).
-  void leave(const std::string& why);
+  /// Leaves the job, once: waits for this communicator's calls, tells the peers why and, for the
+  /// world's, unless `leaving.failed`, waits for them all and frees the shared windows together
+  /// (comm/world/departures.h). Run by the destructor or, for a communicator still alive then,
+  /// when the process exits (leave_job).
+  void leave(const Leaving& leaving);
   /// leave()'s wait for every peer's notice; `exec_lock` holds the execution lock, let go between
   /// looks.
   void await_peers(std::unique_lock<std::mutex>& exec_lock);

@@ -117,14 +117,14 @@ c10::intrusive_ptr<BackendBase> create(const ::c10d::DistributedBackendOptions& 
 // Why this process leaves, as its peers are told (comm/world/departures.h): an uncaught exception's type
 // and message, recorded by the sys.excepthook below, which runs before Python's exit hooks.
 std::mutex g_why_mutex;
-std::string g_why = "its Python process is exiting";
+ringdp::comm::Leaving g_why{.why = "its Python process is exiting"};
 
 void record_uncaught(const py::object& type, const py::object& value) {
   std::string text = py::str(type.attr("__name__"));
   const std::string message = py::str(value);
   if (!message.empty()) text += ": " + message;
   std::lock_guard lock(g_why_mutex);
-  g_why = "its Python process is exiting after an uncaught " + text;
+  g_why = {.why = "its Python process is exiting after an uncaught " + text, .failed = true};
 }
 
 // Python's exit, before the interpreter finalizes: completes what the completion threads hold and
@@ -137,7 +137,7 @@ void at_exit() {
   set_exit_phase("in ringdp's exit hook (stopping the completion threads)");
   py::gil_scoped_release no_gil;
   Completions::stop_all();
-  std::string why;
+  ringdp::comm::Leaving why;
   {
     std::lock_guard lock(g_why_mutex);
     why = g_why;

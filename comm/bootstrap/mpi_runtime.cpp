@@ -36,7 +36,7 @@ std::string g_terminate_prefix = "ringdp";
 struct ExitHooks {
   std::mutex mutex;
   std::condition_variable done;
-  std::vector<std::pair<int, std::function<void(const std::string&)>>> hooks;
+  std::vector<std::pair<int, std::function<void(const Leaving&)>>> hooks;
   int running = 0;
   std::vector<std::function<void()>> before_finalize;  // before_finalize(), in order
 };
@@ -235,7 +235,7 @@ void mpi_ensure_initialized(MpiThread level) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::atexit([] {
       if (in_forked_child()) return;  // MPI is the parent's: finalizing it here would be the parent's
-      leave_job("its process is exiting");
+      leave_job({.why = "its process is exiting"});
       run_before_finalize();
       int finalized = 0;
       MPI_Finalized(&finalized);
@@ -300,7 +300,7 @@ void mark_owner_process() {
   std::call_once(once, [] { pthread_atfork(nullptr, nullptr, [] { forking::g_forked.store(true); }); });
 }
 
-int add_exit_hook(std::function<void(const std::string&)> leave) {
+int add_exit_hook(std::function<void(const Leaving&)> leave) {
   static int next = 0;
   std::lock_guard lock(exit_hooks().mutex);
   exit_hooks().hooks.emplace_back(++next, std::move(leave));
@@ -319,7 +319,7 @@ void before_finalize(std::function<void()> step) {
   exit_hooks().before_finalize.push_back(std::move(step));
 }
 
-void leave_job(const std::string& why) {
+void leave_job(const Leaving& leaving) {
   // A child forked from a rank (os.fork(), a DataLoader's worker) shares its peers' view of the
   // communicators but is not a rank: its exit must tell them nothing (nor take a lock that a
   // parent's thread may have held at the fork).
@@ -333,7 +333,7 @@ void leave_job(const std::string& why) {
     // another thread, registers its own hook while it holds the execution lock the hook needs.
     state.running = handle;
     lock.unlock();
-    leave(why);
+    leave(leaving);
     lock.lock();
     state.running = 0;
     state.done.notify_all();

@@ -8,6 +8,9 @@ wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; bef
           WORLD_SIZE set by a launcher that does not end the others) its peers see its process end
   extra   rank 0 runs a third all_reduce, which no other rank runs; the others finish
   finish  nobody leaves early: every rank finishes (exit 0)
+  gloo    a gloo group beside ringdp's default group: rank 1 raises an uncaught ValueError while
+          the others wait in the gloo group's second all_reduce, which only rank 1's process
+          ending can end (gloo sees nothing else): its exit must not wait for them
   timeout the group's timeout is 3 s and rank 1 sleeps 8 s: the others' all_reduce raises the
           watchdog's report, their next call says the group is broken, and they wait for rank 1
           to leave; rank 1, late, runs two more and finds them gone
@@ -60,6 +63,17 @@ if mode == "mismatch":
     except RuntimeError as e:
         print(f"rank {rank} caught after {time.monotonic() - began:.1f} s: {e}", flush=True)
     dist.destroy_process_group(group)
+if mode == "gloo":
+    gloo = dist.new_group(list(range(size)), backend="gloo")
+    dist.all_reduce(torch.ones(10), group=gloo)
+    if rank == 1:
+        raise ValueError("bad sample 17")
+    began = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(10), group=gloo)
+    except RuntimeError as e:
+        print(f"rank {rank} caught after {time.monotonic() - began:.1f} s: {e}", flush=True)
+        raise
 if rank == 1:
     if mode == "raise":
         raise ValueError("bad sample 17")

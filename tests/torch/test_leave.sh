@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A rank that leaves a PyTorch job on the ringdp backend (an uncaught exception, sys.exit(0) or
-# (1), Ctrl-C, or the others leaving while it runs one collective more) ends the job within
+# (1), Ctrl-C, or the others leaving while it runs one collective more, or raising while the
+# others wait in a gloo group) ends the job within
 # seconds, with a non-zero status, and each rank that waited for it gets a RuntimeError it can
 # catch, naming the rank that left and why (issue #47, docs/errors.md). Before, each case waited
 # out torch's 30-minute timeout. A job where every rank finishes still exits 0.
@@ -79,14 +80,20 @@ for ((r = 0; r < np; r++)); do
   grep -qE "rank $r caught: ringdp: allreduce: all_reduce on rank $r: this communicator is broken: .*; it runs no more calls" <<<"$out" ||
     fail "timeout: rank $r's next call did not say the group is broken: $out"
 done
-# Rank 1, late, finds the others gone (they finished 1 collective) and learns why; the others
-# waited for it to leave, saying so once past the timeout.
+# Rank 1, late, finds the others gone (they finished 1 collective) and learns why.
 grep -qE "rank 1 caught: ringdp: allreduce: all_reduce #[12] .*rank [02] (left \(its Python process is exiting after an uncaught RuntimeError: .*\) after finishing 1 collective|failed in this collective \(rank [02]: all_reduce #1 .* exceeded 3 s)" <<<"$out" ||
   fail "timeout: rank 1, late, did not learn that the others failed and why: $out"
-# Only the shared-memory windows of an MPI job make a leaving rank wait for the others.
-[ "$mpiexec" = plain ] || grep -qE "ringdp: rank [02]: has left the job and waits for rank\(s\) 1 to leave too" <<<"$out" ||
-  fail "timeout: the others did not say whom they wait for: $out"
+# A rank that fails does not wait for the others to leave (they may be blocked elsewhere: gloo, below).
+! grep -qE "ringdp: rank [0-9]+: has left the job and waits for" <<<"$out" ||
+  fail "timeout: a rank that failed waited for the others to leave: $out"
 echo "ok: a timeout raises the watchdog's report (${seconds}s in all), the group is broken after it"
+
+# A rank that raises while its peers wait in a gloo group beside ringdp's: before, its exit hook
+# waited for them to leave ringdp's job, and gloo waited for its process to end (torch's 30 minutes).
+job gloo $limit
+[ $rc -ne 0 ] || fail "gloo: the job ended with exit 0: $out"
+grep -q "ValueError: bad sample 17" <<<"$out" || fail "gloo: rank 1 did not raise: $out"
+echo "ok: a rank raising while the others wait in a gloo group ends the job in ${seconds}s, exit $rc"
 
 job finish $limit
 [ $rc -eq 0 ] || fail "finish: a job where every rank finished exited $rc: $out"

@@ -46,6 +46,11 @@ TEST_CASE("a wait that finds its condition met once the deadline has passed does
   // A rank stopped (SIGSTOP) past its deadline resumes in the middle of a poll loop whose
   // deadline has passed; what it waited for came meanwhile. It reported "waiting for rank 0"
   // about a peer that was not late (the loop expired without asking once more).
+  // The clock is read every 256th poll only while the wait spins: a sleep (after RINGDP_SPIN_US
+  // of polling) reads it at once. Loaded, this process could be descheduled past 50 µs within
+  // the 512 polls, and the wait expired at a poll this test did not expect (seen beside the mpi
+  // suite). Read once per process, before any wait of this program.
+  setenv("RINGDP_SPIN_US", "100000000", 1);  // 100 s, its largest
   comm::LocalTransport transport;
   transport.set_deadline(comm::Transport::Clock::time_point::max(), [] { throw Expired{}; });
   transport.set_timeout(std::chrono::milliseconds(0));

@@ -18,10 +18,6 @@ namespace ringdp::comm {
 
 namespace {
 
-void write_back(Tensor& target, const Tensor& host) {
-  if (!target.is_same(host)) target.copy_from(host);
-}
-
 std::vector<int64_t> offsets_of(std::span<const int64_t> counts) {
   std::vector<int64_t> offsets(counts.size(), 0);
   if (!counts.empty()) std::exclusive_scan(counts.begin(), counts.end(), offsets.begin(), int64_t{0});
@@ -88,7 +84,7 @@ struct Gather {
       gather_tree(call.ctx, in.data_ptr(), out_data, call.effective(issue.count), issue.root);
     call.ctx.end_steps();
     call.settle();
-    if (out) write_back(output, *out);
+    if (out) call.write_back(output, *out);
   }
 };
 
@@ -112,7 +108,7 @@ struct Scatter {
       scatter_tree(call.ctx, in, out.data_ptr(), call.effective(issue.count), issue.root);
     call.ctx.end_steps();
     call.settle();
-    write_back(output, out);
+    call.write_back(output, out);
   }
 };
 
@@ -148,7 +144,7 @@ struct AllToAll {
       all_to_all_pairwise(call.ctx, on(set_aside(call.ctx.transport, in, out), out.data_ptr()), block >= 0);
     call.ctx.end_steps();
     call.settle();
-    write_back(output, out);
+    call.write_back(output, out);
   }
 };
 
@@ -171,7 +167,7 @@ struct AllGatherUneven {
                              blocks.recv_offsets);
     call.ctx.end_steps();
     call.settle();
-    write_back(output, out);
+    call.write_back(output, out);
   }
 };
 

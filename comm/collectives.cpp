@@ -36,10 +36,6 @@ void scale_result(const Tensor& out, double alpha, const Issue& issue) {
   ops::scale_(handle, alpha, issue.requested.stream);
 }
 
-void write_back(Tensor& target, const Tensor& host) {
-  if (!target.is_same(host)) target.copy_from(host);
-}
-
 // The reductions' op on the wire: avg travels as sum, divided once at the end.
 ReduceOp wire_op(ReduceOp op) { return op == ReduceOp::avg ? ReduceOp::sum : op; }
 
@@ -116,7 +112,7 @@ void AllReduce::operator()(Call& call, const Tensor& input, Tensor& output) cons
   call.ctx.end_steps();  // the observer sees the sum, unless the algorithm divided as it went
   call.settle();
   if (!divides_as_it_goes) finish(out);
-  write_back(output, out);
+  call.write_back(output, out);
 }
 
 void AllReduce::hierarchical(Call& call, void* buf, int64_t n) const {
@@ -158,7 +154,7 @@ struct Reduce {
     call.ctx.end_steps();
     call.settle();
     finish(out);
-    if (at_root()) write_back(output, out);
+    if (at_root()) call.write_back(output, out);
   }
 };
 
@@ -185,7 +181,7 @@ struct Broadcast {
       broadcast_tree(call.ctx, out.data_ptr(), call.effective(out.numel()), issue.root);
     call.ctx.end_steps();
     call.settle();
-    write_back(output, out);
+    call.write_back(output, out);
   }
 };
 
@@ -204,7 +200,7 @@ struct AllGather {
       all_gather_ring(call.ctx, in.data_ptr(), out.data_ptr(), call.effective(in.numel()));
     call.ctx.end_steps();
     call.settle();
-    write_back(output, out);
+    call.write_back(output, out);
   }
 };
 
@@ -229,7 +225,7 @@ struct ReduceScatter {
     call.ctx.end_steps();  // the observer sees the sum, before avg's division
     call.settle();
     finish(out);
-    write_back(output, out);
+    call.write_back(output, out);
   }
 };
 

@@ -125,8 +125,7 @@ void Communicator::leave(const Leaving& leaving) {
   // Only the shared windows need every rank at teardown; every rank has the same ones.
   const bool shared = (state.shared_slots_ && state.shared_slots_->collective_release()) ||
                       !state.shared_allocations_.empty();
-  // A failing process (an exception unwinding here, or one Python did not catch) frees its own
-  // windows alone: waiting for its peers could last for ever where another library blocks them.
+  // Failing, it frees alone: its peers may be blocked in another library for as long as it lives.
   const bool collective = shared && !leaving.failed && std::uncaught_exceptions() == 0;
   departures->announce(leaving.why, state.executor_.finished(), collective);
   bool free = false;

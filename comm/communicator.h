@@ -160,8 +160,8 @@ class Communicator {
   std::string shared_refusal() const;
   /// Posts one send or receive; the async form completes it outside the ordered queue.
   /// `source`: a receive from any rank (peer kAnySource) writes its sender there.
-  Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async,
-                      int* source = nullptr);
+  Work point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag,
+                      const CollectiveOptions& requested, int* source = nullptr);
   /// "group #2 of world ranks 0, 1": the second group of those members made by this process.
   static std::string group_label(const std::vector<int>& world_ranks);
   /// Everything behind the front door: the world, its routes, the shared allocations and the

@@ -5,23 +5,24 @@
 #include <thread>
 
 #include "comm/communicator_state.h"
+#include "comm/execution/host_staging.h"
 #include "comm/transport/envelope.h"
 #include "comm/transport/idle_backoff.h"
 
 namespace ringdp::comm {
 
 Work Communicator::send(const Tensor& tensor, int peer, int tag, CollectiveOptions opts) {
-  return point_to_point(CollectiveKind::send, tensor, peer, tag, opts.async);
+  return point_to_point(CollectiveKind::send, tensor, peer, tag, opts);
 }
 
 Work Communicator::recv(Tensor& tensor, int peer, int tag, CollectiveOptions opts) {
-  return point_to_point(CollectiveKind::recv, tensor, peer, tag, opts.async);
+  return point_to_point(CollectiveKind::recv, tensor, peer, tag, opts);
 }
 
 Work Communicator::recv_any(Tensor& tensor, int* source, int tag, CollectiveOptions opts) {
   RINGDP_CHECK(source, "recv_any: no place for the sender's rank (source is null)");
   RINGDP_CHECK(size_ > 1, "recv_any: a world of one rank has no other rank to receive from");
-  return point_to_point(CollectiveKind::recv, tensor, kAnySource, tag, opts.async, source);
+  return point_to_point(CollectiveKind::recv, tensor, kAnySource, tag, opts, source);
 }
 
 namespace {
@@ -42,6 +43,7 @@ void check_peer_and_tag(CollectiveKind kind, const Tensor& tensor, int peer, int
 
 struct Pending {
   Tensor host;
+  void* stream = nullptr;  ///< the caller's CUDA stream, where a receive's bytes go back to the device
   Request request;
   int* source = nullptr;  ///< recv_any's: where the sender's rank goes
   std::exception_ptr failed;  ///< the first test's error: MPI released the request with it
@@ -58,15 +60,15 @@ struct Pending {
   }
   /// A receive's bytes, from the host copy they landed in to the caller's tensor (itself on the host).
   void deliver(CollectiveKind kind, Tensor& target) const {
-    if (kind == CollectiveKind::recv && !target.is_same(host)) target.copy_from(host);
+    if (kind == CollectiveKind::recv) write_back(target, host, stream);
     if (source) *source = request.peer;
   }
 };
 
 }  // namespace
 
-Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag, bool async,
-                                  int* source) {
+Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, int tag,
+                                  const CollectiveOptions& requested, int* source) {
   State& state = *state_;
   Transport& transport = state.routes_.host();
   check_peer_and_tag(kind, tensor, peer, tag, rank_, size_, transport.tag_upper_bound());
@@ -75,11 +77,12 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
   // posts it, and the Work's wait() completes it.
   auto pending = std::make_shared<Pending>();
   pending->source = source;
-  const Issue issue{
-      .kind = kind, .dtype = tensor.dtype(), .count = tensor.numel(), .requested = {.async = async}};
-  auto post = [&transport, kind, peer, tag, pending, async](Call& call, const Tensor&, Tensor& tensor) {
+  pending->stream = requested.stream;
+  const Issue issue{.kind = kind, .dtype = tensor.dtype(), .count = tensor.numel(), .requested = requested};
+  auto post = [&transport, kind, peer, tag, pending, async = requested.async](Call& call, const Tensor&,
+                                                                              Tensor& tensor) {
     call.ctx.position.waiting_for_rank = peer;
-    pending->host = tensor.to(Device::cpu());
+    pending->host = call.view(tensor);  // a CUDA tensor's host copy, in the caller's stream order
     void* data = pending->host.data_ptr();
     const size_t bytes = pending->host.nbytes();
     pending->request = kind == CollectiveKind::send ? transport.isend(peer, data, bytes, kUserTagBase + tag)
@@ -89,7 +92,7 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
     pending->deliver(kind, tensor);
   };
   Work posted = state.executor_.submit(issue, tensor, tensor, post);
-  if (!async) return posted;
+  if (!requested.async) return posted;
   // Finishing polls, taking the execution lock for one test at a time: blocking in a wait while
   // holding it would keep a collective queued behind this call from starting, and the peer may
   // send only after that collective (a receive, an all_reduce, then wait() on the receive).

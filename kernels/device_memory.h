@@ -20,5 +20,11 @@ void cuda_device_synchronize();
 
 enum class CopyKind { host_to_device, device_to_host, device_to_device };
 void cuda_memcpy(void* dst, const void* src, size_t bytes, CopyKind kind);
+/// A copy queued on `stream` (a cudaStream_t). From pageable host memory the bytes are taken
+/// before it returns; into pageable host memory it returns once they have landed (CUDA's rules).
+void cuda_memcpy_on(void* dst, const void* src, size_t bytes, CopyKind kind, void* stream);
+/// Blocks the host until `event` (a cudaEvent_t) has fired or, without one, until `stream` has
+/// run what it holds: what a host copy of data written there waits for.
+void cuda_host_wait(void* stream, void* event);
 
 }  // namespace ringdp::kernels

@@ -61,12 +61,6 @@ ringdp::comm::CollectiveOptions Call::options() {
   return options;
 }
 
-void Call::stage_through_host() {
-  if (!stream_) return;
-  stream_->synchronize();
-  staged_ = true;
-}
-
 void Call::check_outputs() const {
   for (const at::Tensor& t : outputs_)
     RINGDP_CHECK(!device_ || !t.defined() || t.device() == *device_, name_, "'s output is on ",
@@ -110,13 +104,6 @@ void Call::complete() {
   // events are recorded there (no-op for CPU tensors).
   std::optional<c10::StreamGuard> on_stream;
   if (stream_) on_stream.emplace(*stream_);
-  if (staged_ && !error) {
-    // A receive's host-to-device copy ran on the legacy stream, and from pageable memory it may
-    // return before the data lands: the call's stream waits for that stream.
-    c10::Event landed(stream_->device_type());
-    landed.record(c10::impl::getDeviceGuardImpl(stream_->device_type())->getDefaultStream(stream_->device()));
-    landed.block(*stream_);
-  }
   if (!error) {
     try {
       for (size_t i = 0; i < views_.size(); ++i)

@@ -49,9 +49,6 @@ class Call final : public ::c10d::Work {
   /// How the call's next collective is posted: asynchronously, on the stream taken by view(),
   /// after an event recorded there now (CollectiveOptions::ready).
   ringdp::comm::CollectiveOptions options();
-  /// For calls staged through the host (send and receive): the host waits for the stream first,
-  /// and on completion the stream waits for the legacy stream the staging copies ran on.
-  void stage_through_host();
   /// Refuses outputs on another device than the tensors viewed (the copies into them and the
   /// future's events are on that device's stream).
   void check_outputs() const;
@@ -86,7 +83,6 @@ class Call final : public ::c10d::Work {
   std::optional<c10::Device> device_;  // the device of the call's tensors, once one was viewed
   std::optional<c10::Stream> stream_;  // CUDA tensors: torch's current stream when issued
   std::deque<c10::Event> issued_;  // recorded there as each collective is posted (options())
-  bool staged_ = false;  // stage_through_host()
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

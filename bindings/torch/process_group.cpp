@@ -247,7 +247,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::send(std::vector<at::Tensor
       "send", tensors,
       [&](Call& call) {
         TensorView& t = call.view(only(tensors, "send"), "send's tensor", false);
-        call.stage_through_host();
         call.add(comm_->send(t.ringdp(), dst_rank, tag, call.options()));
       },
       point_to_point_);
@@ -259,7 +258,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recv(std::vector<at::Tensor
       "recv", tensors,
       [&](Call& call) {
         TensorView& t = call.view(only(tensors, "recv"), "recv's tensor", true);
-        call.stage_through_host();
         call.add(comm_->recv(t.ringdp(), src_rank, tag, call.options()));
       },
       point_to_point_);
@@ -410,7 +408,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingdp::recvAnysource(std::vector<a
       "recv from any source", tensors,
       [&](Call& call) {
         TensorView& t = call.view(only(tensors, "recv"), "recv's tensor", true);
-        call.stage_through_host();
         call.add(comm_->recv_any(t.ringdp(), call.source_slot(), tag, call.options()));
       },
       point_to_point_);

@@ -7,6 +7,7 @@
 
 #include "comm/algorithms/fingerprint.h"
 #include "comm/bootstrap/mpi_runtime.h"
+#include "comm/execution/host_staging.h"
 #include "comm/refused_alike.h"
 #include "comm/transport/envelope.h"
 #include "comm/transport/shm/shared_slots.h"
@@ -19,8 +20,12 @@ namespace ringdp::comm {
 const Tensor& Call::view(const Tensor& t) {
   if (ctx.transport.device_memory() || t.device().is_cpu()) return t;
   Tensor& slot = staged[staged[0].defined() ? 1 : 0];
-  slot = t.to(Device::cpu());
+  slot = host_copy(t, requested);
   return slot;
+}
+
+void Call::write_back(Tensor& target, const Tensor& host) const {
+  comm::write_back(target, host, requested.stream);
 }
 
 CollectiveContext Call::context_on(Transport& transport) {
@@ -73,7 +78,7 @@ void Executor::execute(const Issue& issue, uint64_t sequence, const FaultAction&
       .count_delta = fault.count_delta,
       .timeout = options_.timeout,
       .blocking_wait = options_.blocking_wait,
-      .stream = issue.requested.stream,
+      .requested = issue.requested,
       .settled = false,
       .staged = {}};
   call.ctx.corrupt_next_receive = fault.corrupt;

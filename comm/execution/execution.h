@@ -72,7 +72,7 @@ struct Call {
   int64_t count_delta = 0;  ///< RINGDP_FAULT count: run with this many elements more (or fewer)
   std::chrono::milliseconds timeout;
   bool blocking_wait = false;
-  void* stream = nullptr;  ///< the caller's CUDA stream (CollectiveOptions::stream)
+  CollectiveOptions requested;  ///< as the caller issued it: its CUDA stream, its ready event
   bool settled = false;
   Tensor staged[2];  ///< view()'s host copies of CUDA tensors, when the transport needs them
 
@@ -81,11 +81,13 @@ struct Call {
   void settle() {
     if (settled || !ctx.transport.device_memory()) return;
     settled = true;
-    ctx.transport.end_collective(ctx.position.describe(), timeout, blocking_wait, stream);
+    ctx.transport.end_collective(ctx.position.describe(), timeout, blocking_wait, requested.stream);
   }
   /// The tensor the transport works on: itself in device memory or on the host (no handle copy),
   /// else a host copy that this Call keeps (one per tensor of the collective).
   const Tensor& view(const Tensor& t);
+  /// What the transport wrote into `host` (view()'s result) into `target`, on the caller's stream.
+  void write_back(Tensor& target, const Tensor& host) const;
   /// The library's own collective (`--algo native`); a world of one has its identity ones.
   bool native() const { return algorithm == Algorithm::native; }
   /// The element count to run with: n, changed by an injected fault, kept within the tensor.

@@ -25,6 +25,8 @@ void cuda_free(void*, int) { no_cuda("cuda_free"); }
 void* cuda_malloc_host(size_t) { no_cuda("cuda_malloc_host"); }
 void cuda_free_host(void*) { no_cuda("cuda_free_host"); }
 void cuda_memcpy(void*, const void*, size_t, CopyKind) { no_cuda("cuda_memcpy"); }
+void cuda_memcpy_on(void*, const void*, size_t, CopyKind, void*) { no_cuda("cuda_memcpy_on"); }
+void cuda_host_wait(void*, void*) { no_cuda("cuda_host_wait"); }
 void cuda_device_synchronize() { no_cuda("cuda_device_synchronize"); }
 
 void linear_forward_cuda(const void*, const void*, const void*, void*, int64_t, int64_t, int64_t, DType,

@@ -49,12 +49,29 @@ void cuda_free_host(void* ptr) {
   if (ptr) RINGDP_CUDA_CHECK(cudaFreeHost(ptr));
 }
 
+namespace {
+cudaMemcpyKind cuda_kind(CopyKind kind) {
+  return kind == CopyKind::host_to_device   ? cudaMemcpyHostToDevice
+         : kind == CopyKind::device_to_host ? cudaMemcpyDeviceToHost
+                                            : cudaMemcpyDeviceToDevice;
+}
+}  // namespace
+
 void cuda_memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   if (bytes == 0) return;
-  const cudaMemcpyKind k = kind == CopyKind::host_to_device   ? cudaMemcpyHostToDevice
-                           : kind == CopyKind::device_to_host ? cudaMemcpyDeviceToHost
-                                                              : cudaMemcpyDeviceToDevice;
-  RINGDP_CUDA_CHECK(cudaMemcpy(dst, src, bytes, k));
+  RINGDP_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cuda_kind(kind)));
+}
+
+void cuda_memcpy_on(void* dst, const void* src, size_t bytes, CopyKind kind, void* stream) {
+  if (bytes == 0) return;
+  RINGDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cuda_kind(kind), static_cast<cudaStream_t>(stream)));
+}
+
+void cuda_host_wait(void* stream, void* event) {
+  if (event)
+    RINGDP_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
+  else
+    RINGDP_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 
 void cuda_device_synchronize() { RINGDP_CUDA_CHECK(cudaDeviceSynchronize()); }

@@ -336,3 +336,76 @@ TEST_CASE("a GEMM over more row tiles than gridDim.y can number still launches",
   cudaFree(w);
   cudaFree(y);
 }
+
+// The copies' rules of the file comment in tests/doubles/cuda/runtime.cpp, as CUDA documents them for
+// non-blocking streams (every emulated stream is one): each is what a host staging copy relies on
+// (comm/execution/host_staging.h), and each check fails against the emulator as it was before.
+TEST_CASE("synchronous and asynchronous copies keep CUDA's order for pageable and pinned memory",
+          "[emu][streams]") {
+  using ringdp::doubles::StreamOrder;
+  ringdp::doubles::set_deferred_streams(true);
+  ringdp::doubles::set_stream_order(StreamOrder::oldest_first);
+  cudaStream_t side = nullptr;
+  cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+  float* device = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&device), sizeof(float));
+  float* pinned = nullptr;
+  cudaMallocHost(reinterpret_cast<void**>(&pinned), sizeof(float));
+  std::vector<float> host{1.0f};
+  cudaMemcpy(device, host.data(), sizeof(float), cudaMemcpyHostToDevice);
+  cudaDeviceSynchronize();
+
+  SECTION("a synchronous copy waits for the default stream, not for another stream") {
+    host[0] = 2.0f;
+    cudaMemcpyAsync(device, host.data(), sizeof(float), cudaMemcpyHostToDevice, side);
+    float seen = 0;
+    cudaMemcpy(&seen, device, sizeof(float), cudaMemcpyDeviceToHost);
+    CHECK(seen == 1.0f);
+    cudaStreamSynchronize(side);
+    cudaMemcpy(&seen, device, sizeof(float), cudaMemcpyDeviceToHost);
+    CHECK(seen == 2.0f);
+  }
+  SECTION("a synchronous copy from pageable memory may land after it returns, on the default stream") {
+    ringdp::doubles::set_stream_order(StreamOrder::newest_first);
+    host[0] = 3.0f;
+    cudaMemcpy(device, host.data(), sizeof(float), cudaMemcpyHostToDevice);
+    host[0] = 4.0f;  // taken already: never seen on the device
+    float seen = 0;
+    cudaMemcpyAsync(&seen, device, sizeof(float), cudaMemcpyDeviceToHost, side);
+    CHECK(seen == 1.0f);  // the side stream did not wait for the default one
+    cudaDeviceSynchronize();
+    cudaMemcpy(&seen, device, sizeof(float), cudaMemcpyDeviceToHost);
+    CHECK(seen == 3.0f);
+  }
+  SECTION("an asynchronous copy takes pageable bytes at the call, pinned ones when it runs") {
+    host[0] = 5.0f;
+    cudaMemcpyAsync(device, host.data(), sizeof(float), cudaMemcpyHostToDevice, side);
+    host[0] = 6.0f;
+    cudaStreamSynchronize(side);
+    float seen = 0;
+    cudaMemcpy(&seen, device, sizeof(float), cudaMemcpyDeviceToHost);
+    CHECK(seen == 5.0f);
+    *pinned = 7.0f;
+    cudaMemcpyAsync(device, pinned, sizeof(float), cudaMemcpyHostToDevice, side);
+    *pinned = 8.0f;
+    cudaStreamSynchronize(side);
+    cudaMemcpy(&seen, device, sizeof(float), cudaMemcpyDeviceToHost);
+    CHECK(seen == 8.0f);
+  }
+  SECTION("an asynchronous copy into pageable memory returns once the bytes are there, into pinned later") {
+    float seen = 0;
+    cudaMemcpyAsync(&seen, device, sizeof(float), cudaMemcpyDeviceToHost, side);
+    CHECK(seen == 1.0f);
+    *pinned = 0.0f;
+    cudaMemcpyAsync(pinned, device, sizeof(float), cudaMemcpyDeviceToHost, side);
+    CHECK(*pinned == 0.0f);
+    cudaStreamSynchronize(side);
+    CHECK(*pinned == 1.0f);
+  }
+  cudaDeviceSynchronize();
+  ringdp::doubles::set_stream_order(StreamOrder::round_robin);
+  ringdp::doubles::set_deferred_streams(false);
+  cudaFreeHost(pinned);
+  cudaFree(device);
+  cudaStreamDestroy(side);
+}

@@ -6,8 +6,13 @@
 // oldest first (the legacy stream and the transports' before the caller's: a collective that waits
 // on the legacy stream sends the input unwritten, and AVG's division queued there divides before
 // the input arrives). With an event recorded at the issue (CollectiveOptions::ready, the torch
-// backend's), the collective waits for that event instead. Run by tests/mpi/meson.build under mpirun, 2 ranks
-// on 2 emulated GPUs, with RINGDP_BACKEND=mpi and =nccl.
+// backend's), the collective waits for that event instead. The library's own all-reduce over an
+// MPI without CUDA support, and send and recv, go through host copies (comm/execution/
+// host_staging.h): the emulator's synchronous copies wait for the default stream only, and one
+// from pageable memory to the device lands later on that stream, as in CUDA, so a host copy that
+// does not wait for the caller's stream, or a copy back that is not on it, is caught the same way.
+// Run by tests/mpi/meson.build under mpirun, 2 ranks on 2 emulated GPUs, with RINGDP_BACKEND=mpi
+// and =nccl.
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
@@ -33,10 +38,12 @@ TEST_CASE("a collective on the caller's stream waits for it and is waited for th
   using doubles::StreamOrder;
   for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg})
-      for (int how = 0; how < 3; ++how) {  // blocking, asynchronous, asynchronous after an event
-        const bool async = how > 0, event = how == 2;
+      for (int how = 0; how < 6; ++how) {  // blocking, asynchronous, asynchronous after an event; each
+                                           // by ringdp's algorithm and by the library's own
+        const bool async = how % 3 > 0, event = how % 3 == 2;
+        const comm::Algorithm algorithm = how < 3 ? comm::Algorithm::automatic : comm::Algorithm::native;
         CAPTURE(order == StreamOrder::newest_first ? "newest first" : "oldest first", reduce_op_name(op),
-                async, event);
+                async, event, comm::algorithm_name(algorithm));
         doubles::set_stream_order(order);
         std::vector<float> in(static_cast<size_t>(count)), out(in.size(), -1.0f);
         for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((w.rank() + 1) * (i % 7 + 1));
@@ -44,7 +51,10 @@ TEST_CASE("a collective on the caller's stream waits for it and is waited for th
         REQUIRE(cudaMemcpyAsync(t.data_ptr(), in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice,
                                 caller) == cudaSuccess);
         if (event) REQUIRE(cudaEventRecord(issued, caller) == cudaSuccess);
-        w.all_reduce(t, op, {.async = async, .stream = caller, .ready = event ? issued : nullptr}).wait();
+        w.all_reduce(
+             t, op,
+             {.algorithm = algorithm, .async = async, .stream = caller, .ready = event ? issued : nullptr})
+            .wait();
         REQUIRE(cudaMemcpyAsync(out.data(), t.data_ptr(), out.size() * sizeof(float), cudaMemcpyDeviceToHost,
                                 caller) == cudaSuccess);
         REQUIRE(cudaStreamSynchronize(caller) == cudaSuccess);
@@ -56,6 +66,52 @@ TEST_CASE("a collective on the caller's stream waits for it and is waited for th
         }
         CHECK(testing::global_sum(wrong) == 0);
       }
+  doubles::set_stream_order(StreamOrder::round_robin);
+  REQUIRE(cudaEventDestroy(issued) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(caller) == cudaSuccess);
+}
+
+TEST_CASE("a send and a receive of CUDA tensors, through host copies, keep the caller's stream order",
+          "[stream]") {
+  auto& w = world();
+  REQUIRE(w.size() == 2);
+  const Device mine = w.device();
+  REQUIRE(cudaSetDevice(mine.index) == cudaSuccess);
+  cudaStream_t caller = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking) == cudaSuccess);
+  cudaEvent_t issued = nullptr;
+  REQUIRE(cudaEventCreateWithFlags(&issued, cudaEventDisableTiming) == cudaSuccess);
+  const int64_t count = 1031;
+  const int peer = 1 - w.rank();
+  using doubles::StreamOrder;
+  for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
+    for (int how = 0; how < 3; ++how) {  // blocking, asynchronous, asynchronous after an event
+      const bool async = how > 0, event = how == 2;
+      CAPTURE(order == StreamOrder::newest_first ? "newest first" : "oldest first", async, event);
+      doubles::set_stream_order(order);
+      std::vector<float> in(static_cast<size_t>(count)), out(in.size(), -1.0f);
+      for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((w.rank() + 1) * (i % 7 + 1));
+      Tensor sent = empty({count}, DType::float32, mine), received = empty({count}, DType::float32, mine);
+      REQUIRE(cudaMemcpyAsync(sent.data_ptr(), in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice,
+                              caller) == cudaSuccess);
+      if (event) REQUIRE(cudaEventRecord(issued, caller) == cudaSuccess);
+      const comm::CollectiveOptions options{
+          .async = async, .stream = caller, .ready = event ? issued : nullptr};
+      // Rank 0 sends first, rank 1 receives first: blocking calls pair up.
+      if (w.rank() == 0) {
+        w.send(sent, peer, 5, options).wait();
+        w.recv(received, peer, 6, options).wait();
+      } else {
+        w.recv(received, peer, 5, options).wait();
+        w.send(sent, peer, 6, options).wait();
+      }
+      REQUIRE(cudaMemcpyAsync(out.data(), received.data_ptr(), out.size() * sizeof(float),
+                              cudaMemcpyDeviceToHost, caller) == cudaSuccess);
+      REQUIRE(cudaStreamSynchronize(caller) == cudaSuccess);
+      int64_t wrong = 0;
+      for (size_t i = 0; i < out.size(); ++i) wrong += out[i] != static_cast<float>((peer + 1) * (i % 7 + 1));
+      CHECK(testing::global_sum(wrong) == 0);
+    }
   doubles::set_stream_order(StreamOrder::round_robin);
   REQUIRE(cudaEventDestroy(issued) == cudaSuccess);
   REQUIRE(cudaStreamDestroy(caller) == cudaSuccess);

@@ -91,6 +91,10 @@ struct DeviceBuffer {
     std::vector<unsigned char> host(n * dtype_size(dtype));
     kernels::cast_cpu(values.data(), DType::float64, host.data(), dtype, n);
     cudaMemcpy(data, host.data(), host.size(), cudaMemcpyHostToDevice);
+    // From pageable memory the bytes may land after cudaMemcpy returns, in the default stream's
+    // order, and these tests run the algorithms on a transport's stream without the wait for the
+    // caller's stream that the communicator's begin_collective adds.
+    cudaStreamSynchronize(nullptr);
   }
   std::vector<double> read() const {
     std::vector<unsigned char> host(n * dtype_size(dtype));

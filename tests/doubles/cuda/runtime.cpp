@@ -9,7 +9,12 @@
 // without waiting for them, posts a send before its staging copy has finished, or forgets a
 // cudaStreamWaitEvent between two streams then sees stale data, as on a GPU, only every time
 // instead of now and then. All streams here are non-blocking: the legacy default stream's
-// implicit synchronisation with other streams is not modelled (ringdp's streams opt out of it).
+// implicit synchronisation with other streams is not modelled (ringdp's streams opt out of it,
+// and torch's side streams do too). So, as in CUDA, a synchronous copy or set waits for the
+// default stream only, and a synchronous copy from pageable host memory to the device may land
+// after it returns (it is queued on the default stream); an asynchronous one from pageable memory
+// takes the bytes before it returns, and one into pageable memory returns once they have landed.
+// Memory from cudaMallocHost is pinned: copies to and from it are read and written when they run.
 // stall_streams(true) stops every queue: a GPU that never finishes, for watchdog tests.
 //
 // Devices: RINGDP_EMU_DEVICES=N (default 1) devices. As in CUDA, the current device is per host
@@ -30,9 +35,11 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "tests/doubles/cuda/include/cuda_runtime.h"
 
@@ -187,6 +194,7 @@ struct Allocation {
 struct Allocations {
   std::mutex mutex;
   std::map<uintptr_t, Allocation> device;
+  std::map<uintptr_t, size_t> pinned;  // cudaMallocHost's: address -> bytes
 };
 
 Allocations& allocations() {
@@ -207,6 +215,34 @@ int device_of(const void* p, size_t bytes) {
 }
 
 bool is_device_memory(const void* p, size_t bytes) { return device_of(p, bytes) >= 0; }
+
+namespace {
+bool is_pinned(const void* p, size_t bytes) {
+  Allocations& a = allocations();
+  std::lock_guard lock(a.mutex);
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  auto it = a.pinned.upper_bound(address);
+  if (it == a.pinned.begin()) return false;
+  --it;
+  return address + bytes <= it->first + it->second;
+}
+
+// Runs work until `stream` holds none: what a call synchronous with one stream waits for. Other
+// streams move as the order picks them, and as this one's waits need.
+void drain_stream(CUstream_emu* stream) {
+  const uint64_t serial = serial_of(stream);
+  const auto empty = [serial] {
+    std::lock_guard lock(queues().mutex);
+    auto it = queues().streams.find(serial);
+    return it == queues().streams.end() || it->second.empty();
+  };
+  while (!empty())
+    if (!run_one()) {
+      if (!queues().stalled) drain();  // reports the deadlock: nothing can run, yet this stream holds work
+      return;
+    }
+}
+}  // namespace
 
 namespace {
 thread_local cudaError_t g_last_error = cudaSuccess;  // per host thread, as CUDA keeps it
@@ -369,11 +405,20 @@ cudaError_t cudaFree(void* p) {
 cudaError_t cudaMallocHost(void** p, size_t bytes) {
   check_alive("cudaMallocHost");
   *p = aligned_bytes(bytes);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (!*p) return cudaErrorMemoryAllocation;
+  auto& a = ringdp::doubles::allocations();
+  std::lock_guard lock(a.mutex);
+  a.pinned[reinterpret_cast<uintptr_t>(*p)] = std::max<size_t>(bytes, 1);
+  return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* p) {
   check_alive("cudaFreeHost");
   drain();
+  {
+    auto& a = ringdp::doubles::allocations();
+    std::lock_guard lock(a.mutex);
+    a.pinned.erase(reinterpret_cast<uintptr_t>(p));
+  }
   std::free(p);
   return cudaSuccess;
 }
@@ -381,8 +426,15 @@ cudaError_t cudaFreeHost(void* p) {
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   check_alive("cudaMemcpy");
   if (const cudaError_t e = check_copy("cudaMemcpy", dst, src, bytes, kind, -1)) return e;
-  drain();
-  if (bytes) std::memmove(dst, src, bytes);
+  ringdp::doubles::drain_stream(nullptr);
+  if (bytes && kind == cudaMemcpyHostToDevice && !ringdp::doubles::is_pinned(src, bytes)) {
+    // Staged and returned: the DMA lands later, in the default stream's order.
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                      static_cast<const char*>(src) + bytes);
+    enqueue(nullptr, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
+  } else if (bytes) {
+    std::memmove(dst, src, bytes);
+  }
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
@@ -391,13 +443,22 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
   if (const cudaError_t e =
           check_copy("cudaMemcpyAsync", dst, src, bytes, kind, ringdp::doubles::stream_device(stream)))
     return e;
-  if (bytes) enqueue(stream, [=] { std::memmove(dst, src, bytes); });
+  if (!bytes) return cudaSuccess;
+  if (kind == cudaMemcpyHostToDevice && !ringdp::doubles::is_pinned(src, bytes)) {
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                      static_cast<const char*>(src) + bytes);
+    enqueue(stream, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
+    return cudaSuccess;
+  }
+  enqueue(stream, [=] { std::memmove(dst, src, bytes); });
+  if (kind == cudaMemcpyDeviceToHost && !ringdp::doubles::is_pinned(dst, bytes))
+    ringdp::doubles::drain_stream(stream);
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   check_alive("cudaMemset");
   if (const cudaError_t e = check_copy("cudaMemset", p, nullptr, bytes, cudaMemcpyHostToDevice, -1)) return e;
-  drain();
+  ringdp::doubles::drain_stream(nullptr);
   if (bytes) std::memset(p, value, bytes);
   return cudaSuccess;
 }

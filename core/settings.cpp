@@ -52,7 +52,7 @@ constexpr Setting kTable[] = {
      "treat every k consecutive ranks as one host (to try the hierarchical all-reduce on one machine)"},
     {yield, "RINGDP_YIELD", flag, "", "0 or 1",
      "yield the core while waiting (unset: only under MPICH with more ranks than cores)"},
-    {spin_us, "RINGDP_SPIN_US", number, "50", "a number of microseconds",
+    {spin_us, "RINGDP_SPIN_US", number, "50", "a number of microseconds from 0 to 100000000",
      "a wait polls back to back this long, then sleeps between polls (1/32 of the time waited, at most 1 ms)",
      Reader::library, 0, 100'000'000},
     {backend, "RINGDP_BACKEND", choice, "auto", "auto, mpi or nccl",

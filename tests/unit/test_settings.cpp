@@ -26,6 +26,13 @@ TEST_CASE("the table declares each variable once, in Id order", "[settings]") {
     CHECK_FALSE(s.doc.empty());
     if (s.kind == Kind::choice) CHECK_FALSE(s.choices.empty());
   }
+  // An error quotes `expected`: a bound it does not name is one the user cannot guess
+  // (RINGDP_SPIN_US=600000000 was refused as "expected a number of microseconds").
+  for (const Setting& s : table())
+    if (s.kind == Kind::number && s.max != UINT64_MAX) {
+      CAPTURE(s.name, s.expected);
+      CHECK(s.expected.find(std::to_string(s.max)) != std::string_view::npos);
+    }
   CHECK(find("RINGDP_TIMEOUT") == &get(Id::timeout));
   CHECK(find("RINGDP_TIMEOUTT") == nullptr);
 }

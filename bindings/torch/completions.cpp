@@ -35,8 +35,7 @@ TensorView& Call::view(const at::Tensor& tensor, const char* what, bool output) 
                                                          std::vector<c10::Device>{device});
     }
   }
-  RINGDP_CHECK(device == *device_, what, " is on ", device.str(), " but the call's first tensor is on ",
-               device_->str(), ": every tensor of a call must be on one device");
+  check_device(tensor, what);
   // ringdp's streams use the memory until the call's stream has waited for them: a tensor made on
   // another stream goes back to that stream's pool only after this one's work (as NCCL's backend
   // records its stream). A copy made here (not contiguous) was made on this stream already.
@@ -61,11 +60,14 @@ ringdp::comm::CollectiveOptions Call::options() {
   return options;
 }
 
+void Call::check_device(const at::Tensor& tensor, const char* what, const char* part) const {
+  RINGDP_CHECK(!device_ || !tensor.defined() || tensor.device() == *device_, what, part, " is on ",
+               tensor.device().str(), " but the call's first tensor is on ", device_->str(),
+               ": every tensor of a call must be on one device");
+}
+
 void Call::check_outputs() const {
-  for (const at::Tensor& t : outputs_)
-    RINGDP_CHECK(!device_ || !t.defined() || t.device() == *device_, name_, "'s output is on ",
-                 t.device().str(), " but its input on ", device_->str(),
-                 ": every tensor of a call must be on one device");
+  for (const at::Tensor& t : outputs_) check_device(t, name_, "'s output");
 }
 
 #if RINGDP_TORCH_CUDA

@@ -52,6 +52,8 @@ class Call final : public ::c10d::Work {
   /// Refuses outputs on another device than the tensors viewed (the copies into them and the
   /// future's events are on that device's stream).
   void check_outputs() const;
+  /// Refuses `tensor` on another device than the call's first, naming it as `what` and `part`.
+  void check_device(const at::Tensor& tensor, const char* what, const char* part = "") const;
 #if RINGDP_TORCH_CUDA
   bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
 #endif

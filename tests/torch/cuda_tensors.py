@@ -3,7 +3,8 @@ reference computed here on the CPU (gloo's CUDA support varies by build, so it i
 reference), counts 0, 1 and not divisible by the ranks; a side stream made current, where the
 collective must wait for a late fill of its input and the stream for the collective
 (CollectiveOptions::stream); an asynchronous call waited for on another stream; DDP on the GPU
-against DDP on gloo with the same model on the CPU. Run by tests/gpu/device_check.sh at 1 rank,
+against DDP on gloo with the same model on the CPU; send and recv, also on a side stream; a call
+whose tensors are on two devices, refused. Run by tests/gpu/device_check.sh at 1 rank,
 and at 2 on one GPU where NCCL allows it.
     tests/torch/run.sh mpirun BUILD_DIR NP tests/torch/cuda_tensors.py"""
 import sys
@@ -102,6 +103,24 @@ if size > 1:
     elif rank == 1:
         dist.recv(message, 0)
         check.equal("recv of a CUDA tensor from rank 0", (message * 1).cpu(), torch.arange(1031, dtype=torch.float32))
+    # On a side stream after a late fill: the sender's host copy waits for the event recorded at the
+    # issue, and the receiver's copy back is queued on that stream, before the doubling reads it
+    # (comm/execution/host_staging.h).
+    with torch.cuda.stream(side):
+        late = torch.zeros(1031, device=device)
+        torch.cuda._sleep(50_000_000)
+        late.fill_(rank + 1)
+        if rank == 0:
+            dist.send(late, 1)
+        elif rank == 1:
+            dist.recv(late, 0)
+        doubled = late * 2
+    side.synchronize()
+    if rank == 1:
+        check.equal("recv on a side stream, after the sender's late fill", doubled.cpu(), torch.full((1031,), 2.0))
+# Every tensor of a call on one device: CPU outputs of a CUDA input are refused by name.
+check.raises("all_gather with CPU outputs of a CUDA input", "every tensor of a call must be on one device",
+             lambda: dist.all_gather([torch.empty(4) for _ in range(size)], torch.ones(4, device=device)))
 
 
 # DDP on the GPU over ringdp against DDP on the CPU over gloo: the same model, data and steps.

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "comm/comm_options.h"
-#include "comm/leaving.h"
 #include "comm/position.h"
 #include "comm/types.h"
 #include "comm/work.h"
@@ -24,6 +23,7 @@
 namespace ringdp::comm {
 
 struct DiscoveredWorld;  // comm/world/discovery.h
+struct Leaving;  // comm/leaving.h: not installed, only the exit hooks make one
 class KeyValueStore;  // comm/bootstrap/key_value_store.h
 
 /// The front door: checks each call's arguments before any message moves (so bad input is an

@@ -18,6 +18,14 @@
 
 namespace ringdp::comm {
 
+namespace {
+// How long a rank that failed waits for its peers to leave before it exits without MPI_Finalize
+// (skip_mpi_finalize). Peers inside a ringdp collective hear of it and leave within a second; a
+// peer whose own timeout fires first (a 3 s group timeout against a rank 8 s late, as
+// tests/torch/test_leave.sh's `timeout` runs) needs the rest; one blocked in gloo never comes.
+constexpr auto kFailedGrace = std::chrono::seconds(10);
+}  // namespace
+
 std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   RINGDP_CHECK(!in_forked_child(),
                "a process forked from a rank cannot start a communicator: MPI is its parent's; start it in "
@@ -132,6 +140,10 @@ void Communicator::leave(const Leaving& leaving) {
   if (collective) {
     await_peers(lock);
     free = departures->everyone_frees_shared();
+  } else if (leaving.failed && mpi_is_initialized() && !mpi_finalize_skipped() &&
+             // MPI_Finalize waits for every peer: give them a while to hear and leave, not for ever
+             !departures->await_everyone(lock, std::chrono::steady_clock::now() + kFailedGrace)) {
+    skip_mpi_finalize();
   }
   departures->stop_listening();
   // Collective when `free`: every rank is here, and each frees in the same order.
@@ -140,26 +152,13 @@ void Communicator::leave(const Leaving& leaving) {
 }
 
 void Communicator::await_peers(std::unique_lock<std::mutex>& exec_lock) {
-  State& state = *state_;
-  // Waiting here may last (a peer still computing, or inside a collective that has yet to see
-  // this rank's notice): sleep between looks, growing to 10 ms, without the execution lock, so
-  // that another communicator's calls go on meanwhile.
-  const auto since = std::chrono::steady_clock::now();
-  auto pause = std::chrono::microseconds(20);
-  bool said = false;
-  while (!state.world_.departures->everyone_left()) {
-    exec_lock.unlock();
-    std::this_thread::sleep_for(pause);
-    exec_lock.lock();
-    pause = std::min(pause * 2, std::chrono::microseconds(10000));
-    if (!said && std::chrono::steady_clock::now() - since > options_.timeout) {
-      std::fprintf(stderr,
-                   "ringdp: rank %d: has left the job and waits for rank(s) %s to leave too before freeing "
-                   "the shared memory (longer than the collective timeout already)\n",
-                   rank_, state.world_.departures->missing().c_str());
-      said = true;
-    }
-  }
+  Departures& departures = *state_->world_.departures;
+  if (departures.await_everyone(exec_lock, std::chrono::steady_clock::now() + options_.timeout)) return;
+  std::fprintf(stderr,
+               "ringdp: rank %d: has left the job and waits for rank(s) %s to leave too before freeing "
+               "the shared memory (longer than the collective timeout already)\n",
+               rank_, departures.missing().c_str());
+  departures.await_everyone(exec_lock, std::chrono::steady_clock::time_point::max());
 }
 
 Communicator::~Communicator() {

@@ -49,6 +49,7 @@ std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is ini
 // Whether communicators may each have a queue: MPI provides MPI_THREAD_MULTIPLE and nobody asked
 // for less (RINGDP_MPI_THREAD=serialized shares one even where MPI gives more than asked).
 std::atomic<bool> g_independent_threads{false};
+std::atomic<bool> g_skip_finalize{false};
 
 [[maybe_unused]] void run_before_finalize() {
   std::vector<std::function<void()>> steps;
@@ -239,7 +240,7 @@ void mpi_ensure_initialized(MpiThread level) {
       run_before_finalize();
       int finalized = 0;
       MPI_Finalized(&finalized);
-      if (!finalized) MPI_Finalize();
+      if (!finalized && !g_skip_finalize) MPI_Finalize();
     });
   });
   check_launcher_matches_library();
@@ -318,6 +319,10 @@ void before_finalize(std::function<void()> step) {
   std::lock_guard lock(exit_hooks().mutex);
   exit_hooks().before_finalize.push_back(std::move(step));
 }
+
+void skip_mpi_finalize() { g_skip_finalize = true; }
+
+bool mpi_finalize_skipped() { return g_skip_finalize; }
 
 void leave_job(const Leaving& leaving) {
   // A child forked from a rank (os.fork(), a DataLoader's worker) shares its peers' view of the

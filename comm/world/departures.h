@@ -18,7 +18,9 @@
 // comm/world/mpi_departures.h. Tested by tests/mpi/rank_leaves.sh and tests/torch/test_leave.sh.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "comm/position.h"
@@ -51,6 +53,10 @@ class Departures : public WaitWatch {
   virtual bool everyone_left() = 0;
   /// Once everyone_left(): whether every peer said it frees the shared windows.
   virtual bool everyone_frees_shared() const = 0;
+  /// Waits until everyone_left() (true) or `until` has passed (false). A peer may take long (still
+  /// computing, or inside a collective that has yet to see this rank's notice): sleeps between
+  /// looks, growing to 10 ms, without `exec_lock`, so that other communicators' calls go on.
+  bool await_everyone(std::unique_lock<std::mutex>& exec_lock, std::chrono::steady_clock::time_point until);
   /// The ranks whose notice has not arrived, as "1, 3".
   virtual std::string missing() const = 0;
   /// Takes no more notices (the communicator has left).

@@ -19,6 +19,9 @@ void write_back(Tensor& target, const Tensor& host, void* stream) {
     return;
   }
   target.copy_from(host);
+  // A copy from pageable memory may land after it returns, on the legacy stream, which a reader on
+  // a non-blocking stream (ringdp's, torch's side streams) does not wait for: wait here.
+  if (target.device().is_cuda() && host.device().is_cpu()) kernels::cuda_host_wait(nullptr, nullptr);
 }
 
 }  // namespace ringdp::comm

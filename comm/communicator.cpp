@@ -18,14 +18,6 @@
 
 namespace ringdp::comm {
 
-namespace {
-// How long a rank that failed waits for its peers to leave before it exits without MPI_Finalize
-// (skip_mpi_finalize). Peers inside a ringdp collective hear of it and leave within a second; a
-// peer whose own timeout fires first (a 3 s group timeout against a rank 8 s late, as
-// tests/torch/test_leave.sh's `timeout` runs) needs the rest; one blocked in gloo never comes.
-constexpr auto kFailedGrace = std::chrono::seconds(10);
-}  // namespace
-
 std::shared_ptr<Communicator> Communicator::init(CommOptions options) {
   RINGDP_CHECK(!in_forked_child(),
                "a process forked from a rank cannot start a communicator: MPI is its parent's; start it in "
@@ -121,7 +113,7 @@ void Communicator::leave(const Leaving& leaving) {
   State& state = *state_;
   std::lock_guard guard(state.leave_mutex_);
   if (state.left_) return;
-  state.left_ = true;
+  state.left_ = !leaving.announce_only;
   // Telling the peers and freeing the windows must wait for this communicator's calls, and must not
   // run while another communicator's call is inside MPI where one queue serves them all.
   CallQueue& queue = state.executor_.queue();
@@ -135,14 +127,15 @@ void Communicator::leave(const Leaving& leaving) {
                       !state.shared_allocations_.empty();
   // Failing, it frees alone: its peers may be blocked in another library for as long as it lives.
   const bool collective = shared && !leaving.failed && std::uncaught_exceptions() == 0;
-  departures->announce(leaving.why, state.executor_.finished(), collective);
+  departures->announce(leaving.why, state.executor_.finished(), collective);  // once
+  if (leaving.announce_only) return;
   bool free = false;
   if (collective) {
     await_peers(lock);
     free = departures->everyone_frees_shared();
-  } else if (leaving.failed && mpi_is_initialized() && !mpi_finalize_skipped() &&
+  } else if (leaving.failed && mpi_is_initialized() &&
              // MPI_Finalize waits for every peer: give them a while to hear and leave, not for ever
-             !departures->await_everyone(lock, std::chrono::steady_clock::now() + kFailedGrace)) {
+             !departures->await_everyone(lock, leaving.grace_until)) {
     skip_mpi_finalize();
   }
   departures->stop_listening();

@@ -134,14 +134,18 @@ void record_uncaught(const py::object& type, const py::object& value) {
 void at_exit() {
   // A child forked from a rank has no completion threads and is no rank (comm/bootstrap/mpi_runtime.h).
   if (ringdp::comm::in_forked_child()) return;
-  set_exit_phase("in ringdp's exit hook (stopping the completion threads)");
-  py::gil_scoped_release no_gil;
-  Completions::stop_all();
   ringdp::comm::Leaving why;
   {
     std::lock_guard lock(g_why_mutex);
     why = g_why;
   }
+  // The interpreter sets sys.last_value for the exception that ended the script: a program that
+  // called sys.excepthook itself, to log an error, and went on has not failed.
+  if (why.failed && !py::hasattr(py::module::import("sys"), "last_value"))
+    why = {.why = "its Python process is exiting"};
+  set_exit_phase("in ringdp's exit hook (stopping the completion threads)");
+  py::gil_scoped_release no_gil;
+  Completions::stop_all();
   set_exit_phase("in ringdp's exit hook (leaving the job)");
   ringdp::comm::leave_job(why);
   set_exit_phase("past ringdp's exit hook (Python's later exit hooks, finalization, MPI_Finalize)");

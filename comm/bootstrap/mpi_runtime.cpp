@@ -51,6 +51,40 @@ std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is ini
 std::atomic<bool> g_independent_threads{false};
 std::atomic<bool> g_skip_finalize{false};
 
+// How long a rank that failed waits for its peers to leave before it exits without MPI_Finalize
+// (skip_mpi_finalize). Peers inside a ringdp collective hear of it and leave within a second; a
+// peer whose own timeout fires first (a 3 s group timeout against a rank 6 s late, as
+// tests/torch/test_leave.sh's `timeout` runs) needs more; one blocked in gloo never comes.
+constexpr auto kFailedGrace = std::chrono::seconds(10);
+
+// Runs every hook registered, the newest first (a world's groups before it). `forget`: each is
+// dropped as it runs, and one registered meanwhile runs too.
+void run_exit_hooks(const Leaving& leaving, bool forget) {
+  ExitHooks& state = exit_hooks();
+  std::unique_lock lock(state.mutex);
+  std::vector<int> handles;
+  for (const auto& hook : state.hooks) handles.push_back(hook.first);
+  for (auto handle = handles.rbegin(); handle != handles.rend(); ++handle) {
+    auto found = std::find_if(state.hooks.begin(), state.hooks.end(),
+                              [&](const auto& hook) { return hook.first == *handle; });
+    if (found == state.hooks.end()) continue;  // dropped meanwhile (its communicator was destroyed)
+    std::function<void(const Leaving&)> leave = found->second;
+    if (forget) state.hooks.erase(found);
+    // Run unlocked: a hook may wait long (for its peers), and a group being made meanwhile, on
+    // another thread, registers its own hook while it holds the execution lock the hook needs.
+    state.running = *handle;
+    lock.unlock();
+    leave(leaving);
+    lock.lock();
+    state.running = 0;
+    state.done.notify_all();
+  }
+  if (forget && !state.hooks.empty()) {
+    lock.unlock();
+    run_exit_hooks(leaving, forget);
+  }
+}
+
 [[maybe_unused]] void run_before_finalize() {
   std::vector<std::function<void()>> steps;
   {
@@ -329,20 +363,15 @@ void leave_job(const Leaving& leaving) {
   // communicators but is not a rank: its exit must tell them nothing (nor take a lock that a
   // parent's thread may have held at the fork).
   if (in_forked_child()) return;
-  ExitHooks& state = exit_hooks();
-  std::unique_lock lock(state.mutex);
-  while (!state.hooks.empty()) {
-    auto [handle, leave] = std::move(state.hooks.back());
-    state.hooks.pop_back();
-    // Run unlocked: a hook may wait long (for its peers), and a group being made meanwhile, on
-    // another thread, registers its own hook while it holds the execution lock the hook needs.
-    state.running = handle;
-    lock.unlock();
-    leave(leaving);
-    lock.lock();
-    state.running = 0;
-    state.done.notify_all();
-  }
+  if (!leaving.failed) return run_exit_hooks(leaving, true);
+  // Failing, every communicator tells its peers first: a peer blocked in the world's collective
+  // must not wait for the world's notice while a group's grace period runs. Then they share one.
+  Leaving announcing = leaving;
+  announcing.announce_only = true;
+  run_exit_hooks(announcing, false);
+  Leaving settling = leaving;
+  settling.grace_until = std::chrono::steady_clock::now() + kFailedGrace;
+  run_exit_hooks(settling, true);
 }
 
 [[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code) {

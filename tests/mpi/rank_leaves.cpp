@@ -4,8 +4,8 @@
 //            error does: its communicator is destroyed on the way out, not aborted
 //   extra    rank 0 runs a third all-reduce that no other rank runs; the others return 0
 //   finish   nobody leaves early
-//   late     nobody leaves early, but rank 1 stays 2.5 s after the last all-reduce (writing a
-//            checkpoint, say): run with a 1 s collective timeout, the others wait for it at
+//   late     nobody leaves early, but rank 1 stays 3.5 s after the last all-reduce (writing a
+//            checkpoint, say): run with a 2 s collective timeout, the others wait for it at
 //            teardown (with shared memory: comm/communicator.h), saying so once, and all return 0
 //   mismatch rank 1's second all-reduce has 1001 floats: off shared memory one rank of a ring
 //            finds it, and the others must learn it from that rank (issue #47 item 4). Each rank
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     Tensor second = mode == "mismatch" && rank == 1 ? full({1001}, rank) : t;
     comm->all_reduce(second);
     if (mode == "extra" && rank == 0) comm->all_reduce(t);
-    if (mode == "late" && rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    if (mode == "late" && rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3500));
   } catch (const Error& e) {
     const double after = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "rank %d: error after %.1f s: %s\n", rank, after, e.what());

@@ -41,10 +41,14 @@ int64_t global_sum(int64_t value) {
   // MPI's time, most of it here). Polling with a sleep frees the core.
   int64_t total = 0;
   MPI_Request request = MPI_REQUEST_NULL;
-  MPI_Iallreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &request);
   int done = 0;
-  while (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+  int code = MPI_Iallreduce(&value, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &request);
+  while (code == MPI_SUCCESS && (code = MPI_Test(&request, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !done)
     std::this_thread::sleep_for(std::chrono::microseconds(50));
+  if (code != MPI_SUCCESS) {  // a sum that is not one would hide failures: end the job instead
+    std::fprintf(stderr, "ringdp-test: global_sum: MPI error %d\n", code);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   return total;
 }
 

@@ -1,6 +1,8 @@
 """One rank's part of a PyTorch job on the ringdp backend in which one rank leaves while the others
 wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; before the second:
   raise   rank 1 raises an uncaught ValueError
+  group   as raise, with a ringdp group beside the default group: that group's leaving must not hold
+          back the default group's notice, which the others wait for
   exit0   rank 1 calls sys.exit(0)
   exit1   rank 1 calls sys.exit(1)
   sigint  rank 1 gets SIGINT (Ctrl-C: an uncaught KeyboardInterrupt)
@@ -10,14 +12,15 @@ wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; bef
   finish  nobody leaves early: every rank finishes (exit 0)
   gloo    a gloo group beside ringdp's default group: rank 1 raises an uncaught ValueError while
           the others wait in the gloo group's second all_reduce, which only rank 1's process
-          ending can end (gloo sees nothing else): its exit must not wait for them
-  timeout the group's timeout is 3 s and rank 1 sleeps 8 s: the others' all_reduce raises the
+          ending can end (gloo sees nothing else): its exit must not wait for them for ever
+  timeout the group's timeout is 3 s and rank 1 sleeps 6 s: the others' all_reduce raises the
           watchdog's report, their next call says the group is broken, and they wait for rank 1
           to leave; rank 1, late, runs two more and finds them gone
   mismatch on a new_group of every rank, rank 1's all_reduce has shape [10, 101], the others' [10, 100]: one rank
           finds it (off shared memory: groups have none), and every rank must raise within
           seconds; each then destroys the group and finishes on the default group (exit 0)
-A rank whose all_reduce fails prints "rank R caught: <message>" and re-raises it.
+A rank whose all_reduce fails prints "rank R caught: <message>", then how long it waited, and
+re-raises it.
 The default group's timeout stays torch's (30 minutes) but in `timeout`: only a departure can end
 these waits.
     mpirun -n N python3 tests/torch/leave.py RENDEZVOUS_DIR MODE
@@ -44,10 +47,12 @@ dist.init_process_group("ringdp", init_method=method, rank=rank, world_size=size
 
 def all_reduce():
     t = torch.full((1000,), float(rank))
+    began = time.monotonic()
     try:
         dist.all_reduce(t)
     except RuntimeError as e:
         print(f"rank {rank} caught: {e}", flush=True)
+        print(f"rank {rank} waited {time.monotonic() - began:.1f} s", flush=True)
         raise
     if t[0].item() != size * (size - 1) / 2:
         sys.exit(f"rank {rank}: all_reduce gave {t[0].item()}")
@@ -63,6 +68,9 @@ if mode == "mismatch":
     except RuntimeError as e:
         print(f"rank {rank} caught after {time.monotonic() - began:.1f} s: {e}", flush=True)
     dist.destroy_process_group(group)
+if mode == "group":
+    group = dist.new_group(list(range(size)))
+    dist.all_reduce(torch.ones(10), group=group)
 if mode == "gloo":
     gloo = dist.new_group(list(range(size)), backend="gloo")
     dist.all_reduce(torch.ones(10), group=gloo)
@@ -75,7 +83,7 @@ if mode == "gloo":
         print(f"rank {rank} caught after {time.monotonic() - began:.1f} s: {e}", flush=True)
         raise
 if rank == 1:
-    if mode == "raise":
+    if mode in ("raise", "group"):
         raise ValueError("bad sample 17")
     if mode == "exit0":
         sys.exit(0)
@@ -86,7 +94,7 @@ if rank == 1:
     if mode == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     if mode == "timeout":
-        time.sleep(8)
+        time.sleep(6)
         all_reduce()  # may still complete: the others' parts of it are in their slots
 if mode == "timeout" and rank != 1:
     try:

@@ -27,14 +27,20 @@ caught_by_others() {
     fail "rank 0 did not catch an error naming rank 1 ($1): $out"
 }
 
-for mode in raise exit0 exit1 sigint; do
+for mode in raise group exit0 exit1 sigint; do
   job $mode $limit
   [ $rc -ne 0 ] || fail "$mode: the job ended with exit 0: $out"
   case $mode in
-    raise) caught_by_others "its Python process is exiting after an uncaught ValueError: bad sample 17" ;;
+    raise | group) caught_by_others "its Python process is exiting after an uncaught ValueError: bad sample 17" ;;
     sigint) caught_by_others "its Python process is exiting after an uncaught KeyboardInterrupt" ;;
     *) caught_by_others "its Python process is exiting" ;;
   esac
+  # Told at once, not after a grace period that another group's leaving ran first (10 s).
+  if [ $mode = group ]; then
+    for ((r = 0; r < np; r++)); do
+      [ $r -eq 1 ] || grep -qE "rank $r waited [0-7]\.[0-9] s" <<<"$out" || fail "group: rank $r was not told within 8 s: $out"
+    done
+  fi
   echo "ok: rank 1 leaving ($mode) ends the job in ${seconds}s, exit $rc, the others catch its reason"
 done
 
@@ -83,7 +89,8 @@ done
 # Rank 1, late, finds the others gone (they finished 1 collective) and learns why.
 grep -qE "rank 1 caught: ringdp: allreduce: all_reduce #[12] .*rank [02] (left \(its Python process is exiting after an uncaught RuntimeError: .*\) after finishing 1 collective|failed in this collective \(rank [02]: all_reduce #1 .* exceeded 3 s)" <<<"$out" ||
   fail "timeout: rank 1, late, did not learn that the others failed and why: $out"
-# A rank that fails does not wait for the others to leave (they may be blocked elsewhere: gloo, below).
+# A rank that fails frees its shared memory alone, not waiting for the others without bound (they
+# may be blocked elsewhere: gloo, below); under MPI it gives them a grace period, saying nothing.
 ! grep -qE "ringdp: rank [0-9]+: has left the job and waits for" <<<"$out" ||
   fail "timeout: a rank that failed waited for the others to leave: $out"
 echo "ok: a timeout raises the watchdog's report (${seconds}s in all), the group is broken after it"

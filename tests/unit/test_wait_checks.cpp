@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -49,8 +48,8 @@ TEST_CASE("a wait that finds its condition met once the deadline has passed does
   // The clock is read every 256th poll only while the wait spins: a sleep (after RINGDP_SPIN_US
   // of polling) reads it at once. Loaded, this process could be descheduled past 50 µs within
   // the 512 polls, and the wait expired at a poll this test did not expect (seen beside the mpi
-  // suite). Read once per process, before any wait of this program.
-  setenv("RINGDP_SPIN_US", "100000000", 1);  // 100 s, its largest
+  // suite). So tests/unit/meson.build runs this program with RINGDP_SPIN_US=100000000 (100 s, its
+  // largest; read once per process, so not settable here: another test case may wait first).
   comm::LocalTransport transport;
   transport.set_deadline(comm::Transport::Clock::time_point::max(), [] { throw Expired{}; });
   transport.set_timeout(std::chrono::milliseconds(0));

@@ -4,11 +4,9 @@
 // tests/unit/test_algorithm_choice.cpp.
 #include "comm/communicator_state.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string_view>
-#include <thread>
 
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/shm/shared_slots.h"

@@ -117,7 +117,8 @@ c10::intrusive_ptr<BackendBase> create(const ::c10d::DistributedBackendOptions& 
 // Why this process leaves, as its peers are told (comm/world/departures.h): an uncaught exception's type
 // and message, recorded by the sys.excepthook below, which runs before Python's exit hooks.
 std::mutex g_why_mutex;
-ringdp::comm::Leaving g_why{.why = "its Python process is exiting"};
+constexpr const char* kExiting = "its Python process is exiting";
+ringdp::comm::Leaving g_why{.why = kExiting};
 
 void record_uncaught(const py::object& type, const py::object& value) {
   std::string text = py::str(type.attr("__name__"));
@@ -141,8 +142,7 @@ void at_exit() {
   }
   // The interpreter sets sys.last_value for the exception that ended the script: a program that
   // called sys.excepthook itself, to log an error, and went on has not failed.
-  if (why.failed && !py::hasattr(py::module::import("sys"), "last_value"))
-    why = {.why = "its Python process is exiting"};
+  if (why.failed && !py::hasattr(py::module::import("sys"), "last_value")) why = {.why = kExiting};
   set_exit_phase("in ringdp's exit hook (stopping the completion threads)");
   py::gil_scoped_release no_gil;
   Completions::stop_all();

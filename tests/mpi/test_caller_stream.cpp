@@ -24,6 +24,22 @@
 using namespace ringdp;
 using ringdp::testing::world;
 
+namespace {
+// Between the two ranks, `sent` goes one way and comes back into `received` the other (tags `tag`
+// and `tag` + 1). Rank 0 sends first, rank 1 receives first: blocking calls pair up.
+void exchange(comm::Communicator& w, Tensor& sent, Tensor& received, int tag,
+              const comm::CollectiveOptions& options) {
+  const int peer = 1 - w.rank();
+  if (w.rank() == 0) {
+    w.send(sent, peer, tag, options).wait();
+    w.recv(received, peer, tag + 1, options).wait();
+  } else {
+    w.recv(received, peer, tag, options).wait();
+    w.send(sent, peer, tag + 1, options).wait();
+  }
+}
+}  // namespace
+
 TEST_CASE("a collective on the caller's stream waits for it and is waited for there, AVG included",
           "[stream]") {
   auto& w = world();
@@ -97,14 +113,7 @@ TEST_CASE("a send and a receive of CUDA tensors, through host copies, keep the c
       if (event) REQUIRE(cudaEventRecord(issued, caller) == cudaSuccess);
       const comm::CollectiveOptions options{
           .async = async, .stream = caller, .ready = event ? issued : nullptr};
-      // Rank 0 sends first, rank 1 receives first: blocking calls pair up.
-      if (w.rank() == 0) {
-        w.send(sent, peer, 5, options).wait();
-        w.recv(received, peer, 6, options).wait();
-      } else {
-        w.recv(received, peer, 5, options).wait();
-        w.send(sent, peer, 6, options).wait();
-      }
+      exchange(w, sent, received, 5, options);
       REQUIRE(cudaMemcpyAsync(out.data(), received.data_ptr(), out.size() * sizeof(float),
                               cudaMemcpyDeviceToHost, caller) == cudaSuccess);
       REQUIRE(cudaStreamSynchronize(caller) == cudaSuccess);
@@ -123,12 +132,12 @@ TEST_CASE("a send and a receive of CUDA tensors, through host copies, keep the c
 // is next waited for), so a reader on a non-blocking stream saw the input.
 TEST_CASE("without a caller's stream, a CUDA tensor holds the result once the call completes", "[stream]") {
   auto& w = world();
+  REQUIRE(w.size() == 2);
   const Device mine = w.device();
   REQUIRE(cudaSetDevice(mine.index) == cudaSuccess);
   cudaStream_t reader = nullptr;
   REQUIRE(cudaStreamCreateWithFlags(&reader, cudaStreamNonBlocking) == cudaSuccess);
   const int64_t count = 2 * w.size() + 1031;
-  const int peer = w.size() > 1 ? 1 - w.rank() : 0;
   for (int how = 0; how < 6; ++how) {  // all-reduce by ringdp's algorithm, by the library's; send/recv;
                                        // each blocking and asynchronous
     const bool async = how % 2 == 1;
@@ -144,18 +153,10 @@ TEST_CASE("without a caller's stream, a CUDA tensor holds the result once the ca
     if (what < 2) {
       const comm::Algorithm algorithm = what == 0 ? comm::Algorithm::automatic : comm::Algorithm::native;
       w.all_reduce(t, ReduceOp::sum, {.algorithm = algorithm, .async = async}).wait();
-      received = t;
+      received = t;  // in place
     } else {
-      if (w.size() != 2) continue;
-      expected = peer + 1;
-      const comm::CollectiveOptions options{.async = async};
-      if (w.rank() == 0) {
-        w.send(t, peer, 7, options).wait();
-        w.recv(received, peer, 8, options).wait();
-      } else {
-        w.recv(received, peer, 7, options).wait();
-        w.send(t, peer, 8, options).wait();
-      }
+      exchange(w, t, received, 7, {.async = async});
+      expected = (1 - w.rank()) + 1;  // the peer's values
     }
     REQUIRE(cudaMemcpyAsync(out.data(), received.data_ptr(), out.size() * sizeof(float),
                             cudaMemcpyDeviceToHost, reader) == cudaSuccess);

@@ -18,10 +18,10 @@ void write_back(Tensor& target, const Tensor& host, void* stream) {
                             kernels::CopyKind::host_to_device, stream);
     return;
   }
+  // Without a caller's stream the legacy default stream is the caller's: a copy from pageable
+  // memory may land after it returns, but in that stream's order, which is all the call promises
+  // (CollectiveOptions::stream).
   target.copy_from(host);
-  // A copy from pageable memory may land after it returns, on the legacy stream, which a reader on
-  // a non-blocking stream (ringdp's, torch's side streams) does not wait for: wait here.
-  if (target.device().is_cuda() && host.device().is_cpu()) kernels::cuda_host_wait(nullptr, nullptr);
 }
 
 }  // namespace ringdp::comm

@@ -17,7 +17,7 @@ Tensor host_copy(const Tensor& t, const CollectiveOptions& requested);
 
 /// `host`'s bytes into `target` (nothing when they are one tensor): into device memory on the
 /// caller's `stream`, so that work enqueued there after the call's Work completes reads them;
-/// without one, on the legacy stream, returning once they have landed (any stream may read them).
+/// without one, on the legacy default stream (work queued there afterwards reads them).
 void write_back(Tensor& target, const Tensor& host, void* stream);
 
 }  // namespace ringdp::comm

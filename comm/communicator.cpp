@@ -111,7 +111,7 @@ void Communicator::leave(const Leaving& leaving) {
   State& state = *state_;
   std::lock_guard guard(state.leave_mutex_);
   if (state.left_) return;
-  state.left_ = !leaving.announce_only;
+  state.left_ = true;
   // Telling the peers and freeing the windows must wait for this communicator's calls, and must not
   // run while another communicator's call is inside MPI where one queue serves them all.
   CallQueue& queue = state.executor_.queue();
@@ -124,17 +124,13 @@ void Communicator::leave(const Leaving& leaving) {
   const bool shared = (state.shared_slots_ && state.shared_slots_->collective_release()) ||
                       !state.shared_allocations_.empty();
   // Failing, it frees alone: its peers may be blocked in another library for as long as it lives.
-  const bool collective = shared && !leaving.failed && std::uncaught_exceptions() == 0;
+  const bool collective =
+      shared && !leaving.failed && !leaving.process_exit && std::uncaught_exceptions() == 0;
   departures->announce(leaving.why, state.executor_.finished(), collective);  // once
-  if (leaving.announce_only) return;
   bool free = false;
   if (collective) {
     await_peers(lock);
     free = departures->everyone_frees_shared();
-  } else if (leaving.failed && mpi_is_initialized() &&
-             // MPI_Finalize waits for every peer: give them a while to hear and leave, not for ever
-             !departures->await_everyone(lock, leaving.grace_until)) {
-    skip_mpi_finalize();
   }
   departures->stop_listening();
   // Collective when `free`: every rank is here, and each frees in the same order.

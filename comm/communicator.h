@@ -149,9 +149,8 @@ class Communicator {
   /// `whole_job`: the communicator of every rank, which also checks the job-wide settings.
   Communicator(DiscoveredWorld world, CommOptions options, bool whole_job);
   /// Leaves the job, once: waits for this communicator's calls, tells the peers why and, for the
-  /// world's, unless `leaving.failed`, waits for them all and frees the shared windows together
-  /// (comm/world/departures.h); failed, under MPI, it waits for them only until
-  /// `leaving.grace_until`, and past it MPI_Finalize is skipped. Run by the destructor or, for a
+  /// world's, unless `leaving.failed` or `leaving.process_exit`, waits for them all and frees the
+  /// shared windows together (comm/world/departures.h). Run by the destructor or, for a
   /// communicator still alive then, when the process exits (leave_job).
   void leave(const Leaving& leaving);
   /// leave()'s wait for every peer's notice; `exec_lock` holds the execution lock, let go between

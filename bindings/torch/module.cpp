@@ -131,7 +131,9 @@ void record_uncaught(const py::object& type, const py::object& value) {
 // Python's exit, before the interpreter finalizes: completes what the completion threads hold and
 // stops them (they may drop the last reference to a tensor Python owns, which needs a working
 // interpreter), then leaves every ringdp communicator alive, so that peers waiting for this rank
-// learn within seconds why it went, and MPI_Finalize later finds no peer inside a collective.
+// learn within seconds why it went. It does not wait for them to leave: Python gives an exit hook
+// no exit status, so a rank that failed by sys.exit(1) is not known to have failed until
+// MPI_Finalize's hook (comm/bootstrap/mpi_runtime.h), which waits for them, with a bound then.
 void at_exit() {
   // A child forked from a rank has no completion threads and is no rank (comm/bootstrap/mpi_runtime.h).
   if (ringdp::comm::in_forked_child()) return;
@@ -143,6 +145,7 @@ void at_exit() {
   // The interpreter sets sys.last_value for the exception that ended the script: a program that
   // called sys.excepthook itself, to log an error, and went on has not failed.
   if (why.failed && !py::hasattr(py::module::import("sys"), "last_value")) why = {.why = kExiting};
+  why.process_exit = true;
   set_exit_phase("in ringdp's exit hook (stopping the completion threads)");
   py::gil_scoped_release no_gil;
   Completions::stop_all();

@@ -51,15 +51,15 @@ std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is ini
 std::atomic<bool> g_independent_threads{false};
 std::atomic<bool> g_skip_finalize{false};
 
-// How long a rank that failed waits for its peers to leave before it exits without MPI_Finalize
-// (skip_mpi_finalize). Peers inside a ringdp collective hear of it and leave within a second; a
+// How long a rank that exits non-zero waits at exit for its peers (finalize_at_exit) before it exits
+// without MPI_Finalize. Peers inside a ringdp collective hear of it and come within a second; a
 // peer whose own timeout fires first (a 3 s group timeout against a rank 6 s late, as
 // tests/torch/test_leave.sh's `timeout` runs) needs more; one blocked in gloo never comes.
 constexpr auto kFailedGrace = std::chrono::seconds(10);
 
-// Runs every hook registered, the newest first (a world's groups before it). `forget`: each is
-// dropped as it runs, and one registered meanwhile runs too.
-void run_exit_hooks(const Leaving& leaving, bool forget) {
+// Runs every hook registered, the newest first (a world's groups before it), dropping each as it
+// runs; one registered meanwhile runs too.
+void run_exit_hooks(const Leaving& leaving) {
   ExitHooks& state = exit_hooks();
   std::unique_lock lock(state.mutex);
   std::vector<int> handles;
@@ -69,7 +69,7 @@ void run_exit_hooks(const Leaving& leaving, bool forget) {
                               [&](const auto& hook) { return hook.first == *handle; });
     if (found == state.hooks.end()) continue;  // dropped meanwhile (its communicator was destroyed)
     std::function<void(const Leaving&)> leave = found->second;
-    if (forget) state.hooks.erase(found);
+    state.hooks.erase(found);
     // Run unlocked: a hook may wait long (for its peers), and a group being made meanwhile, on
     // another thread, registers its own hook while it holds the execution lock the hook needs.
     state.running = *handle;
@@ -79,9 +79,9 @@ void run_exit_hooks(const Leaving& leaving, bool forget) {
     state.running = 0;
     state.done.notify_all();
   }
-  if (forget && !state.hooks.empty()) {
+  if (!state.hooks.empty()) {
     lock.unlock();
-    run_exit_hooks(leaving, forget);
+    run_exit_hooks(leaving);
   }
 }
 
@@ -227,6 +227,40 @@ int requested_thread_level(MpiThread level) {
   }
   return MPI_THREAD_MULTIPLE;
 }
+// Every rank's last collective: true once every rank has posted it, false if `until` passes
+// first. Polled with sleeps, not waited in: MPICH's blocking calls spin, starving the rank waited
+// for where ranks share cores (tests/support/mpi_main.cpp's global_sum says how much).
+bool everyone_at_exit(std::chrono::steady_clock::time_point until) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(MPI_COMM_WORLD, &request) != MPI_SUCCESS) return false;
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (done) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// The exit hook of a process whose MPI ringdp initialised. MPI_Finalize waits for every rank; so
+// does a last barrier before it, where a rank that exits 0 waits as long as it takes. A rank that
+// exits non-zero failed, whether or not an exception said so (Python's sys.exit(1) after catching
+// one), and its peers may be blocked where only its process ending releases them (a gloo group
+// beside ringdp's, which under PyTorch 2.x lives as long as the process): it waits there for
+// kFailedGrace only, then exits without MPI_Finalize, and the launcher ends the job.
+void finalize_at_exit(int status) {
+  if (in_forked_child()) return;  // MPI is the parent's: finalizing it here would be the parent's
+  leave_job({.why = "its process is exiting"});
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && status != 0 && !everyone_at_exit(std::chrono::steady_clock::now() + kFailedGrace))
+    return skip_mpi_finalize();  // before the notices' sends: nothing waits for them now
+  run_before_finalize();
+  if (finalized) return;
+  if (status == 0) everyone_at_exit(std::chrono::steady_clock::time_point::max());
+  MPI_Finalize();
+}
+
 }  // namespace
 
 int mpi_thread_level() { return g_thread_level; }
@@ -268,14 +302,11 @@ void mpi_ensure_initialized(MpiThread level) {
                  "MPI_THREAD_SINGLE and runs every call on the caller's thread");
     // Return codes instead of MPI's default abort, so failures become ringdp::Errors.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    std::atexit([] {
-      if (in_forked_child()) return;  // MPI is the parent's: finalizing it here would be the parent's
-      leave_job({.why = "its process is exiting"});
-      run_before_finalize();
-      int finalized = 0;
-      MPI_Finalized(&finalized);
-      if (!finalized && !g_skip_finalize) MPI_Finalize();
-    });
+#if defined(__GLIBC__)
+    on_exit([](int status, void*) { finalize_at_exit(status); }, nullptr);  // glibc's: with the status
+#else
+    std::atexit([] { finalize_at_exit(0); });
+#endif
   });
   check_launcher_matches_library();
 }
@@ -363,15 +394,7 @@ void leave_job(const Leaving& leaving) {
   // communicators but is not a rank: its exit must tell them nothing (nor take a lock that a
   // parent's thread may have held at the fork).
   if (in_forked_child()) return;
-  if (!leaving.failed) return run_exit_hooks(leaving, true);
-  // Failing, every communicator tells its peers first: a peer blocked in the world's collective
-  // must not wait for the world's notice while a group's grace period runs. Then they share one.
-  Leaving announcing = leaving;
-  announcing.announce_only = true;
-  run_exit_hooks(announcing, false);
-  Leaving settling = leaving;
-  settling.grace_until = std::chrono::steady_clock::now() + kFailedGrace;
-  run_exit_hooks(settling, true);
+  run_exit_hooks(leaving);
 }
 
 [[noreturn]] void fail_job(const std::string& prefix, const std::string& message, int code) {

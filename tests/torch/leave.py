@@ -13,6 +13,8 @@ wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; bef
   gloo    a gloo group beside ringdp's default group: rank 1 raises an uncaught ValueError while
           the others wait in the gloo group's second all_reduce, which only rank 1's process
           ending can end (gloo sees nothing else): its exit must not wait for them for ever
+  gloo-exit1  as gloo, but rank 1 catches its ValueError and calls sys.exit(1): no exception ends
+          the script, only its exit status says it failed
   timeout the group's timeout is 3 s and rank 1 sleeps 6 s: the others' all_reduce raises the
           watchdog's report, their next call says the group is broken, and they wait for rank 1
           to leave; rank 1, late, runs two more and finds them gone
@@ -71,11 +73,17 @@ if mode == "mismatch":
 if mode == "group":
     group = dist.new_group(list(range(size)))
     dist.all_reduce(torch.ones(10), group=group)
-if mode == "gloo":
+if mode in ("gloo", "gloo-exit1"):
     gloo = dist.new_group(list(range(size)), backend="gloo")
     dist.all_reduce(torch.ones(10), group=gloo)
     if rank == 1:
-        raise ValueError("bad sample 17")
+        try:
+            raise ValueError("bad sample 17")
+        except ValueError as e:
+            if mode == "gloo":
+                raise
+            print(f"rank {rank} failed: {e}", flush=True)
+            sys.exit(1)
     began = time.monotonic()
     try:
         dist.all_reduce(torch.ones(10), group=gloo)

@@ -96,10 +96,11 @@ void leave_job(const Leaving& leaving);
 /// with SIGPIPE when a peer closed its connection first).
 void before_finalize(std::function<void()> step);
 
-/// At exit, leaves MPI without MPI_Finalize: for a rank that failed and whose peers did not all
-/// leave within a grace period (Communicator::leave). MPI_Finalize waits for every rank, and a peer
-/// blocked in another library may never come (a gloo group hears of a failed peer only once its
-/// process ends and its sockets close); an MPI launcher ends the job when a rank exits without it.
+/// At exit, leaves MPI without MPI_Finalize: for a rank that exits non-zero and whose peers did not
+/// all reach its exit within a grace period (MPI's exit hook, which ringdp installs where it
+/// initialises MPI: a last barrier). MPI_Finalize waits for every rank, and a peer blocked in
+/// another library may never come (a gloo group hears of a failed peer only once its process ends
+/// and its sockets close); an MPI launcher ends the job when a rank exits without it.
 void skip_mpi_finalize();
 bool mpi_finalize_skipped();
 

@@ -245,19 +245,23 @@ bool everyone_at_exit(std::chrono::steady_clock::time_point until) {
 // The exit hook of a process whose MPI ringdp initialised. MPI_Finalize waits for every rank; so
 // does a last barrier before it, where a rank that exits 0 waits as long as it takes. A rank that
 // exits non-zero failed, whether or not an exception said so (Python's sys.exit(1) after catching
-// one), and its peers may be blocked where only its process ending releases them (a gloo group
-// beside ringdp's, which under PyTorch 2.x lives as long as the process): it waits there for
-// kFailedGrace only, then exits without MPI_Finalize, and the launcher ends the job.
+// one, a C++ main that returns 1), and its peers may be blocked where only its process ending
+// releases them (a gloo group beside ringdp's, which under PyTorch 2.x lives as long as the
+// process): it leaves as a failed rank, waits at the barrier for kFailedGrace only, then exits
+// without MPI_Finalize, and the launcher ends the job. The barrier is on MPI_COMM_WORLD, so every
+// process of the job must have had MPI initialised by ringdp (one program's ranks, as ringdp's
+// own collectives over the world need anyway). The departure notices' sends complete after it,
+// while every peer is inside MPI.
 void finalize_at_exit(int status) {
   if (in_forked_child()) return;  // MPI is the parent's: finalizing it here would be the parent's
-  leave_job({.why = "its process is exiting"});
+  leave_job({.why = "its process is exiting", .failed = status != 0});
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && status != 0 && !everyone_at_exit(std::chrono::steady_clock::now() + kFailedGrace))
-    return skip_mpi_finalize();  // before the notices' sends: nothing waits for them now
+  if (finalized) return;  // by the program itself: no MPI call may follow
+  const auto until = status == 0 ? std::chrono::steady_clock::time_point::max()
+                                 : std::chrono::steady_clock::now() + kFailedGrace;
+  if (!everyone_at_exit(until)) return skip_mpi_finalize();
   run_before_finalize();
-  if (finalized) return;
-  if (status == 0) everyone_at_exit(std::chrono::steady_clock::time_point::max());
   MPI_Finalize();
 }
 
@@ -305,7 +309,7 @@ void mpi_ensure_initialized(MpiThread level) {
 #if defined(__GLIBC__)
     on_exit([](int status, void*) { finalize_at_exit(status); }, nullptr);  // glibc's: with the status
 #else
-    std::atexit([] { finalize_at_exit(0); });
+    std::atexit([] { finalize_at_exit(0); });  // no status: a non-zero exit waits as MPI_Finalize does
 #endif
   });
   check_launcher_matches_library();

@@ -9,7 +9,8 @@
 // read) looks for such notices, and fails with PeerLeft, naming the rank and why, when a rank that
 // left had not finished the collective being waited for: it never will. A rank that finished it
 // is not blamed: its messages are on their way. Only a communicator with shared-memory windows
-// (the world's, on one host) waits on leaving for every peer's notice: only then are all ranks at
+// (the world's, on one host) that leaves before its process ends waits on leaving for every
+// peer's notice (a Python process's exit hook leaves the windows to MPI_Finalize): only then are all ranks at
 // teardown, so freeing the windows (MPI_Win_free, collective) meets no rank still inside a
 // collective, and only if every rank said it would (a rank unwinding towards MPI_Abort says it
 // will not). Any other leaving is local: torch drops a group at each rank's own time, while its

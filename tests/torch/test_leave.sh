@@ -35,7 +35,7 @@ for mode in raise group exit0 exit1 sigint; do
     sigint) caught_by_others "its Python process is exiting after an uncaught KeyboardInterrupt" ;;
     *) caught_by_others "its Python process is exiting" ;;
   esac
-  # Told at once, not after a grace period that another group's leaving ran first (10 s).
+  # Told at once: no communicator's leaving waits for its peers before another's notice is sent.
   if [ $mode = group ]; then
     for ((r = 0; r < np; r++)); do
       [ $r -eq 1 ] || grep -qE "rank $r waited [0-7]\.[0-9] s" <<<"$out" || fail "group: rank $r was not told within 8 s: $out"

@@ -15,13 +15,19 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1  # more ranks than cores here
+# Not exec: the trap above removes $work when the job ends. torchrun's agent writes its logs under
+# TMPDIR (a torchelastic_* folder it leaves): here, inside $work.
 case $mpiexec in
-  torchrun) exec timeout 300 "$python" -m torch.distributed.run --standalone --nproc_per_node "$np" "$script" "$work" "$@" ;;
-  spawn) exec timeout 300 "$python" "$(dirname "$0")/spawn.py" "$np" "$script" "$work" "$@" ;;
+  torchrun)
+    TMPDIR=$work timeout 300 "$python" -m torch.distributed.run --standalone --nproc_per_node "$np" "$script" "$work" "$@"
+    exit $? ;;
+  spawn)
+    timeout 300 "$python" "$(dirname "$0")/spawn.py" "$np" "$script" "$work" "$@"
+    exit $? ;;
   plain)
     source "$(dirname "$0")/plain_launch.sh"
     plain_launch "$np" timeout 300 "$python" "$script" "$work" "$@"
     exit $? ;;
 esac
 # shellcheck disable=SC2086  # launcher arguments split on purpose
-exec timeout 300 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" "$python" "$script" "$work" "$@"
+timeout 300 "$mpiexec" ${RINGDP_LAUNCH_ARGS:-} -n "$np" "$python" "$script" "$work" "$@"

@@ -13,7 +13,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/straight" "$work/restarted"
-torchrun() { timeout 240 "$python" -m torch.distributed.run --standalone --nproc_per_node "$np" "$@" 2>&1; }
+# torchrun's agent leaves its logs under TMPDIR (torchelastic_*): here, inside $work.
+torchrun() { TMPDIR=$work timeout 240 "$python" -m torch.distributed.run --standalone --nproc_per_node "$np" "$@" 2>&1; }
 out=$(torchrun "$here/restart.py" "$work/straight" 4) || fail "the uninterrupted run failed: $out"
 began=$SECONDS
 out=$(torchrun --max-restarts 1 "$here/restart.py" "$work/restarted" 4 2)

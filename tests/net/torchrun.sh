@@ -39,7 +39,8 @@ case "$mode" in
 esac
 began=$SECONDS
 for h in 1 2; do
-  "$cluster" exec "$h" -- timeout 200 "$python" -m torch.distributed.run --nnodes 2 --node_rank $((h - 1)) \
+  # TMPDIR: torchrun's agent leaves its logs there (torchelastic_*), here inside $work.
+  "$cluster" exec "$h" -- env TMPDIR="$work" timeout 200 "$python" -m torch.distributed.run --nnodes 2 --node_rank $((h - 1)) \
     --nproc_per_node "$per_host" --master_addr 10.77.0.11 --master_port 29517 "${program[@]}" \
     >"$work/h$h.log" 2>&1 &
 done

@@ -29,7 +29,8 @@ mkdir -p "$scratch/src"
     cp "$source_dir/$file" "$scratch/src/$file"
   done
 if [ ! -f "$scratch/build/build.ninja" ]; then
-  meson setup "$scratch/build" "$scratch/src" -Dtorch=disabled -Dcuda=disabled >"$scratch/setup.log" 2>&1 ||
+  meson setup "$scratch/build" "$scratch/src" -Dtorch=disabled -Dcuda=disabled -Doptimization=0 -Ddebug=false \
+    >"$scratch/setup.log" 2>&1 ||
     { cat "$scratch/setup.log"; exit 1; }
 fi
 # The page's commands say `build/...`: run_docs.py links build -> the scratch build.

@@ -8,6 +8,7 @@
 #include "comm/execution/host_staging.h"
 #include "comm/transport/envelope.h"
 #include "comm/transport/idle_backoff.h"
+#include "kernels/device_memory.h"
 
 namespace ringdp::comm {
 
@@ -44,6 +45,7 @@ void check_peer_and_tag(CollectiveKind kind, const Tensor& tensor, int peer, int
 struct Pending {
   Tensor host;
   void* stream = nullptr;  ///< the caller's CUDA stream, where a receive's bytes go back to the device
+  bool blocking_wait = false;  ///< CommOptions::blocking_wait: the host waits for them to land
   Request request;
   int* source = nullptr;  ///< recv_any's: where the sender's rank goes
   std::exception_ptr failed;  ///< the first test's error: MPI released the request with it
@@ -60,7 +62,11 @@ struct Pending {
   }
   /// A receive's bytes, from the host copy they landed in to the caller's tensor (itself on the host).
   void deliver(CollectiveKind kind, Tensor& target) const {
-    if (kind == CollectiveKind::recv) write_back(target, host, stream);
+    if (kind == CollectiveKind::recv) {
+      write_back(target, host, stream);
+      if (blocking_wait && !target.is_same(host) && target.device().is_cuda())
+        kernels::cuda_host_wait(stream, nullptr);
+    }
     if (source) *source = request.peer;
   }
 };
@@ -83,6 +89,7 @@ Work Communicator::point_to_point(CollectiveKind kind, Tensor tensor, int peer, 
                                                                               Tensor& tensor) {
     call.ctx.position.waiting_for_rank = peer;
     pending->host = call.view(tensor);  // a CUDA tensor's host copy, in the caller's stream order
+    pending->blocking_wait = call.blocking_wait;
     void* data = pending->host.data_ptr();
     const size_t bytes = pending->host.nbytes();
     pending->request = kind == CollectiveKind::send ? transport.isend(peer, data, bytes, kUserTagBase + tag)

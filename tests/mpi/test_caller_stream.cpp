@@ -169,3 +169,42 @@ TEST_CASE("without a caller's stream, work on the default stream reads the resul
     }
   doubles::set_stream_order(StreamOrder::round_robin);
 }
+
+// With RINGDP_BLOCKING_WAIT=1 (CommOptions::blocking_wait) the host waits for the device before a
+// call completes, so a reader on any stream sees the result, through host copies too (a copy back
+// from pageable memory may land after it returns). Run by tests/mpi/meson.build with that setting.
+TEST_CASE("with blocking_wait, a CUDA tensor holds the result once the call completes", "[.blocking]") {
+  auto& w = world();
+  REQUIRE(w.size() == 2);
+  const Device mine = w.device();
+  REQUIRE(cudaSetDevice(mine.index) == cudaSuccess);
+  cudaStream_t reader = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&reader, cudaStreamNonBlocking) == cudaSuccess);
+  const int64_t count = 2 * w.size() + 1031;
+  for (int how = 0; how < 6; ++how) {  // as the case above
+    const bool async = how % 2 == 1;
+    const int what = how / 2;
+    CAPTURE(what, async);
+    std::vector<float> in(static_cast<size_t>(count)), out(in.size(), -1.0f);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((w.rank() + 1) * (i % 7 + 1));
+    Tensor t = empty({count}, DType::float32, mine);
+    Tensor received = what < 2 ? t : empty({count}, DType::float32, mine);
+    REQUIRE(cudaMemcpy(t.data_ptr(), in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice) ==
+            cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(nullptr) == cudaSuccess);
+    double expected = w.size() * (w.size() + 1) / 2.0;
+    if (what < 2) {
+      const comm::Algorithm algorithm = what == 0 ? comm::Algorithm::automatic : comm::Algorithm::native;
+      w.all_reduce(t, ReduceOp::sum, {.algorithm = algorithm, .async = async}).wait();
+    } else {
+      exchange(w, t, received, 9, {.async = async});
+      expected = (1 - w.rank()) + 1;
+    }
+    REQUIRE(cudaMemcpyAsync(out.data(), received.data_ptr(), out.size() * sizeof(float),
+                            cudaMemcpyDeviceToHost, reader) == cudaSuccess);
+    int64_t wrong = 0;
+    for (size_t i = 0; i < out.size(); ++i) wrong += out[i] != static_cast<float>(expected * (i % 7 + 1));
+    CHECK(testing::global_sum(wrong) == 0);
+  }
+  REQUIRE(cudaStreamDestroy(reader) == cudaSuccess);
+}

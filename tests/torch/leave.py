@@ -47,14 +47,21 @@ method = os.environ.get("TEST_INIT_METHOD", f"file://{rendezvous}/store")
 dist.init_process_group("ringdp", init_method=method, rank=rank, world_size=size, **timeout)
 
 
+def say(line):
+    # One write per line: under PYTHONUNBUFFERED print() writes the text and its newline apart, and
+    # the ranks share one pipe, so two ranks' lines could run together (a CI run's did).
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def all_reduce():
     t = torch.full((1000,), float(rank))
     began = time.monotonic()
     try:
         dist.all_reduce(t)
     except RuntimeError as e:
-        print(f"rank {rank} caught: {e}", flush=True)
-        print(f"rank {rank} waited {time.monotonic() - began:.1f} s", flush=True)
+        say(f"rank {rank} caught: {e}")
+        say(f"rank {rank} waited {time.monotonic() - began:.1f} s")
         raise
     if t[0].item() != size * (size - 1) / 2:
         sys.exit(f"rank {rank}: all_reduce gave {t[0].item()}")
@@ -68,7 +75,7 @@ if mode == "mismatch":
         dist.all_reduce(torch.ones(10, 101 if rank == 1 else 100), group=group)
         sys.exit(f"rank {rank}: an all_reduce of [10, 100] against [10, 101] passed")
     except RuntimeError as e:
-        print(f"rank {rank} caught after {time.monotonic() - began:.1f} s: {e}", flush=True)
+        say(f"rank {rank} caught after {time.monotonic() - began:.1f} s: {e}")
     dist.destroy_process_group(group)
 if mode == "group":
     group = dist.new_group(list(range(size)))
@@ -82,13 +89,13 @@ if mode in ("gloo", "gloo-exit1"):
         except ValueError as e:
             if mode == "gloo":
                 raise
-            print(f"rank {rank} failed: {e}", flush=True)
+            say(f"rank {rank} failed: {e}")
             sys.exit(1)
     began = time.monotonic()
     try:
         dist.all_reduce(torch.ones(10), group=gloo)
     except RuntimeError as e:
-        print(f"rank {rank} caught after {time.monotonic() - began:.1f} s: {e}", flush=True)
+        say(f"rank {rank} caught after {time.monotonic() - began:.1f} s: {e}")
         raise
 if rank == 1:
     if mode in ("raise", "group"):
@@ -112,4 +119,4 @@ if mode == "timeout" and rank != 1:
 all_reduce()
 if mode == "extra" and rank == 0:
     all_reduce()
-print(f"rank {rank}: done", flush=True)
+say(f"rank {rank}: done")

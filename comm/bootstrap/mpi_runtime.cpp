@@ -49,7 +49,6 @@ std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is ini
 // Whether communicators may each have a queue: MPI provides MPI_THREAD_MULTIPLE and nobody asked
 // for less (RINGDP_MPI_THREAD=serialized shares one even where MPI gives more than asked).
 std::atomic<bool> g_independent_threads{false};
-std::atomic<bool> g_skip_finalize{false};
 
 // How long a rank that exits non-zero waits at exit for its peers (finalize_at_exit) before it exits
 // without MPI_Finalize. Peers inside a ringdp collective hear of it and come within a second; a
@@ -260,7 +259,7 @@ void finalize_at_exit(int status) {
   if (finalized) return;  // by the program itself: no MPI call may follow
   const auto until = status == 0 ? std::chrono::steady_clock::time_point::max()
                                  : std::chrono::steady_clock::now() + kFailedGrace;
-  if (!everyone_at_exit(until)) return skip_mpi_finalize();
+  if (!everyone_at_exit(until)) return;  // MPI_Finalize would wait for the late peers
   run_before_finalize();
   MPI_Finalize();
 }
@@ -388,10 +387,6 @@ void before_finalize(std::function<void()> step) {
   std::lock_guard lock(exit_hooks().mutex);
   exit_hooks().before_finalize.push_back(std::move(step));
 }
-
-void skip_mpi_finalize() { g_skip_finalize = true; }
-
-bool mpi_finalize_skipped() { return g_skip_finalize; }
 
 void leave_job(const Leaving& leaving) {
   // A child forked from a rank (os.fork(), a DataLoader's worker) shares its peers' view of the

@@ -91,18 +91,11 @@ void drop_exit_hook(int handle);
 /// them: what a Python process does at exit (bindings/torch), before torch's objects go.
 void leave_job(const Leaving& leaving);
 /// Registers a step that runs at exit after leave_job and before MPI_Finalize (never in a forked
-/// child): what must complete while every peer is still inside MPI, such as the departure notices
-/// this rank sent (MPI_Finalize with a send not complete is erroneous; over TCP it killed a rank
-/// with SIGPIPE when a peer closed its connection first).
+/// child, nor in a rank that exits non-zero without its peers at the exit barrier, which skips
+/// MPI_Finalize and leaves the job to its launcher): what must complete while every peer is still inside MPI,
+/// such as the departure notices this rank sent (MPI_Finalize with a send not complete is erroneous; over TCP
+/// it killed a rank with SIGPIPE when a peer closed its connection first).
 void before_finalize(std::function<void()> step);
-
-/// At exit, leaves MPI without MPI_Finalize: for a rank that exits non-zero and whose peers did not
-/// all reach its exit within a grace period (MPI's exit hook, which ringdp installs where it
-/// initialises MPI: a last barrier). MPI_Finalize waits for every rank, and a peer blocked in
-/// another library may never come (a gloo group hears of a failed peer only once its process ends
-/// and its sockets close); an MPI launcher ends the job when a rank exits without it.
-void skip_mpi_finalize();
-bool mpi_finalize_skipped();
 
 /// Installs a std::terminate handler that reports the exception and calls abort_job, so an
 /// exception escaping on any thread (a communicator worker included) cannot leave peers waiting.

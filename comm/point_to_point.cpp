@@ -8,7 +8,6 @@
 #include "comm/execution/host_staging.h"
 #include "comm/transport/envelope.h"
 #include "comm/transport/idle_backoff.h"
-#include "kernels/device_memory.h"
 
 namespace ringdp::comm {
 
@@ -63,9 +62,7 @@ struct Pending {
   /// A receive's bytes, from the host copy they landed in to the caller's tensor (itself on the host).
   void deliver(CollectiveKind kind, Tensor& target) const {
     if (kind == CollectiveKind::recv) {
-      write_back(target, host, stream);
-      if (blocking_wait && !target.is_same(host) && target.device().is_cuda())
-        kernels::cuda_host_wait(stream, nullptr);
+      write_back(target, host, stream, blocking_wait);
     }
     if (source) *source = request.peer;
   }

@@ -14,7 +14,6 @@
 #include "comm/world/departures.h"
 #include "core/debug_level.h"
 #include "core/settings.h"
-#include "kernels/device_memory.h"
 
 namespace ringdp::comm {
 
@@ -26,10 +25,7 @@ const Tensor& Call::view(const Tensor& t) {
 }
 
 void Call::write_back(Tensor& target, const Tensor& host) const {
-  comm::write_back(target, host, requested.stream);
-  // blocking_wait: the host waits for the device, here for a copy that may land after it returned.
-  if (blocking_wait && !target.is_same(host) && target.device().is_cuda())
-    kernels::cuda_host_wait(requested.stream, nullptr);
+  comm::write_back(target, host, requested.stream, blocking_wait);
 }
 
 CollectiveContext Call::context_on(Transport& transport) {

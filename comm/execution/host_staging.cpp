@@ -10,18 +10,19 @@ Tensor host_copy(const Tensor& t, const CollectiveOptions& requested) {
   return t.to(Device::cpu());
 }
 
-void write_back(Tensor& target, const Tensor& host, void* stream) {
+void write_back(Tensor& target, const Tensor& host, void* stream, bool host_waits) {
   if (target.is_same(host)) return;
   if (stream && target.device().is_cuda() && host.device().is_cpu() && target.dtype() == host.dtype() &&
       target.numel() == host.numel()) {
     kernels::cuda_memcpy_on(target.data_ptr(), host.data_ptr(), host.nbytes(),
                             kernels::CopyKind::host_to_device, stream);
-    return;
+  } else {
+    // Without a caller's stream the legacy default stream is the caller's: a copy from pageable
+    // memory may land after it returns, but in that stream's order, which is all the call
+    // promises (CollectiveOptions::stream).
+    target.copy_from(host);
   }
-  // Without a caller's stream the legacy default stream is the caller's: a copy from pageable
-  // memory may land after it returns, but in that stream's order, which is all the call promises
-  // (CollectiveOptions::stream).
-  target.copy_from(host);
+  if (host_waits && target.device().is_cuda()) kernels::cuda_host_wait(stream, nullptr);
 }
 
 }  // namespace ringdp::comm

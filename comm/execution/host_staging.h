@@ -17,7 +17,9 @@ Tensor host_copy(const Tensor& t, const CollectiveOptions& requested);
 
 /// `host`'s bytes into `target` (nothing when they are one tensor): into device memory on the
 /// caller's `stream`, so that work enqueued there after the call's Work completes reads them;
-/// without one, on the legacy default stream (work queued there afterwards reads them).
-void write_back(Tensor& target, const Tensor& host, void* stream);
+/// without one, on the legacy default stream (work queued there afterwards reads them). With
+/// `host_waits` (CommOptions::blocking_wait) the host also waits for them to land, as it waits for
+/// the device transports' work.
+void write_back(Tensor& target, const Tensor& host, void* stream, bool host_waits);
 
 }  // namespace ringdp::comm

@@ -38,6 +38,35 @@ void exchange(comm::Communicator& w, Tensor& sent, Tensor& received, int tag,
     w.send(sent, peer, tag + 1, options).wait();
   }
 }
+
+// One call without a caller's stream: an all-reduce by ringdp's algorithm (what 0) or the
+// library's (1), or send/recv (2), blocking or `async`; then `reader` (the legacy default stream
+// when null) copies the result into pageable memory, a copy that waits for that stream's earlier
+// work and no other. How many elements were wrong, over both ranks. A reader of its own first
+// waits for the input's copy, which lands in the default stream's order.
+int64_t wrong_without_stream(comm::Communicator& w, int what, bool async, cudaStream_t reader, int tag) {
+  const int64_t count = 2 * w.size() + 1031;
+  std::vector<float> in(static_cast<size_t>(count)), out(in.size(), -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((w.rank() + 1) * (i % 7 + 1));
+  Tensor t = empty({count}, DType::float32, w.device());
+  Tensor received = what < 2 ? t : empty({count}, DType::float32, w.device());  // in place, or the peer's
+  REQUIRE(cudaMemcpy(t.data_ptr(), in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice) ==
+          cudaSuccess);
+  if (reader) REQUIRE(cudaStreamSynchronize(nullptr) == cudaSuccess);
+  double expected = w.size() * (w.size() + 1) / 2.0;
+  if (what < 2) {
+    const comm::Algorithm algorithm = what == 0 ? comm::Algorithm::automatic : comm::Algorithm::native;
+    w.all_reduce(t, ReduceOp::sum, {.algorithm = algorithm, .async = async}).wait();
+  } else {
+    exchange(w, t, received, tag, {.async = async});
+    expected = (1 - w.rank()) + 1;  // the peer's values
+  }
+  REQUIRE(cudaMemcpyAsync(out.data(), received.data_ptr(), out.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                          reader) == cudaSuccess);
+  int64_t wrong = 0;
+  for (size_t i = 0; i < out.size(); ++i) wrong += out[i] != static_cast<float>(expected * (i % 7 + 1));
+  return testing::global_sum(wrong);
+}
 }  // namespace
 
 TEST_CASE("a collective on the caller's stream waits for it and is waited for there, AVG included",
@@ -137,35 +166,12 @@ TEST_CASE("without a caller's stream, work on the default stream reads the resul
   REQUIRE(w.size() == 2);
   const Device mine = w.device();
   REQUIRE(cudaSetDevice(mine.index) == cudaSuccess);
-  const int64_t count = 2 * w.size() + 1031;
   using doubles::StreamOrder;
   for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
-    for (int how = 0; how < 6; ++how) {  // all-reduce by ringdp's algorithm, by the library's;
-                                         // send/recv; each blocking and asynchronous
-      const bool async = how % 2 == 1;
-      const int what = how / 2;
-      CAPTURE(order == StreamOrder::newest_first ? "newest first" : "oldest first", what, async);
+    for (int how = 0; how < 6; ++how) {  // each call, blocking and asynchronous
+      CAPTURE(order == StreamOrder::newest_first ? "newest first" : "oldest first", how / 2, how % 2);
       doubles::set_stream_order(order);
-      std::vector<float> in(static_cast<size_t>(count)), out(in.size(), -1.0f);
-      for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((w.rank() + 1) * (i % 7 + 1));
-      Tensor t = empty({count}, DType::float32, mine);
-      Tensor received = what < 2 ? t : empty({count}, DType::float32, mine);  // in place, or the peer's
-      REQUIRE(cudaMemcpy(t.data_ptr(), in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice) ==
-              cudaSuccess);
-      double expected = w.size() * (w.size() + 1) / 2.0;
-      if (what < 2) {
-        const comm::Algorithm algorithm = what == 0 ? comm::Algorithm::automatic : comm::Algorithm::native;
-        w.all_reduce(t, ReduceOp::sum, {.algorithm = algorithm, .async = async}).wait();
-      } else {
-        exchange(w, t, received, 7, {.async = async});
-        expected = (1 - w.rank()) + 1;  // the peer's values
-      }
-      // Into pageable memory: the copy waits for the default stream's earlier work, and no other.
-      REQUIRE(cudaMemcpyAsync(out.data(), received.data_ptr(), out.size() * sizeof(float),
-                              cudaMemcpyDeviceToHost, nullptr) == cudaSuccess);
-      int64_t wrong = 0;
-      for (size_t i = 0; i < out.size(); ++i) wrong += out[i] != static_cast<float>(expected * (i % 7 + 1));
-      CHECK(testing::global_sum(wrong) == 0);
+      CHECK(wrong_without_stream(w, how / 2, how % 2 == 1, nullptr, 7) == 0);
     }
   doubles::set_stream_order(StreamOrder::round_robin);
 }
@@ -180,31 +186,9 @@ TEST_CASE("with blocking_wait, a CUDA tensor holds the result once the call comp
   REQUIRE(cudaSetDevice(mine.index) == cudaSuccess);
   cudaStream_t reader = nullptr;
   REQUIRE(cudaStreamCreateWithFlags(&reader, cudaStreamNonBlocking) == cudaSuccess);
-  const int64_t count = 2 * w.size() + 1031;
   for (int how = 0; how < 6; ++how) {  // as the case above
-    const bool async = how % 2 == 1;
-    const int what = how / 2;
-    CAPTURE(what, async);
-    std::vector<float> in(static_cast<size_t>(count)), out(in.size(), -1.0f);
-    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((w.rank() + 1) * (i % 7 + 1));
-    Tensor t = empty({count}, DType::float32, mine);
-    Tensor received = what < 2 ? t : empty({count}, DType::float32, mine);
-    REQUIRE(cudaMemcpy(t.data_ptr(), in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice) ==
-            cudaSuccess);
-    REQUIRE(cudaStreamSynchronize(nullptr) == cudaSuccess);
-    double expected = w.size() * (w.size() + 1) / 2.0;
-    if (what < 2) {
-      const comm::Algorithm algorithm = what == 0 ? comm::Algorithm::automatic : comm::Algorithm::native;
-      w.all_reduce(t, ReduceOp::sum, {.algorithm = algorithm, .async = async}).wait();
-    } else {
-      exchange(w, t, received, 9, {.async = async});
-      expected = (1 - w.rank()) + 1;
-    }
-    REQUIRE(cudaMemcpyAsync(out.data(), received.data_ptr(), out.size() * sizeof(float),
-                            cudaMemcpyDeviceToHost, reader) == cudaSuccess);
-    int64_t wrong = 0;
-    for (size_t i = 0; i < out.size(); ++i) wrong += out[i] != static_cast<float>(expected * (i % 7 + 1));
-    CHECK(testing::global_sum(wrong) == 0);
+    CAPTURE(how / 2, how % 2);
+    CHECK(wrong_without_stream(w, how / 2, how % 2 == 1, reader, 9) == 0);
   }
   REQUIRE(cudaStreamDestroy(reader) == cudaSuccess);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -226,17 +227,42 @@ int requested_thread_level(MpiThread level) {
   }
   return MPI_THREAD_MULTIPLE;
 }
+// The collective timeout, as CommOptions reads it (RINGDP_TIMEOUT_MS, else RINGDP_TIMEOUT, else
+// 300 s), for the exit's notice. Never throws: a bad value was reported when a communicator was made.
+std::chrono::steady_clock::duration collective_timeout() {
+  try {
+    if (auto ms = settings::number(settings::Id::timeout_ms)) return std::chrono::milliseconds(*ms);
+    if (auto seconds = settings::number(settings::Id::timeout)) return std::chrono::seconds(*seconds);
+  } catch (...) {
+    return std::chrono::seconds(300);
+  }
+  return std::chrono::seconds(300);
+}
+
 // Every rank's last collective: true once every rank has posted it, false if `until` passes
 // first. Polled with sleeps, not waited in: MPICH's blocking calls spin, starving the rank waited
-// for where ranks share cores (tests/support/mpi_main.cpp's global_sum says how much).
-bool everyone_at_exit(std::chrono::steady_clock::time_point until) {
+// for where ranks share cores (tests/support/mpi_main.cpp's global_sum says how much). Past
+// `notice_at` it says once that it waits, so a job that seems to hang at its end shows which ranks
+// finished (the rank that prints nothing is the one they wait for).
+bool everyone_at_exit(std::chrono::steady_clock::time_point until,
+                      std::chrono::steady_clock::time_point notice_at) {
   MPI_Request request = MPI_REQUEST_NULL;
   if (MPI_Ibarrier(MPI_COMM_WORLD, &request) != MPI_SUCCESS) return false;
   for (;;) {
     int done = 0;
     if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
     if (done) return true;
-    if (std::chrono::steady_clock::now() >= until) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) return false;
+    if (now >= notice_at) {
+      int rank = -1;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      std::fprintf(stderr,
+                   "ringdp: rank %d (process %d): has finished and waits at exit for every other rank "
+                   "to finish too, as MPI_Finalize does (longer than the collective timeout already)\n",
+                   rank, static_cast<int>(getpid()));
+      notice_at = std::chrono::steady_clock::time_point::max();
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
@@ -257,9 +283,11 @@ void finalize_at_exit(int status) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;  // by the program itself: no MPI call may follow
-  const auto until = status == 0 ? std::chrono::steady_clock::time_point::max()
-                                 : std::chrono::steady_clock::now() + kFailedGrace;
-  if (!everyone_at_exit(until)) return;  // MPI_Finalize would wait for the late peers
+  const auto now = std::chrono::steady_clock::now();
+  const auto never = std::chrono::steady_clock::time_point::max();
+  const bool failed = status != 0;
+  if (!everyone_at_exit(failed ? now + kFailedGrace : never, failed ? never : now + collective_timeout()))
+    return;  // MPI_Finalize would wait for the late peers
   run_before_finalize();
   MPI_Finalize();
 }

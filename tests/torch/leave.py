@@ -10,6 +10,8 @@ wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; bef
           WORLD_SIZE set by a launcher that does not end the others) its peers see its process end
   extra   rank 0 runs a third all_reduce, which no other rank runs; the others finish
   finish  nobody leaves early: every rank finishes (exit 0)
+  late    as finish, but rank 1 sleeps 3 s before it exits: under an MPI launcher with
+          RINGDP_TIMEOUT=1 the others, waiting at exit, say so
   gloo    a gloo group beside ringdp's default group: rank 1 raises an uncaught ValueError while
           the others wait in the gloo group's second all_reduce, which only rank 1's process
           ending can end (gloo sees nothing else): its exit must not wait for them for ever
@@ -119,4 +121,6 @@ if mode == "timeout" and rank != 1:
 all_reduce()
 if mode == "extra" and rank == 0:
     all_reduce()
+if mode == "late" and rank == 1:
+    time.sleep(3)
 say(f"rank {rank}: done")

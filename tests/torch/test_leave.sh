@@ -113,3 +113,16 @@ job finish $limit
 [ $rc -eq 0 ] || fail "finish: a job where every rank finished exited $rc: $out"
 [ "$(grep -o ': done' <<<"$out" | wc -l)" -eq "$np" ] || fail "finish: not every rank finished: $out"
 echo "ok: a job where every rank finishes exits 0 in ${seconds}s"
+
+# A rank that finished waits at exit for a late peer as MPI_Finalize would, and once that outlasts
+# the collective timeout it says so (the line a communicator's teardown printed before exits moved
+# to MPI's exit hook); the late rank says nothing.
+if [ "$mpiexec" != plain ]; then
+  RINGDP_TIMEOUT=1 job late $limit
+  [ $rc -eq 0 ] || fail "late: a job where every rank finished exited $rc: $out"
+  for ((r = 0; r < np; r++)); do
+    said=$(grep -c "ringdp: rank $r (process [0-9]*): has finished and waits at exit for every other rank" <<<"$out")
+    [ "$said" -eq $((r == 1 ? 0 : 1)) ] || fail "late: rank $r said $said times that it waits at exit: $out"
+  done
+  echo "ok: ranks that finished wait at exit for a late one, and say so past the collective timeout (${seconds}s)"
+fi

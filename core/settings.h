@@ -31,6 +31,7 @@ enum class Reader : uint8_t { library, tests };
 enum class Id : uint8_t {
   timeout,
   timeout_ms,
+  exit_grace,
   segment_bytes,
   rd_max_bytes,
   rabenseifner_max_bytes,

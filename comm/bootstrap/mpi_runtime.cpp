@@ -51,11 +51,30 @@ std::atomic<int> g_thread_level{-1};  // what MPI provides, known once it is ini
 // for less (RINGDP_MPI_THREAD=serialized shares one even where MPI gives more than asked).
 std::atomic<bool> g_independent_threads{false};
 
-// How long a rank that exits non-zero waits at exit for its peers (finalize_at_exit) before it exits
-// without MPI_Finalize. Peers inside a ringdp collective hear of it and come within a second; a
-// peer whose own timeout fires first (a 3 s group timeout against a rank 6 s late, as
-// tests/torch/test_leave.sh's `timeout` runs) needs more; one blocked in gloo never comes.
-constexpr auto kFailedGrace = std::chrono::seconds(10);
+// What MPI's exit hook (finalize_at_exit) waits for, read where MPI is initialised, so that a bad
+// value is an error the program sees, not one at exit.
+struct ExitTiming {
+  // How long a rank that exits non-zero waits for its peers before it exits without MPI_Finalize
+  // (RINGDP_EXIT_GRACE). Peers inside a ringdp collective hear of it and come within a second; a
+  // peer whose own timeout fires first (a 3 s group timeout against a rank 6 s late, as
+  // tests/torch/test_leave.sh's `timeout` runs) needs more; one blocked in gloo never comes.
+  std::chrono::seconds failed_grace{10};
+  // After how long a rank that finished says that it still waits (the collective timeout).
+  std::chrono::milliseconds notice_after{std::chrono::seconds(300)};
+};
+ExitTiming g_exit_timing;  // set before the exit hook that reads it is registered
+
+ExitTiming read_exit_timing() {
+  using settings::Id;
+  auto value = [](Id id) {
+    return settings::number(id).value_or(
+        settings::parse_number(settings::get(id), settings::get(id).default_text));
+  };
+  ExitTiming timing{.failed_grace = std::chrono::seconds(value(Id::exit_grace)),
+                    .notice_after = std::chrono::seconds(value(Id::timeout))};
+  if (auto ms = settings::number(Id::timeout_ms)) timing.notice_after = std::chrono::milliseconds(*ms);
+  return timing;
+}
 
 // Runs every hook registered, the newest first (a world's groups before it), dropping each as it
 // runs; one registered meanwhile runs too.
@@ -227,16 +246,11 @@ int requested_thread_level(MpiThread level) {
   }
   return MPI_THREAD_MULTIPLE;
 }
-// The collective timeout, as CommOptions reads it (RINGDP_TIMEOUT_MS, else RINGDP_TIMEOUT, else
-// 300 s), for the exit's notice. Never throws: a bad value was reported when a communicator was made.
-std::chrono::steady_clock::duration collective_timeout() {
-  try {
-    if (auto ms = settings::number(settings::Id::timeout_ms)) return std::chrono::milliseconds(*ms);
-    if (auto seconds = settings::number(settings::Id::timeout)) return std::chrono::seconds(*seconds);
-  } catch (...) {
-    return std::chrono::seconds(300);
-  }
-  return std::chrono::seconds(300);
+
+int world_rank() {
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
 }
 
 // Every rank's last collective: true once every rank has posted it, false if `until` passes
@@ -255,12 +269,10 @@ bool everyone_at_exit(std::chrono::steady_clock::time_point until,
     const auto now = std::chrono::steady_clock::now();
     if (now >= until) return false;
     if (now >= notice_at) {
-      int rank = -1;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       std::fprintf(stderr,
                    "ringdp: rank %d (process %d): has finished and waits at exit for every other rank "
                    "to finish too, as MPI_Finalize does (longer than the collective timeout already)\n",
-                   rank, static_cast<int>(getpid()));
+                   world_rank(), static_cast<int>(getpid()));
       notice_at = std::chrono::steady_clock::time_point::max();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -272,7 +284,7 @@ bool everyone_at_exit(std::chrono::steady_clock::time_point until,
 // exits non-zero failed, whether or not an exception said so (Python's sys.exit(1) after catching
 // one, a C++ main that returns 1), and its peers may be blocked where only its process ending
 // releases them (a gloo group beside ringdp's, which under PyTorch 2.x lives as long as the
-// process): it leaves as a failed rank, waits at the barrier for kFailedGrace only, then exits
+// process): it leaves as a failed rank, waits at the barrier for RINGDP_EXIT_GRACE only, then exits
 // without MPI_Finalize, and the launcher ends the job. The barrier is on MPI_COMM_WORLD, so every
 // process of the job must have had MPI initialised by ringdp (one program's ranks, as ringdp's
 // own collectives over the world need anyway). The departure notices' sends complete after it,
@@ -286,8 +298,16 @@ void finalize_at_exit(int status) {
   const auto now = std::chrono::steady_clock::now();
   const auto never = std::chrono::steady_clock::time_point::max();
   const bool failed = status != 0;
-  if (!everyone_at_exit(failed ? now + kFailedGrace : never, failed ? never : now + collective_timeout()))
+  if (!everyone_at_exit(failed ? now + g_exit_timing.failed_grace : never,
+                        failed ? never : now + g_exit_timing.notice_after)) {
+    if (failed)  // and the launcher, seeing a rank end without MPI_Finalize, ends the others
+      std::fprintf(stderr,
+                   "ringdp: rank %d (process %d): exits with status %d without MPI_Finalize: not every "
+                   "rank reached its exit within %lld s (RINGDP_EXIT_GRACE); the launcher ends the job\n",
+                   world_rank(), static_cast<int>(getpid()), status,
+                   static_cast<long long>(g_exit_timing.failed_grace.count()));
     return;  // MPI_Finalize would wait for the late peers
+  }
   run_before_finalize();
   MPI_Finalize();
 }
@@ -319,6 +339,7 @@ void mpi_ensure_initialized(MpiThread level) {
       return;
     }
     check_srun_plugin_before_init();
+    g_exit_timing = read_exit_timing();
     apply_open_mpi_defaults();
     const int requested = requested_thread_level(level);
     int provided = 0;

@@ -101,13 +101,28 @@ echo "ok: a timeout raises the watchdog's report (${seconds}s in all), the group
 # ringdp's: before, its exit hook waited for them to leave ringdp's job, and gloo waited for its
 # process to end (torch's 30 minutes; sys.exit(1) still did until 2026-12-07). Under an MPI
 # launcher, with PyTorch 2.x (whose gloo group lives until the process ends), MPI_Finalize then
-# waits for them too: a rank that exits non-zero gives up after a grace period and exits without it.
+# waits for them too: a rank that exits non-zero gives up after a grace period (RINGDP_EXIT_GRACE:
+# 2 s for `gloo`, the default 10 s for `gloo-exit1`), says so, and exits without it.
+major=$("$python" -c 'import torch; print(torch.__version__.split(".")[0])')
 for mode in gloo gloo-exit1; do
-  job $mode $limit
+  grace=10
+  [ $mode = gloo ] && grace=2
+  RINGDP_EXIT_GRACE=$grace job $mode $limit
   [ $rc -ne 0 ] || fail "$mode: the job ended with exit 0: $out"
   grep -q "bad sample 17" <<<"$out" || fail "$mode: rank 1 did not fail: $out"
+  gave_up="ringdp: rank 1 (process [0-9]*): exits with status 1 without MPI_Finalize: not every rank reached its exit within $grace s"
+  if [ "$mpiexec" != plain ] && [ "$major" -ge 2 ]; then
+    grep -q "$gave_up" <<<"$out" || fail "$mode: rank 1 did not say it gave up on the others after $grace s: $out"
+  fi
   echo "ok: a rank failing ($mode) while the others wait in a gloo group ends the job in ${seconds}s, exit $rc"
 done
+if [ "$mpiexec" != plain ]; then
+  RINGDP_EXIT_GRACE=soon job finish $limit
+  [ $rc -ne 0 ] || fail "RINGDP_EXIT_GRACE=soon: the job exited 0: $out"
+  grep -q "RINGDP_EXIT_GRACE='soon': expected a number of seconds from 0 to 100000000" <<<"$out" ||
+    fail "RINGDP_EXIT_GRACE=soon: no error naming it: $out"
+  echo "ok: a bad RINGDP_EXIT_GRACE ends the job at start-up, named (${seconds}s)"
+fi
 
 job finish $limit
 [ $rc -eq 0 ] || fail "finish: a job where every rank finished exited $rc: $out"

@@ -8,6 +8,7 @@
 #include <map>
 #include <string_view>
 
+#include "comm/bootstrap/exit_hooks.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/shm/shared_slots.h"
 #include "comm/world/departures.h"

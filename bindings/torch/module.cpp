@@ -20,6 +20,7 @@
 #include "bindings/torch/process_group.h"
 #include "bindings/torch/terminate_report.h"
 #include "bindings/torch/torch_store.h"
+#include "comm/bootstrap/exit_hooks.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "core/error.h"
 

@@ -13,7 +13,6 @@
 #include <string>
 
 #include "comm/job.h"
-#include "comm/leaving.h"
 #include "comm/types.h"
 
 namespace ringdp::comm {
@@ -79,23 +78,6 @@ inline std::atomic<bool> g_forked{false};
 /// worker): MPI and the communicators' threads are the parent's, and the child must touch
 /// neither. Its communicators refuse every call, naming the fork, and are let go unfreed.
 inline bool in_forked_child() { return forking::g_forked.load(std::memory_order_relaxed); }
-
-/// Registers what a communicator does when its process leaves the job (Communicator::leave): run
-/// by leave_job, or at exit just before MPI_Finalize, so that no rank reaches MPI_Finalize (which
-/// waits for every rank) while a peer waits for it in a collective. Returns the handle
-/// drop_exit_hook takes.
-int add_exit_hook(std::function<void(const Leaving&)> leave);
-/// Forgets a hook (the communicator's destructor); waits for a leave_job running it.
-void drop_exit_hook(int handle);
-/// Runs every hook still registered, the newest first (a world's groups before it), and forgets
-/// them: what a Python process does at exit (bindings/torch), before torch's objects go.
-void leave_job(const Leaving& leaving);
-/// Registers a step that runs at exit after leave_job and before MPI_Finalize (never in a forked
-/// child, nor in a rank that exits non-zero without its peers at the exit barrier, which skips
-/// MPI_Finalize and leaves the job to its launcher): what must complete while every peer is still inside MPI,
-/// such as the departure notices this rank sent (MPI_Finalize with a send not complete is erroneous; over TCP
-/// it killed a rank with SIGPIPE when a peer closed its connection first).
-void before_finalize(std::function<void()> step);
 
 /// Installs a std::terminate handler that reports the exception and calls abort_job, so an
 /// exception escaping on any thread (a communicator worker included) cannot leave peers waiting.

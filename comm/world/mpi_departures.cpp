@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/bootstrap/exit_hooks.h"
 #include "comm/bootstrap/mpi_runtime.h"
 #include "comm/transport/mpi/mpi_transport.h"
 

@@ -19,6 +19,7 @@ ringdp gap listed in peer_table.KNOWN_GAPS.
 import argparse
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -135,6 +136,12 @@ def job_error(log_path):
     for line in lines:
         if line.startswith("ringdp: "):  # ringdp's fatal errors and the watchdog's report
             return line
+    # Under PYTHONUNBUFFERED another rank's text may run into that line's start (print() wrote its
+    # newline later), so search: after the lines above, as a traceback's "Error: ringdp: " may match
+    for line in lines:
+        found = re.search(r"ringdp: .*", line)
+        if found:
+            return found.group(0)
     return " | ".join(lines[-3:]) if lines else "(no output)"
 
 

@@ -105,6 +105,7 @@ Communicator::Communicator(DiscoveredWorld world, CommOptions options, bool whol
     state_->world_.departures->watch_position(&state_->executor_.position());
     state_->executor_.set_departures(state_->world_.departures.get());
     state_->exit_hook_ = add_exit_hook([this](const Leaving& leaving) { leave(leaving); });
+    note_collective_timeout(options_.timeout);
   }
 }
 

@@ -27,8 +27,8 @@ constexpr Setting kTable[] = {
     {timeout_ms, "RINGDP_TIMEOUT_MS", number, "", "a number of milliseconds from 1 to 100000000000",
      "the same deadline in milliseconds (wins over RINGDP_TIMEOUT)", Reader::library, 1, 100'000'000'000},
     {exit_grace, "RINGDP_EXIT_GRACE", number, "10", "a number of seconds from 0 to 100000000",
-     "under an MPI launcher, how long a rank that exits non-zero waits at exit for the others before it "
-     "exits without MPI_Finalize",
+     "where ringdp initialised MPI: how long a rank that exits non-zero waits at exit for the others "
+     "before it exits without MPI_Finalize",
      Reader::library, 0, 100'000'000},
     {segment_bytes, "RINGDP_SEGMENT_BYTES", number, "0", "a number of bytes, 0 = automatic",
      "the ring's pipelining unit; 0: 1 MiB, or 64 KiB when a host's ranks outnumber its cores (agreed: "

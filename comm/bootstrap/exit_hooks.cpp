@@ -4,8 +4,10 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -73,7 +75,15 @@ void run_exit_hooks(const Leaving& leaving) {
   }
   for (auto& step : steps) step();
 }
+// The longest collective timeout of the job's communicators, in ms; 0 until one is made.
+std::atomic<int64_t> g_longest_timeout_ms{0};
 }  // namespace
+
+void note_collective_timeout(std::chrono::milliseconds timeout) {
+  int64_t longest = g_longest_timeout_ms.load();
+  while (timeout.count() > longest && !g_longest_timeout_ms.compare_exchange_weak(longest, timeout.count())) {
+  }
+}
 
 int add_exit_hook(std::function<void(const Leaving&)> leave) {
   static int next = 0;
@@ -112,7 +122,8 @@ struct ExitTiming {
   // peer whose own timeout fires first (a 3 s group timeout against a rank 6 s late, as
   // tests/torch/test_leave.sh's `timeout` runs) needs more; one blocked in gloo never comes.
   std::chrono::seconds failed_grace{10};
-  // After how long a rank that finished says that it still waits (the collective timeout).
+  // After how long a rank that finished says that it still waits, where no communicator noted
+  // its timeout: RINGDP_TIMEOUT(_MS).
   std::chrono::milliseconds notice_after{std::chrono::seconds(300)};
 };
 ExitTiming g_exit_timing;  // read_exit_settings: before the exit hook that reads it is registered
@@ -135,26 +146,37 @@ int world_rank() {
   return rank;
 }
 
-// Every rank's last collective: true once every rank has posted it, false if `until` passes
+// After how long a rank that finished says that it still waits: the longest collective timeout of
+// the job's communicators (torch's, or a program's CommOptions), else the settings'.
+std::chrono::milliseconds notice_after() {
+  const int64_t noted = g_longest_timeout_ms.load();
+  return noted > 0 ? std::chrono::milliseconds(noted) : g_exit_timing.notice_after;
+}
+
+enum class AtExit { everyone, too_late, mpi_failed };
+
+// Every rank's last collective: everyone once every rank has posted it, too_late if `until` passes
 // first. Polled with sleeps, not waited in: MPICH's blocking calls spin, starving the rank waited
 // for where ranks share cores (tests/support/mpi_main.cpp's global_sum says how much). Past
 // `notice_at` it says once that it waits, so a job that seems to hang at its end shows which ranks
 // finished (the rank that prints nothing is the one they wait for).
-bool everyone_at_exit(std::chrono::steady_clock::time_point until,
-                      std::chrono::steady_clock::time_point notice_at) {
+AtExit everyone_at_exit(std::chrono::steady_clock::time_point until,
+                        std::chrono::steady_clock::time_point notice_at) {
   MPI_Request request = MPI_REQUEST_NULL;
-  if (MPI_Ibarrier(MPI_COMM_WORLD, &request) != MPI_SUCCESS) return false;
+  if (MPI_Ibarrier(MPI_COMM_WORLD, &request) != MPI_SUCCESS) return AtExit::mpi_failed;
   for (;;) {
     int done = 0;
-    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
-    if (done) return true;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return AtExit::mpi_failed;
+    if (done) return AtExit::everyone;
     const auto now = std::chrono::steady_clock::now();
-    if (now >= until) return false;
+    if (now >= until) return AtExit::too_late;
     if (now >= notice_at) {
       std::fprintf(stderr,
                    "ringdp: rank %d (process %d): has finished and waits at exit for every other rank "
-                   "to finish too, as MPI_Finalize does (longer than the collective timeout already)\n",
-                   world_rank(), static_cast<int>(getpid()));
+                   "to finish too, as MPI_Finalize does (longer than the collective timeout, %.0f s, "
+                   "already)\n",
+                   world_rank(), static_cast<int>(getpid()),
+                   static_cast<double>(notice_after().count()) / 1000);
       notice_at = std::chrono::steady_clock::time_point::max();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -180,18 +202,26 @@ void finalize_at_exit(int status) {
   const auto now = std::chrono::steady_clock::now();
   const auto never = std::chrono::steady_clock::time_point::max();
   const bool failed = status != 0;
-  if (!everyone_at_exit(failed ? now + g_exit_timing.failed_grace : never,
-                        failed ? never : now + g_exit_timing.notice_after)) {
-    if (failed)  // and the launcher, seeing a rank end without MPI_Finalize, ends the others
-      std::fprintf(stderr,
-                   "ringdp: rank %d (process %d): exits with status %d without MPI_Finalize: not every "
-                   "rank reached its exit within %lld s (RINGDP_EXIT_GRACE); the launcher ends the job\n",
-                   world_rank(), static_cast<int>(getpid()), status,
-                   static_cast<long long>(g_exit_timing.failed_grace.count()));
-    return;  // MPI_Finalize would wait for the late peers
+  const AtExit came = everyone_at_exit(failed ? now + g_exit_timing.failed_grace : never,
+                                       failed ? never : now + notice_after());
+  if (came == AtExit::everyone) {
+    run_before_finalize();
+    MPI_Finalize();
+    return;
   }
-  run_before_finalize();
-  MPI_Finalize();
+  // Without MPI_Finalize, which would wait for the late peers or fail as the barrier did; the
+  // launcher, seeing a rank end without it, ends the others.
+  if (came == AtExit::too_late)
+    std::fprintf(stderr,
+                 "ringdp: rank %d (process %d): exits with status %d without MPI_Finalize: not every "
+                 "rank reached its exit within %lld s (RINGDP_EXIT_GRACE); the launcher ends the job\n",
+                 world_rank(), static_cast<int>(getpid()), status,
+                 static_cast<long long>(g_exit_timing.failed_grace.count()));
+  else
+    std::fprintf(stderr,
+                 "ringdp: rank %d (process %d): exits with status %d without MPI_Finalize: the last "
+                 "barrier before it failed in MPI (a peer's process or connection is gone?)\n",
+                 world_rank(), static_cast<int>(getpid()), status);
 }
 }  // namespace
 

@@ -6,9 +6,11 @@
 // that leaves").
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 #include "comm/leaving.h"
+#include "config.h"
 
 namespace ringdp::comm {
 
@@ -23,16 +25,24 @@ void drop_exit_hook(int handle);
 /// them: what a Python process does at exit (bindings/torch), before torch's objects go.
 void leave_job(const Leaving& leaving);
 /// Registers a step that runs at exit after leave_job and before MPI_Finalize (never in a forked
-/// child, nor in a rank that exits non-zero without its peers at the exit barrier, which skips
-/// MPI_Finalize): what must complete while every peer is still inside MPI, such as the departure
-/// notices this rank sent (MPI_Finalize with a send not complete is erroneous; over TCP it killed
-/// a rank with SIGPIPE when a peer closed its connection first).
+/// child, nor where the program finalized MPI itself, nor in a rank that skips MPI_Finalize: one
+/// that exits non-zero without its peers at the exit barrier, or whose barrier failed): what must complete
+/// while every peer is still inside MPI, such as the departure notices this rank sent (MPI_Finalize with a
+/// send not complete is erroneous; over TCP it killed a rank with SIGPIPE when a peer closed its connection
+/// first).
 void before_finalize(std::function<void()> step);
 
+/// Notes a communicator's collective timeout: a rank that finished says that it still waits at
+/// exit once the wait outlasts the longest one noted (before any, RINGDP_TIMEOUT's).
+void note_collective_timeout(std::chrono::milliseconds timeout);
+
+#if RINGDP_HAVE_MPI
 /// For mpi_ensure_initialized, where ringdp initialises MPI: reads what MPI's exit hook waits for
-/// (RINGDP_EXIT_GRACE, the collective timeout) before MPI_Init, so a bad value is an error at
-/// start-up; then registers the hook after MPI_Init, so it runs before MPI's own exit handlers.
+/// (RINGDP_EXIT_GRACE, RINGDP_TIMEOUT) before MPI_Init, so a bad value is an error at start-up;
+/// then registers the hook after MPI_Init, so it runs before MPI's own exit handlers. Where a
+/// program initialised MPI itself, neither runs: it finalizes MPI itself.
 void read_exit_settings();
 void install_mpi_exit_hook();
+#endif
 
 }  // namespace ringdp::comm

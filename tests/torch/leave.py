@@ -10,8 +10,8 @@ wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; bef
           WORLD_SIZE set by a launcher that does not end the others) its peers see its process end
   extra   rank 0 runs a third all_reduce, which no other rank runs; the others finish
   finish  nobody leaves early: every rank finishes (exit 0)
-  late    as finish, but rank 1 sleeps 3 s before it exits: under an MPI launcher with
-          RINGDP_TIMEOUT=1 the others, waiting at exit, say so
+  late    as finish, with the group's timeout 3 s, but rank 1 sleeps 7 s before it exits: under
+          an MPI launcher the others, waiting at exit past that timeout, say so
   gloo    a gloo group beside ringdp's default group: rank 1 raises an uncaught ValueError while
           the others wait in the gloo group's second all_reduce, which only rank 1's process
           ending can end (gloo sees nothing else): its exit must not wait for them for ever
@@ -43,7 +43,7 @@ import ringdp_torch  # noqa: F401  (its import registers the backend)
 rendezvous, mode = sys.argv[1], sys.argv[2]
 rank = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0"))))
 size = int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1"))))
-timeout = {"timeout": datetime.timedelta(seconds=3)} if mode == "timeout" else {}
+timeout = {"timeout": datetime.timedelta(seconds=3)} if mode in ("timeout", "late") else {}
 # TEST_INIT_METHOD=env://: the launcher's own store (torchrun's, across hosts: tests/net/torchrun.sh).
 method = os.environ.get("TEST_INIT_METHOD", f"file://{rendezvous}/store")
 dist.init_process_group("ringdp", init_method=method, rank=rank, world_size=size, **timeout)
@@ -122,5 +122,5 @@ all_reduce()
 if mode == "extra" and rank == 0:
     all_reduce()
 if mode == "late" and rank == 1:
-    time.sleep(3)
+    time.sleep(7)
 say(f"rank {rank}: done")

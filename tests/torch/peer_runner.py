@@ -129,10 +129,16 @@ def wait_job(job, results_dir, np, first):
     return None
 
 
+# ringdp's lines that report no error: a warning, and the waits and exits that follow one.
+NOT_AN_ERROR = re.compile(r"ringdp: (warning: |rank \d+( \(process \d+\))?: (has finished and waits at exit|"
+                          r"has left the job and waits for|exits with status \d+ without MPI_Finalize))")
+
+
 def job_error(log_path):
     """The job's own account of its death: ringdp's error line, else the launcher's last words."""
     with open(log_path, encoding="utf-8", errors="replace") as f:
-        lines = [line.strip() for line in f if line.strip() and not line.startswith("INFO:")]
+        lines = [line.strip() for line in f
+                 if line.strip() and not line.startswith("INFO:") and not NOT_AN_ERROR.search(line)]
     for line in lines:
         if line.startswith("ringdp: "):  # ringdp's fatal errors and the watchdog's report
             return line

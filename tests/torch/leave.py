@@ -10,7 +10,7 @@ wait for it, for tests/torch/test_leave.sh. Every rank runs two all_reduces; bef
           WORLD_SIZE set by a launcher that does not end the others) its peers see its process end
   extra   rank 0 runs a third all_reduce, which no other rank runs; the others finish
   finish  nobody leaves early: every rank finishes (exit 0)
-  late    as finish, with the group's timeout 3 s, but rank 1 sleeps 7 s before it exits: under
+  late    as finish, with the group's timeout 3 s, but rank 1 sleeps 10 s before it exits: under
           an MPI launcher the others, waiting at exit past that timeout, say so
   gloo    a gloo group beside ringdp's default group: rank 1 raises an uncaught ValueError while
           the others wait in the gloo group's second all_reduce, which only rank 1's process
@@ -122,5 +122,5 @@ all_reduce()
 if mode == "extra" and rank == 0:
     all_reduce()
 if mode == "late" and rank == 1:
-    time.sleep(7)
+    time.sleep(10)
 say(f"rank {rank}: done")

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -114,31 +115,12 @@ void leave_job(const Leaving& leaving) {
 
 #if RINGDP_HAVE_MPI
 namespace {
-// What MPI's exit hook (finalize_at_exit) waits for, read where MPI is initialised, so that a bad
-// value is an error the program sees, not one at exit.
-struct ExitTiming {
-  // How long a rank that exits non-zero waits for its peers before it exits without MPI_Finalize
-  // (RINGDP_EXIT_GRACE). Peers inside a ringdp collective hear of it and come within a second; a
-  // peer whose own timeout fires first (a 3 s group timeout against a rank 6 s late, as
-  // tests/torch/test_leave.sh's `timeout` runs) needs more; one blocked in gloo never comes.
-  std::chrono::seconds failed_grace{10};
-  // After how long a rank that finished says that it still waits, where no communicator noted
-  // its timeout: RINGDP_TIMEOUT(_MS).
-  std::chrono::milliseconds notice_after{std::chrono::seconds(300)};
-};
-ExitTiming g_exit_timing;  // read_exit_settings: before the exit hook that reads it is registered
-
-ExitTiming read_exit_timing() {
-  using settings::Id;
-  auto value = [](Id id) {
-    return settings::number(id).value_or(
-        settings::parse_number(settings::get(id), settings::get(id).default_text));
-  };
-  ExitTiming timing{.failed_grace = std::chrono::seconds(value(Id::exit_grace)),
-                    .notice_after = std::chrono::seconds(value(Id::timeout))};
-  if (auto ms = settings::number(Id::timeout_ms)) timing.notice_after = std::chrono::milliseconds(*ms);
-  return timing;
-}
+// How long a rank that exits non-zero waits for its peers at exit before it exits without
+// MPI_Finalize (RINGDP_EXIT_GRACE; read_exit_settings, before the hook that reads it is registered).
+// Peers inside a ringdp collective hear of it and come within a second; a peer whose own timeout
+// fires first (a 3 s group timeout against a rank 6 s late, as tests/torch/test_leave.sh's
+// `timeout` runs) needs more; one blocked in gloo never comes.
+std::chrono::seconds g_failed_grace{10};
 
 int world_rank() {
   int rank = -1;
@@ -147,10 +129,12 @@ int world_rank() {
 }
 
 // After how long a rank that finished says that it still waits: the longest collective timeout of
-// the job's communicators (torch's, or a program's CommOptions), else the settings'.
-std::chrono::milliseconds notice_after() {
+// the job's communicators (torch's, or a program's CommOptions, RINGDP_TIMEOUT applied). MPI is
+// initialised only to make one, so a rank without any (its making failed) has none to outlast.
+std::optional<std::chrono::milliseconds> notice_after() {
   const int64_t noted = g_longest_timeout_ms.load();
-  return noted > 0 ? std::chrono::milliseconds(noted) : g_exit_timing.notice_after;
+  if (noted <= 0) return std::nullopt;
+  return std::chrono::milliseconds(noted);
 }
 
 enum class AtExit { everyone, too_late, mpi_failed };
@@ -176,7 +160,7 @@ AtExit everyone_at_exit(std::chrono::steady_clock::time_point until,
                    "to finish too, as MPI_Finalize does (longer than the collective timeout, %.0f s, "
                    "already)\n",
                    world_rank(), static_cast<int>(getpid()),
-                   static_cast<double>(notice_after().count()) / 1000);
+                   static_cast<double>(notice_after()->count()) / 1000);
       notice_at = std::chrono::steady_clock::time_point::max();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -202,8 +186,9 @@ void finalize_at_exit(int status) {
   const auto now = std::chrono::steady_clock::now();
   const auto never = std::chrono::steady_clock::time_point::max();
   const bool failed = status != 0;
-  const AtExit came = everyone_at_exit(failed ? now + g_exit_timing.failed_grace : never,
-                                       failed ? never : now + notice_after());
+  const auto notice = notice_after();
+  const AtExit came =
+      everyone_at_exit(failed ? now + g_failed_grace : never, failed || !notice ? never : now + *notice);
   if (came == AtExit::everyone) {
     run_before_finalize();
     MPI_Finalize();
@@ -216,7 +201,7 @@ void finalize_at_exit(int status) {
                  "ringdp: rank %d (process %d): exits with status %d without MPI_Finalize: not every "
                  "rank reached its exit within %lld s (RINGDP_EXIT_GRACE); the launcher ends the job\n",
                  world_rank(), static_cast<int>(getpid()), status,
-                 static_cast<long long>(g_exit_timing.failed_grace.count()));
+                 static_cast<long long>(g_failed_grace.count()));
   else
     std::fprintf(stderr,
                  "ringdp: rank %d (process %d): exits with status %d without MPI_Finalize: the last "
@@ -225,7 +210,11 @@ void finalize_at_exit(int status) {
 }
 }  // namespace
 
-void read_exit_settings() { g_exit_timing = read_exit_timing(); }
+void read_exit_settings() {
+  const settings::Setting& grace = settings::get(settings::Id::exit_grace);
+  g_failed_grace = std::chrono::seconds(
+      settings::number(grace.id).value_or(settings::parse_number(grace, grace.default_text)));
+}
 
 void install_mpi_exit_hook() {
 #if defined(__GLIBC__)

@@ -33,14 +33,14 @@ void leave_job(const Leaving& leaving);
 void before_finalize(std::function<void()> step);
 
 /// Notes a communicator's collective timeout: a rank that finished says that it still waits at
-/// exit once the wait outlasts the longest one noted (before any, RINGDP_TIMEOUT's).
+/// exit once the wait outlasts the longest one noted.
 void note_collective_timeout(std::chrono::milliseconds timeout);
 
 #if RINGDP_HAVE_MPI
-/// For mpi_ensure_initialized, where ringdp initialises MPI: reads what MPI's exit hook waits for
-/// (RINGDP_EXIT_GRACE, RINGDP_TIMEOUT) before MPI_Init, so a bad value is an error at start-up;
-/// then registers the hook after MPI_Init, so it runs before MPI's own exit handlers. Where a
-/// program initialised MPI itself, neither runs: it finalizes MPI itself.
+/// For mpi_ensure_initialized, where ringdp initialises MPI: reads how long MPI's exit hook waits
+/// for a failed rank's peers (RINGDP_EXIT_GRACE) before MPI_Init, so a bad value is an error at
+/// start-up; then registers the hook after MPI_Init, so it runs before MPI's own exit handlers.
+/// Where a program initialised MPI itself, neither runs: it finalizes MPI itself.
 void read_exit_settings();
 void install_mpi_exit_hook();
 #endif

@@ -25,6 +25,20 @@ using namespace ringdp;
 using ringdp::testing::world;
 
 namespace {
+// This rank's world, its (emulated) GPU made current: every case's set-up.
+comm::Communicator& world_on_device() {
+  auto& w = world();
+  REQUIRE(w.device().is_cuda());
+  REQUIRE(cudaSetDevice(w.device().index) == cudaSuccess);
+  return w;
+}
+
+cudaStream_t non_blocking_stream() {
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  return stream;
+}
+
 // Between the two ranks, `sent` goes one way and comes back into `received` the other (tags `tag`
 // and `tag` + 1). Rank 0 sends first, rank 1 receives first: blocking calls pair up.
 void exchange(comm::Communicator& w, Tensor& sent, Tensor& received, int tag,
@@ -71,12 +85,9 @@ int64_t wrong_without_stream(comm::Communicator& w, int what, bool async, cudaSt
 
 TEST_CASE("a collective on the caller's stream waits for it and is waited for there, AVG included",
           "[stream]") {
-  auto& w = world();
+  auto& w = world_on_device();
   const Device mine = w.device();
-  REQUIRE(mine.is_cuda());
-  REQUIRE(cudaSetDevice(mine.index) == cudaSuccess);
-  cudaStream_t caller = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking) == cudaSuccess);
+  cudaStream_t caller = non_blocking_stream();
   cudaEvent_t issued = nullptr;
   REQUIRE(cudaEventCreateWithFlags(&issued, cudaEventDisableTiming) == cudaSuccess);
   const int64_t count = 2 * w.size() + 1031;
@@ -118,12 +129,10 @@ TEST_CASE("a collective on the caller's stream waits for it and is waited for th
 
 TEST_CASE("a send and a receive of CUDA tensors, through host copies, keep the caller's stream order",
           "[stream]") {
-  auto& w = world();
+  auto& w = world_on_device();
   REQUIRE(w.size() == 2);
   const Device mine = w.device();
-  REQUIRE(cudaSetDevice(mine.index) == cudaSuccess);
-  cudaStream_t caller = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking) == cudaSuccess);
+  cudaStream_t caller = non_blocking_stream();
   cudaEvent_t issued = nullptr;
   REQUIRE(cudaEventCreateWithFlags(&issued, cudaEventDisableTiming) == cudaSuccess);
   const int64_t count = 1031;
@@ -162,10 +171,8 @@ TEST_CASE("a send and a receive of CUDA tensors, through host copies, keep the c
 // extreme stream orders: a missing join of the default stream reads the input.
 TEST_CASE("without a caller's stream, work on the default stream reads the result once the call completes",
           "[stream]") {
-  auto& w = world();
+  auto& w = world_on_device();
   REQUIRE(w.size() == 2);
-  const Device mine = w.device();
-  REQUIRE(cudaSetDevice(mine.index) == cudaSuccess);
   using doubles::StreamOrder;
   for (StreamOrder order : {StreamOrder::newest_first, StreamOrder::oldest_first})
     for (int how = 0; how < 6; ++how) {  // each call, blocking and asynchronous
@@ -180,12 +187,9 @@ TEST_CASE("without a caller's stream, work on the default stream reads the resul
 // call completes, so a reader on any stream sees the result, through host copies too (a copy back
 // from pageable memory may land after it returns). Run by tests/mpi/meson.build with that setting.
 TEST_CASE("with blocking_wait, a CUDA tensor holds the result once the call completes", "[.blocking]") {
-  auto& w = world();
+  auto& w = world_on_device();
   REQUIRE(w.size() == 2);
-  const Device mine = w.device();
-  REQUIRE(cudaSetDevice(mine.index) == cudaSuccess);
-  cudaStream_t reader = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&reader, cudaStreamNonBlocking) == cudaSuccess);
+  cudaStream_t reader = non_blocking_stream();
   for (int how = 0; how < 6; ++how) {  // as the case above
     CAPTURE(how / 2, how % 2);
     CHECK(wrong_without_stream(w, how / 2, how % 2 == 1, reader, 9) == 0);

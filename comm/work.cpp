@@ -64,15 +64,36 @@ bool Work::is_completed() const {
   return state_->done;
 }
 
+namespace {
+// A hook that throws would leave the work's end half told: the process ends instead.
+void run_hook(const std::function<void()>& hook) noexcept { hook(); }
+}  // namespace
+
 void Work::mark_done(std::exception_ptr error) const {
   if (!state_) return;  // complete since it was made
+  std::function<void()> hook;
   {
     std::lock_guard lock(state_->mutex);
     state_->done = true;
     state_->done_at = std::chrono::steady_clock::now();
     state_->error = std::move(error);
+    hook = std::move(state_->on_done);
   }
   state_->done_cv.notify_all();
+  if (hook) run_hook(hook);
+}
+
+void Work::on_done(std::function<void()> hook) const {
+  RINGDP_CHECK(!needs_wait(), "Work::on_done: this work completes only when waited for (a two-part work)");
+  if (state_) {
+    std::lock_guard lock(state_->mutex);
+    if (!state_->done) {
+      RINGDP_CHECK(!state_->on_done, "Work::on_done: this work has a hook already (one per work)");
+      state_->on_done = std::move(hook);
+      return;
+    }
+  }
+  run_hook(hook);
 }
 
 }  // namespace ringdp::comm

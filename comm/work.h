@@ -30,6 +30,15 @@ class Work {
 
   void mark_done(std::exception_ptr error = nullptr) const;
 
+  /// Runs `hook` once the work is done: on the thread that marks it done, after it has woken the
+  /// waiters, or at once, here, when it is done already. For whoever must learn of the end
+  /// without a thread of its own blocked in wait() (the torch backend's completion threads, which
+  /// sleep until a call is done: bindings/torch/completions.h). One hook per work; it must not
+  /// throw. Not for work that completes only when waited for (needs_wait()).
+  void on_done(std::function<void()> hook) const;
+  /// Whether the work completes only inside wait() or is_completed() (two-part work, then()).
+  bool needs_wait() const { return state_ && state_->posted; }
+
   /// Work done in two parts: `posted` (the queued part) and then `finish`, run once by the
   /// first wait() (or by is_completed() when `poll` says the rest is already done). Used by
   /// asynchronous send/recv, whose messages complete outside the ordered queue.
@@ -46,6 +55,7 @@ class Work {
     std::shared_ptr<State> posted;  // set for two-part work
     std::function<void()> finish;
     std::function<bool()> poll;
+    std::function<void()> on_done;
   };
   explicit Work(std::nullptr_t) {}
   void finish_once() const;

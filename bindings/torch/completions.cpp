@@ -7,6 +7,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <exception>
 #include <optional>
 #include <stdexcept>
@@ -70,9 +71,15 @@ void Call::check_outputs() const {
   for (const at::Tensor& t : outputs_) check_device(t, name_, "'s output");
 }
 
-#if RINGDP_TORCH_CUDA
 bool Call::wait(std::chrono::milliseconds timeout) {
+  // A CUDA call completes on its stream, in the order the completion threads keep; a timeout is
+  // the base class's to keep.
+  if (!stream_ && timeout == ::kNoTimeout && claim(Owner::caller)) {
+    complete();
+    Completions::forget(*this);
+  }
   const bool done = ::c10d::Work::wait(timeout);
+#if RINGDP_TORCH_CUDA
   if (!stream_) return done;
   const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(stream_->device_type());
   const c10::Stream current = cuda->getStream(stream_->device());
@@ -81,9 +88,19 @@ bool Call::wait(std::chrono::milliseconds timeout) {
     joined.record(*stream_);
     joined.block(current);
   }
+#endif
   return done;
 }
-#endif
+
+void Call::await_collectives() {
+  for (ringdp::comm::Work& work : works_) {
+    try {
+      work.wait();
+    } catch (const std::exception&) {
+      // complete() reports it: a Work keeps its error for every wait.
+    }
+  }
+}
 
 void Call::complete() {
   std::exception_ptr error;
@@ -213,15 +230,39 @@ void Completions::finish() {
 }
 
 void Completions::push(c10::intrusive_ptr<Call> call) {
+  call->taken_at_once_ = call->works_.empty() || std::any_of(call->works_.begin(), call->works_.end(),
+                                                             [](const auto& w) { return w.needs_wait(); });
+  call->completions_ = state_;
   {
     std::lock_guard lock(state_->mutex);
-    if (state_->running > 0) {
-      state_->queue.push_back(std::move(call));
+    if (state_->running == 0) {
+      // No thread left to do it (stop_all: the process is exiting).
+      if (call->claim(Call::Owner::threads)) call->complete();
+      return;
+    }
+    state_->queue.push_back(call);
+    if (call->taken_at_once_) {
       state_->ready.notify_one();
       return;
     }
   }
-  call->complete();  // no thread left to do it (stop_all: the process is exiting)
+  // Collectives run in issue order, so the last one's end is the call's. Its hook wakes a thread
+  // unless the caller waits already and completes the call itself.
+  call->works_.back().on_done([owner = call->owner_, weak = std::weak_ptr<State>(state_)] {
+    Call::Owner none = Call::Owner::nobody;
+    if (!owner->compare_exchange_strong(none, Call::Owner::threads, std::memory_order_acq_rel)) return;
+    if (std::shared_ptr<State> state = weak.lock()) {
+      { std::lock_guard lock(state->mutex); }  // a thread checking ready() sees the claim or this wake
+      state->ready.notify_one();
+    }
+  });
+}
+
+void Completions::forget(const Call& call) {
+  auto state = std::static_pointer_cast<State>(call.completions_.lock());
+  if (!state) return;
+  std::lock_guard lock(state->mutex);
+  std::erase_if(state->queue, [&](const c10::intrusive_ptr<Call>& queued) { return queued.get() == &call; });
 }
 
 void Completions::run(const std::shared_ptr<State>& state) {
@@ -229,7 +270,9 @@ void Completions::run(const std::shared_ptr<State>& state) {
     c10::intrusive_ptr<Call> call;
     {
       std::unique_lock lock(state->mutex);
-      state->ready.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
+      // Stopping, every call is taken, done or not: the threads end only once all are complete.
+      state->ready.wait(
+          lock, [&] { return state->stopping || (!state->queue.empty() && ready(*state->queue.front())); });
       if (state->queue.empty()) {  // stopping, and every call issued is complete
         --state->running;
         state->stopped.notify_all();
@@ -237,8 +280,17 @@ void Completions::run(const std::shared_ptr<State>& state) {
       }
       call = std::move(state->queue.front());
       state->queue.pop_front();
+      // The next may be ready too, and this thread may be held long (a future's callback).
+      if (!state->queue.empty() && ready(*state->queue.front())) state->ready.notify_one();
     }
-    call->complete();
+    if (call->owner() == Call::Owner::caller) continue;  // its caller completes it
+    if (call->owner() == Call::Owner::nobody) {
+      // Taken at once, or at the stop: claimed once done, so that a caller who waits for it by
+      // then completes it on its own thread.
+      call->await_collectives();
+      call->claim(Call::Owner::threads);
+    }
+    if (call->owner() == Call::Owner::threads) call->complete();
   }
 }
 

@@ -11,6 +11,13 @@
 // does), and a receive waits for its peer, who may send only after a later call of ours completes:
 // with one thread either would wait on itself. Each blocked thread leaves the others free.
 //
+// Why a caller that waits completes its own call (Call::wait), and the threads sleep until a call's
+// collectives are done (the last one's Work::on_done wakes one) rather than wait on them: a small
+// blocking all-reduce crossed four thread wake-ups (the worker, a completion thread at the issue,
+// the same thread at the end, the caller), about half its time under PyTorch 2.15
+// (docs/benchmarks.md); now two, the worker's and the caller's, as on gloo. Only calls whose
+// messages complete when waited for (receives: Work::needs_wait) are taken at once, as before.
+//
 // CUDA tensors (RINGDP_TORCH_CUDA): a call takes torch's current stream of their device when it
 // is issued. The collectives wait for what was enqueued there by then (an event recorded at the
 // issue: CollectiveOptions::ready) and that stream waits for them (CollectiveOptions::stream), so the host
@@ -19,6 +26,7 @@
 // does. Tested by tests/torch/ and, on a GPU, tests/gpu/device_check.sh.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -54,9 +62,11 @@ class Call final : public ::c10d::Work {
   void check_outputs() const;
   /// Refuses `tensor` on another device than the call's first, naming it as `what` and `part`.
   void check_device(const at::Tensor& tensor, const char* what, const char* part = "") const;
-#if RINGDP_TORCH_CUDA
+  /// A caller that waits for a CPU call without a timeout, before its collectives are done,
+  /// completes it on its own thread (so the future's callbacks run there); otherwise it waits for
+  /// a thread of Completions to. CUDA calls also make the caller's current stream wait for the
+  /// call's.
   bool wait(std::chrono::milliseconds timeout = ::kNoTimeout) override;
-#endif
   void add(ringdp::comm::Work work) { works_.push_back(std::move(work)); }
   /// Whether a collective was posted (an argument error after one must still let it finish).
   bool posted() const { return !works_.empty(); }
@@ -72,8 +82,18 @@ class Call final : public ::c10d::Work {
 
  private:
   friend class Completions;
+  /// Who completes the call: decided once, by the first to claim it.
+  enum class Owner { nobody, caller, threads };
   /// Waits for the collectives, writes back, completes the future and the Work; never throws.
   void complete();
+  /// True to the first who claims the call (then `who` completes it), false to any later one.
+  bool claim(Owner who) {
+    Owner none = Owner::nobody;
+    return owner_->compare_exchange_strong(none, who, std::memory_order_acq_rel);
+  }
+  Owner owner() const { return owner_->load(std::memory_order_acquire); }
+  /// Waits for the collectives without completing the call; their errors wait for complete().
+  void await_collectives();
 
   const char* name_;
   std::vector<at::Tensor> outputs_;
@@ -86,6 +106,12 @@ class Call final : public ::c10d::Work {
   std::optional<c10::Stream> stream_;  // CUDA tensors: torch's current stream when issued
   std::deque<c10::Event> issued_;  // recorded there as each collective is posted (options())
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  // Shared with the hook on the last collective's Work, which claims the call for the threads
+  // when it is done: the hook keeps no reference to the call, so none is ever dropped on
+  // ringdp's worker (a tensor's last reference may need Python's interpreter).
+  std::shared_ptr<std::atomic<Owner>> owner_ = std::make_shared<std::atomic<Owner>>(Owner::nobody);
+  bool taken_at_once_ = false;  // no collective to wait for, or one done only when waited for
+  std::weak_ptr<void> completions_;  // the Completions::State it was pushed to
 };
 
 class Completions {
@@ -102,9 +128,12 @@ class Completions {
   /// Completes every call issued, then stops the threads (what the destructor does, earlier:
   /// the group's shutdown). Later calls complete on the caller's thread. Idempotent.
   void finish();
-  /// Hands an issued call to the thread; calls complete in the order they are pushed. Once the
-  /// threads have stopped (stop_all), the call completes here, on the caller's thread.
+  /// Hands an issued call to the threads; they take calls in the order they are pushed, each once
+  /// its collectives are done. Once the threads have stopped (stop_all), the call completes here,
+  /// on the caller's thread.
   void push(c10::intrusive_ptr<Call> call);
+  /// Drops `call` from the queue of the Completions it was pushed to: its caller completed it.
+  static void forget(const Call& call);
 
   /// Completes every call issued on every Completions alive and stops their threads, detached
   /// ones included; returns when none runs. Python's exit runs it (bindings/torch/module.cpp)
@@ -135,6 +164,9 @@ class Completions {
   /// itself, and it has only its own call left).
   static void stop(State& state);
   static void run(const std::shared_ptr<State>& state);
+  /// Whether a thread may take `call` now: claimed (by its caller, to drop; by the threads, done)
+  /// or taken at once.
+  static bool ready(const Call& call) { return call.taken_at_once_ || call.owner() != Call::Owner::nobody; }
 
   std::shared_ptr<State> state_ = std::make_shared<State>();
 };

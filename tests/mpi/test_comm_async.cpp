@@ -2,6 +2,7 @@
 // on finished work returns at once.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -98,6 +99,53 @@ TEST_CASE("wait() and is_completed() racing on an asynchronous receive finish it
     }
   }
   REQUIRE(wrong == 0);
+}
+
+TEST_CASE("on_done runs once the work is done: on the thread that ran it, or at once when done already",
+          "[async][work]") {
+  // The torch backend's completion threads sleep until a call's hook wakes them: a hook that ran
+  // before the end, or never, or twice, would complete a call early, never, or twice.
+  using namespace std::chrono_literals;
+  auto& comm = world();
+  const int N = comm.size(), rank = comm.rank();
+  Tensor t = full({1000}, 1.0);
+  // Rank 0 is late, so the others set their hook while the all-reduce is still waiting for it.
+  if (rank == 0 && N > 1) std::this_thread::sleep_for(200ms);
+  comm::Work work = comm.all_reduce(t, ReduceOp::sum, {.async = true});
+  std::atomic<int> runs{0};
+  std::atomic<bool> done_when_run{false};
+  std::thread::id ran_on;
+  work.on_done([&] {
+    done_when_run = work.is_completed();
+    ran_on = std::this_thread::get_id();
+    ++runs;
+  });
+  work.wait();
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (runs == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(10ms);  // a second run, were there one, would come now
+  REQUIRE(runs == 1);
+  REQUIRE(done_when_run);
+  if (rank != 0) REQUIRE(ran_on != std::this_thread::get_id());  // the worker's
+  REQUIRE(t.item(999) == N);
+
+  std::thread::id here;
+  work.on_done([&] { here = std::this_thread::get_id(); });  // done already: at once
+  REQUIRE(here == std::this_thread::get_id());
+  comm::Work::returned().on_done([&] { here = {}; });  // a blocking call's work: at once too
+  REQUIRE(here == std::thread::id{});
+
+  if (N < 2 || rank > 1) return;
+  // A two-part receive completes only when waited for: no hook would ever run.
+  if (rank == 1) {
+    Tensor got = zeros({2});
+    comm::Work received = comm.recv(got, 0, 11, {.async = true});
+    REQUIRE(received.needs_wait());
+    REQUIRE_THROWS_WITH(received.on_done([] {}), Catch::Contains("completes only when waited for"));
+    received.wait();
+  } else {
+    comm.send(full({2}, 1.0), 1, 11);
+  }
 }
 
 TEST_CASE("work that was complete when made: no wait, its time kept, and a second part over it runs once",

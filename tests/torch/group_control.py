@@ -54,6 +54,21 @@ dist.all_gather(seen, torch.tensor([world._get_sequence_number_for_group()]), gr
 check.equal("sequence numbers after 3 all_reduces and a send", torch.cat(seen),
             torch.full((size,), first + 3, dtype=torch.int64))
 
+# --- a caller that waits completes the call on its own thread -------------------------------------
+# Not a completion thread that would then wake it (bindings/torch/completions.h, Call::wait): the
+# future's callback, added before the wait, runs on the waiting thread. Rank 0 waits first; its
+# peers join a second later, so the collective cannot be done before rank 0 waits.
+if rank != 0:
+    time.sleep(1)
+work = dist.all_reduce(torch.ones(4), async_op=True)
+ran_on = []
+work.get_future().then(lambda _: ran_on.append(threading.get_ident()))
+work.wait()
+check.count += 1
+if rank == 0 and ran_on != [threading.get_ident()]:
+    check.fail(f"the future's callback ran on thread {ran_on}, not on the thread that waited, "
+               f"{threading.get_ident()}")
+
 if not hasattr(dist, "set_timeout"):  # PyTorch 1.13: what follows is 2.x's
     print(f"rank {rank}: {check.count} checks of PyTorch {torch.__version__}'s sequence numbers passed", flush=True)
     dist.destroy_process_group()

@@ -38,7 +38,9 @@ def main(argv):
     if matched == 0:
         print(f"suite_targets.py: no test in {build} belongs to {sorted(suites)}", file=sys.stderr)
         return 1
-    print("\n".join(sorted(wanted)))
+    # Nothing at all when no target is wanted: an empty line would reach ninja as an empty target.
+    for target in sorted(wanted):
+        print(target)
     return 0
 
 

@@ -116,6 +116,7 @@ helper = executable('helper', 'main.c')
 test('alpha runs', alpha, suite: 'one')
 test('a script given a program', find_program('sh'), args: ['-c', 'exec "$0"', helper], suite: 'one')
 test('beta runs', beta, suite: 'two')
+test('a script alone', find_program('sh'), args: ['-c', 'true'], suite: 'four')
 EOF
     echo 'int main(void) { return 0; }' >"$work/proj/main.c"
     meson setup "$work/proj/build" "$work/proj" >/dev/null 2>&1 || fail "meson setup of a three-test project failed"
@@ -125,6 +126,11 @@ EOF
       [ -x "$work/proj/build/$exe" ] || fail "suite one's program $exe was not built: $built"
     done
     [ ! -e "$work/proj/build/beta" ] || fail "suite two's program beta was built for suite one: $built"
+    # A suite whose tests need nothing built (torch2-peer's, which run an installed module): no
+    # target, not an empty one (`ninja ""`: "empty path"), and not everything.
+    built=$(cd "$source_root" && bash -c 'set -euo pipefail; source scripts/lib/setup.sh
+      ringdp_build_suites "$0" --suite four' "$work/proj/build" 2>&1) || fail "a suite that needs no target failed: $built"
+    [ ! -e "$work/proj/build/beta" ] || fail "a suite that needs no target built beta: $built"
     meson test -C "$work/proj/build" --no-rebuild --suite one >/dev/null 2>&1 ||
       fail "suite one does not run on what was built: $(cat "$work/proj/build/meson-logs/testlog.txt")"
     # A test added to meson.build after configuring: the targets are read after meson regenerates.
@@ -135,7 +141,7 @@ EOF
     none=$(cd "$source_root" && /usr/bin/python3 scripts/lib/suite_targets.py "$work/proj/build" three 2>&1) &&
       fail "a suite with no test was accepted: $none"
     grep -qF "no test in" <<<"$none" || fail "a suite with no test is not named in the error: $none"
-    echo "ok: suite one built alpha and helper, not beta, and gamma once added; suite three refused: $none"
+    echo "ok: suite one built alpha and helper, not beta, and gamma once added; suite four nothing; suite three refused: $none"
     ;;
   *) fail "unknown case '$case_name'" ;;
 esac

@@ -75,8 +75,9 @@ bool Call::wait(std::chrono::milliseconds timeout) {
   // A CUDA call completes on its stream, in the order the completion threads keep; a timeout is
   // the base class's to keep.
   if (!stream_ && timeout == ::kNoTimeout && claim(Owner::caller)) {
-    complete();
+    // Out of the queue first: a ready call behind it must not wait for this one's callbacks.
     Completions::forget(*this);
+    complete();
   }
   const bool done = ::c10d::Work::wait(timeout);
 #if RINGDP_TORCH_CUDA
@@ -234,8 +235,9 @@ void Completions::push(c10::intrusive_ptr<Call> call) {
                                                              [](const auto& w) { return w.needs_wait(); });
   call->completions_ = state_;
   {
-    std::lock_guard lock(state_->mutex);
+    std::unique_lock lock(state_->mutex);
     if (state_->running == 0) {
+      lock.unlock();  // complete() waits for the collectives: not under the lock hooks take
       // No thread left to do it (stop_all: the process is exiting).
       if (call->claim(Call::Owner::threads)) call->complete();
       return;
@@ -263,6 +265,9 @@ void Completions::forget(const Call& call) {
   if (!state) return;
   std::lock_guard lock(state->mutex);
   std::erase_if(state->queue, [&](const c10::intrusive_ptr<Call>& queued) { return queued.get() == &call; });
+  // The call behind it may be ready already (taken at once), its wake-up spent while this one,
+  // still at the front, was not.
+  if (!state->queue.empty() && ready(*state->queue.front())) state->ready.notify_one();
 }
 
 void Completions::run(const std::shared_ptr<State>& state) {

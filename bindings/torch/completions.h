@@ -1,9 +1,11 @@
 // Asynchronous calls of the ringdp backend: each call posts its collectives on ringdp's worker
 // (CollectiveOptions::async, which runs them in issue order) and returns a Work at once; threads of
-// the process group's own then complete the Works, taking them in issue order: each waits for one
-// call's ringdp collectives, writes results back where torch wants them (non-contiguous tensors, the
-// list outputs of all_gather), completes the future that DDP's comm hooks read, and wakes whoever
-// waits. So the backward pass overlaps the all-reduce of the buckets it has finished, as on gloo.
+// the process group's own then complete the Works, taking them in issue order as each call's ringdp
+// collectives are done: they write results back where torch wants them (non-contiguous tensors, the
+// list outputs of all_gather), complete the future that DDP's comm hooks read, and wake whoever
+// waits. So the backward pass overlaps the all-reduce of the buckets it has finished, as on gloo. A
+// call its caller waits for before it is done is the exception: the caller completes it (below), so
+// it may complete before an earlier call nobody waited for.
 //
 // Why threads and not completion on demand: DDP never calls wait() on a bucket's Work; it reads the
 // future, whose callbacks must run when the collective is done. Why several (kThreads): a future's
@@ -14,9 +16,10 @@
 // Why a caller that waits completes its own call (Call::wait), and the threads sleep until a call's
 // collectives are done (the last one's Work::on_done wakes one) rather than wait on them: a small
 // blocking all-reduce crossed four thread wake-ups (the worker, a completion thread at the issue,
-// the same thread at the end, the caller), about half its time under PyTorch 2.15
-// (docs/benchmarks.md); now two, the worker's and the caller's, as on gloo. Only calls whose
-// messages complete when waited for (receives: Work::needs_wait) are taken at once, as before.
+// the same thread at the end, the caller), most of its time under PyTorch 2.15 (129 µs, 30 after;
+// docs/lab/benchmarks.md); now two, the worker's and the caller's, as on gloo. Calls with nothing
+// to wait for, and asynchronous sends and receives (their messages complete only when waited for:
+// Work::needs_wait), are taken at once, as before.
 //
 // CUDA tensors (RINGDP_TORCH_CUDA): a call takes torch's current stream of their device when it
 // is issued. The collectives wait for what was enqueued there by then (an event recorded at the

@@ -3,8 +3,8 @@
 // ringdp program, docs/settings.md). One tensor per call, on the CPU (docs/torch.md).
 //
 // Every call posts its collectives on ringdp's worker and returns at once (bindings/torch/
-// completions.h completes them, in issue order); the Work's future holds the output tensors (a
-// list, as gloo's does), which DDP's comm hooks read. Calls from several threads (DDP's autograd
+// completions.h completes them, in issue order unless a caller waits); the Work's future holds the output
+// tensors (a list, as gloo's does), which DDP's comm hooks read. Calls from several threads (DDP's autograd
 // thread and the main thread) are serialized here, since a Communicator takes calls from one thread
 // at a time. A bad argument is a RuntimeError from the call; a ringdp error while the collective
 // runs (a mismatched call) is a RuntimeError from wait() and the future, carrying ringdp's message;

@@ -110,6 +110,7 @@ TEST_CASE("on_done runs once the work is done: on the thread that ran it, or at 
   const int N = comm.size(), rank = comm.rank();
   Tensor t = full({1000}, 1.0);
   // Rank 0 is late, so the others set their hook while the all-reduce is still waiting for it.
+  comm.barrier();
   if (rank == 0 && N > 1) std::this_thread::sleep_for(200ms);
   comm::Work work = comm.all_reduce(t, ReduceOp::sum, {.async = true});
   std::atomic<int> runs{0};

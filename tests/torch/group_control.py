@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from datetime import timedelta
 
 import torch
@@ -68,6 +69,29 @@ check.count += 1
 if rank == 0 and ran_on != [threading.get_ident()]:
     check.fail(f"the future's callback ran on thread {ran_on}, not on the thread that waited, "
                f"{threading.get_ident()}")
+
+# --- a call behind one its caller completes is completed, though nobody waits for it ---------------
+# An all_reduce_coalesced of no tensor has no collective to wait for, so a completion thread takes
+# it as soon as it is issued; its wake-up came while the all-reduce before it (which its caller
+# then completed) was first in line, not done, and was spent: the future stayed pending until the
+# next call. Rank 0 waits for the all-reduce only after that wake-up, and its peers join later.
+# On PyTorch 1.13 only: 2.x picks the backend by the first tensor's device and has none here.
+if torch.__version__ < "2":
+    if rank != 0:
+        time.sleep(1)
+    work = dist.all_reduce(torch.ones(4), async_op=True)
+    with warnings.catch_warnings():  # "will be deprecated"
+        warnings.simplefilter("ignore")
+        behind = dist.all_reduce_coalesced([], async_op=True)  # a future
+    time.sleep(0.2)  # the thread woken for it finds the all-reduce first, not done
+    work.wait()
+    give_up = time.monotonic() + 5
+    while not behind.done() and time.monotonic() < give_up:
+        time.sleep(0.01)
+    check.count += 1
+    if not behind.done():
+        check.fail("an all_reduce_coalesced of no tensor, behind a call its caller completed, "
+                   "was not completed within 5 s")
 
 if not hasattr(dist, "set_timeout"):  # PyTorch 1.13: what follows is 2.x's
     print(f"rank {rank}: {check.count} checks of PyTorch {torch.__version__}'s sequence numbers passed", flush=True)

@@ -7,6 +7,10 @@ set -uo pipefail
 mpiexec=$1 build=$2 np=$3
 script="$(cd "$(dirname "$0")" && pwd)/fork.py"
 source "$(dirname "$0")/jobs.sh"
+# A DataLoader's persistent workers are ended at the interpreter's exit before their
+# multiprocessing finalizers run, so each leaves a pymp-* folder in TMPDIR: PyTorch's own doing
+# (as many without ringdp or torch.distributed, on 1.13 and 2.15), kept inside $work here.
+export TMPDIR=$work
 for mode in fork dataloader; do
   job $mode
   [ $rc -eq 0 ] || fail "$mode: exit $rc: $out"

@@ -93,33 +93,27 @@ bool Call::wait(std::chrono::milliseconds timeout) {
   return done;
 }
 
-void Call::await_collectives() {
-  for (ringdp::comm::Work& work : works_) {
-    try {
-      work.wait();
-    } catch (const std::exception&) {
-      // complete() reports it: a Work keeps its error for every wait.
-    }
-  }
-}
-
-void Call::complete() {
+std::exception_ptr Call::await_collectives() {
   std::exception_ptr error;
-  // As a std::runtime_error, which torch's bindings raise in Python as RuntimeError; the first
-  // failure is the one reported.
-  const auto keep = [&](const std::exception& e) {
-    if (!error)
-      error = std::make_exception_ptr(std::runtime_error(std::string("ringdp: ") + name_ + ": " + e.what()));
-  };
   // Every collective is waited for, even after one failed: a later one may still be running on the
   // memory the views keep alive.
   for (ringdp::comm::Work& work : works_) {
     try {
       work.wait();
     } catch (const std::exception& e) {
-      keep(e);
+      if (!error) error = failure(e);
     }
   }
+  return error;
+}
+
+std::exception_ptr Call::failure(const std::exception& e) const {
+  // A std::runtime_error, which torch's bindings raise in Python as RuntimeError.
+  return std::make_exception_ptr(std::runtime_error(std::string("ringdp: ") + name_ + ": " + e.what()));
+}
+
+void Call::complete() {
+  std::exception_ptr error = await_collectives();  // the first failure is the one reported
   // On the call's stream: the write-backs queue there after the collectives, and the future's
   // events are recorded there (no-op for CPU tensors).
   std::optional<c10::StreamGuard> on_stream;
@@ -130,7 +124,7 @@ void Call::complete() {
         if (write_back_[i]) views_[i].write_back();
       if (after_) after_();
     } catch (const std::exception& e) {
-      keep(e);
+      error = failure(e);
     }
   }
   if (error)

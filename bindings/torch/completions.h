@@ -33,6 +33,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -95,8 +96,11 @@ class Call final : public ::c10d::Work {
     return owner_->compare_exchange_strong(none, who, std::memory_order_acq_rel);
   }
   Owner owner() const { return owner_->load(std::memory_order_acquire); }
-  /// Waits for the collectives without completing the call; their errors wait for complete().
-  void await_collectives();
+  /// Waits for every collective, even after one failed; returns the first failure, as failure()
+  /// makes it, or null.
+  std::exception_ptr await_collectives();
+  /// `e` as the call reports it: a std::runtime_error naming the call.
+  std::exception_ptr failure(const std::exception& e) const;
 
   const char* name_;
   std::vector<at::Tensor> outputs_;

@@ -142,10 +142,12 @@ enum class AtExit { everyone, too_late, mpi_failed };
 // Every rank's last collective: everyone once every rank has posted it, too_late if `until` passes
 // first. Polled with sleeps, not waited in: MPICH's blocking calls spin, starving the rank waited
 // for where ranks share cores (tests/support/mpi_main.cpp's global_sum says how much). Past
-// `notice_at` it says once that it waits, so a job that seems to hang at its end shows which ranks
-// finished (the rank that prints nothing is the one they wait for).
+// `notice` (if any) it says once that it waits, so a job that seems to hang at its end shows which
+// ranks finished (the rank that prints nothing is the one they wait for).
 AtExit everyone_at_exit(std::chrono::steady_clock::time_point until,
-                        std::chrono::steady_clock::time_point notice_at) {
+                        std::optional<std::chrono::milliseconds> notice) {
+  auto notice_at =
+      notice ? std::chrono::steady_clock::now() + *notice : std::chrono::steady_clock::time_point::max();
   MPI_Request request = MPI_REQUEST_NULL;
   if (MPI_Ibarrier(MPI_COMM_WORLD, &request) != MPI_SUCCESS) return AtExit::mpi_failed;
   for (;;) {
@@ -159,8 +161,7 @@ AtExit everyone_at_exit(std::chrono::steady_clock::time_point until,
                    "ringdp: rank %d (process %d): has finished and waits at exit for every other rank "
                    "to finish too, as MPI_Finalize does (longer than the collective timeout, %.0f s, "
                    "already)\n",
-                   world_rank(), static_cast<int>(getpid()),
-                   static_cast<double>(notice_after()->count()) / 1000);
+                   world_rank(), static_cast<int>(getpid()), static_cast<double>(notice->count()) / 1000);
       notice_at = std::chrono::steady_clock::time_point::max();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -186,9 +187,9 @@ void finalize_at_exit(int status) {
   const auto now = std::chrono::steady_clock::now();
   const auto never = std::chrono::steady_clock::time_point::max();
   const bool failed = status != 0;
-  const auto notice = notice_after();
+  // A failed rank does not wait long enough to say so.
   const AtExit came =
-      everyone_at_exit(failed ? now + g_failed_grace : never, failed || !notice ? never : now + *notice);
+      failed ? everyone_at_exit(now + g_failed_grace, std::nullopt) : everyone_at_exit(never, notice_after());
   if (came == AtExit::everyone) {
     run_before_finalize();
     MPI_Finalize();

@@ -30,6 +30,7 @@
 #include "kernels/elementwise.h"
 #include "tests/doubles/cuda/cuda_emu.h"
 #include "tests/support/catch_session.h"
+#include "tests/support/keep_mpi_plugins.h"
 #include "tests/support/mpi_test.h"
 
 using namespace ringdp;
@@ -633,6 +634,7 @@ TEST_CASE("a stuck collective ends the job while the host is inside MPI", "[.stu
 }
 
 int main(int argc, char** argv) {
+  ringdp::testing::keep_mpi_plugins_loaded();
   MPI_Init(&argc, &argv);
   ringdp::doubles::set_deferred_streams(true);
   // Only rank 0 reports, as in tests/support/mpi_main.cpp: two reports counted these test cases

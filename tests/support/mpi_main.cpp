@@ -14,6 +14,7 @@
 
 #include "comm/bootstrap/mpi_runtime.h"
 #include "tests/support/catch_session.h"
+#include "tests/support/keep_mpi_plugins.h"
 #include "tests/support/mpi_test.h"
 
 namespace ringdp::testing {
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   ringdp::comm::install_terminate_handler("ringdp-test");
   // RINGDP_TEST_MPI_INIT=single or funneled: this program initialises MPI itself, at that level,
   // before ringdp does (tests/mpi/test_thread_single.cpp), as a user's program may.
+  ringdp::testing::keep_mpi_plugins_loaded();
   if (const char* level = std::getenv("RINGDP_TEST_MPI_INIT"); level && *level) {
     const bool single = std::strcmp(level, "single") == 0;
     if (!single && std::strcmp(level, "funneled") != 0) {

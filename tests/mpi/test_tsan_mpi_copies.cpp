@@ -1,6 +1,6 @@
 // Open MPI copies a message into its receive buffer on whichever thread drives its progress engine
-// at the time, and tells that thread's peers through its own locks and atomics, which TSan cannot
-// see (Debian's Open MPI is not built with it). The tsan suite's groups each run on a thread of
+// at the time, and marks the request complete with its own inline atomics, which TSan cannot see
+// (Debian's Open MPI is not built with it). The tsan suite's groups each run on a thread of
 // their own, so a receive posted by one thread is now and then completed by another group's thread;
 // CI's tsan pass failed on 2026-12-07 with such a copy (process_vm_readv, called from Open MPI's
 // shared-memory plugin, mca_btl_vader.so) "racing" ringdp's reduction of the received data, and
@@ -43,7 +43,7 @@ void churn_history() {
 // communicator, drives the progress engine until the message is in. Only then does rank 0 wait for
 // the receive and read the buffer, with nothing between the two threads that TSan sees as an order:
 // the thread says it is finished through a relaxed atomic, which orders nothing for TSan, and is
-// joined only after the read. Returns the wrong elements; `made` says whether the other thread did
+// joined only after the read. Returns how many elements are wrong; `made` says whether the other thread did
 // see the message in (else the receive's owner copied it, and the case was not made).
 int64_t receive_on_another_thread(MPI_Comm data, MPI_Comm other, int count, bool& made) {
   std::vector<double> buffer(static_cast<size_t>(count), 0.0);
@@ -87,7 +87,10 @@ void send_when_asked(MPI_Comm data, MPI_Comm other, int count) {
 
 TEST_CASE("tsan: Open MPI's copies into a receive buffer, made on another thread, are not reported",
           "[tsan]") {
-  world();  // MPI initialised by ringdp, as every tsan-suite program has it: MPI_THREAD_MULTIPLE
+  world();  // MPI initialised by ringdp, as every tsan-suite program has it
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  REQUIRE(provided == MPI_THREAD_MULTIPLE);  // two threads call MPI at once below
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

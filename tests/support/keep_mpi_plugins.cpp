@@ -12,10 +12,6 @@
 #include <sstream>
 #include <string>
 
-#ifndef RINGDP_TEST_KEEP_PLUGINS
-#define RINGDP_TEST_KEEP_PLUGINS ""
-#endif
-
 namespace ringdp::testing {
 
 void keep_mpi_plugins_loaded() {

@@ -57,9 +57,9 @@ int64_t global_sum(int64_t value) {
 
 int main(int argc, char** argv) {
   ringdp::comm::install_terminate_handler("ringdp-test");
+  ringdp::testing::keep_mpi_plugins_loaded();
   // RINGDP_TEST_MPI_INIT=single or funneled: this program initialises MPI itself, at that level,
   // before ringdp does (tests/mpi/test_thread_single.cpp), as a user's program may.
-  ringdp::testing::keep_mpi_plugins_loaded();
   if (const char* level = std::getenv("RINGDP_TEST_MPI_INIT"); level && *level) {
     const bool single = std::strcmp(level, "single") == 0;
     if (!single && std::strcmp(level, "funneled") != 0) {

@@ -147,7 +147,21 @@ ringdp_configure() {
 # ringdp_build BUILD_DIR: compile, naming the step if it fails.
 ringdp_build() {
   ringdp_step "building in $1" "the compiler's error is above; fix it, or 'rm -rf $1' if the build folder is stale, then rerun"
-  ninja -C "$1"
+  ringdp_ninja "$1"
+}
+
+# ringdp_ninja BUILD_DIR [TARGET...]: ninja, then one line saying how long it took. Written to a
+# file or pipe (CI), ninja's one line per compiled file is left out (--quiet, ninja 1.11): CI
+# keeps the last lines of a run, and hundreds of them hid which pass had run out of time.
+# Warnings and errors still show.
+ringdp_ninja() {
+  local dir=$1 start=$SECONDS quiet=()
+  shift
+  if [ ! -t 1 ]; then
+    case "$(ninja --help 2>&1 || true)" in *--quiet*) quiet=(--quiet) ;; esac
+  fi
+  ninja "${quiet[@]}" -C "$dir" "$@"
+  ringdp_log "built in $dir: $((SECONDS - start)) s"
 }
 
 # ringdp_build_suites BUILD_DIR [--suite S ...]: compile only what those suites' tests need (the
@@ -164,7 +178,7 @@ ringdp_build_suites() {
   ninja -C "$dir" build.ninja >/dev/null
   mapfile -t targets < <(/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/suite_targets.py" "$dir" "${names[@]}")
   # No targets (only placeholder tests, say): plain `ninja` would build everything.
-  [ ${#targets[@]} -eq 0 ] || ninja -C "$dir" "${targets[@]}"
+  [ ${#targets[@]} -eq 0 ] || ringdp_ninja "$dir" "${targets[@]}"
 }
 
 # ringdp_failed_test_output FILE: what `meson test --print-errorlogs` printed about the failing

@@ -197,14 +197,20 @@ TEST_CASE("a batch of more rows than gridDim.y can tile runs whole", "[cuda][lin
 
 TEST_CASE("mse forward is deterministic and matches; backward matches", "[cuda][mse]") {
   for (DType dtype : {DType::float32, DType::float64}) {
-    // The largest makes level 1's capped grid (1024 blocks of 256) stride: once, and a part, on
-    // the emulator (twice took ASan's pass 107 s and reaches no other path).
+    // The largest makes level 1's capped grid (1024 blocks of 256) stride: twice, and a part, on
+    // the emulator.
     for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{33}, int64_t{127}, int64_t{129}, int64_t{1000},
-                      kEmulated ? (int64_t{1} << 18) + 129 : int64_t{1} << 22}) {
+                      kEmulated ? (int64_t{1} << 19) + 129 : int64_t{1} << 22}) {
       CAPTURE(dtype_name(dtype), n);
       const Tensor p = randn({n}, fresh_seed(), 0, 1, dtype), t = randn({n}, fresh_seed(), 0, 1, dtype);
       const Tensor gp = on_gpu(p), gt = on_gpu(t);
       for (Reduction reduction : {Reduction::mean, Reduction::sum}) {
+        // The emulator runs the capped grid's 2^18 threads one after another whatever n is (the
+        // largest size took 107 s of ASan's pass): there one reduction per dtype at that size,
+        // since level 1, which strides, is the same code for both.
+        if (kEmulated && n > 1000 &&
+            reduction != (dtype == DType::float32 ? Reduction::mean : Reduction::sum))
+          continue;
         double want = 0;
         const auto pv = p.to_vector(), tv = t.to_vector();
         for (int64_t i = 0; i < n; ++i) want += (pv[i] - tv[i]) * (pv[i] - tv[i]);

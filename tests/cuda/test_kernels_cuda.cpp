@@ -102,7 +102,7 @@ TEST_CASE("linear forward and backward match the float64 CPU result", "[cuda][li
       if (kEmulated && B > 129) continue;
       for (int64_t C : {int64_t{1}, int64_t{33}, int64_t{129}}) {
         // Emulated, 257 output columns stand for 1000: more than one 128-wide tile, the last
-        // partial, and (as K of the backward GEMMs) a partial step of 8.
+        // partial, and (as K of dx's GEMM) a partial step of 8.
         for (int64_t OC : {int64_t{7}, int64_t{128}, kEmulated ? int64_t{257} : int64_t{1000}}) {
           CAPTURE(dtype_name(dtype), B, C, OC);
           const Tensor x = randn({B, C}, fresh_seed(), 0, 1, dtype),

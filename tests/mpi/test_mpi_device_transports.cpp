@@ -120,10 +120,11 @@ int64_t wrong(const std::vector<double>& got, F want) {
   return bad;
 }
 
-// 1031 elements already take 16 or more 256-byte segments. 20011 (hundreds, more than the staging
-// window's 64 messages in flight) cost most of these tests' time in every build, CI's sanitizer
-// pass most of all, and what it adds depends on the element size, not the op: it runs once per
-// dtype, with the sum and the last rank as root (kLongCount).
+// kLongCount (20011) takes hundreds of 256-byte segments for 4- and 8-byte types, more than the
+// staging window's 64 messages in flight in a ring step, and cost most of these tests' time in
+// every build, CI's sanitizer pass most of all. What it adds depends on the element size, not the
+// op (the op only picks the reduction kernel, which every count runs): it runs once per dtype,
+// with the sum and the last rank as root; the stream-order test runs it with max too.
 const std::vector<int64_t> kCounts = {0, 1, 2, 5, 1031};
 constexpr int64_t kLongCount = 20011;
 const std::vector<DType> kDtypes = {DType::float32, DType::float64,  DType::int32,
